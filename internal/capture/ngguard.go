@@ -1,0 +1,116 @@
+package capture
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// ngGuard sits between a pcapng file and pcapgo's NgReader and checks each
+// block's lengths as the bytes pass through. pcapgo allocates a packet
+// buffer from an Enhanced Packet Block's captured length without checking
+// it against the block length, so a damaged or hostile file could make it
+// allocate gigabytes; the guard turns that into an error first.
+type ngGuard struct {
+	r         io.Reader
+	bigEndian bool
+	// remaining bytes of the current block not yet passed through
+	remaining int64
+	hdr       [28]byte
+	hdrLen    int // bytes buffered in hdr, to be handed out before more reads
+	hdrOff    int
+	pos       int64
+}
+
+const (
+	ngMaxBlock   = MaxPacketBytes + 64*1024
+	ngSHB        = 0x0a0d0d0a
+	ngEPB        = 0x00000006
+	ngByteMagic  = 0x1a2b3c4d
+	ngHeaderPeek = 28 // type, length, and an EPB's fields up to the captured length
+)
+
+func (g *ngGuard) Read(p []byte) (int, error) {
+	if g.hdrOff < g.hdrLen {
+		n := copy(p, g.hdr[g.hdrOff:g.hdrLen])
+		g.hdrOff += n
+		return n, nil
+	}
+	if g.remaining == 0 {
+		if err := g.nextBlock(); err != nil {
+			g.hdrLen, g.hdrOff = 0, 0
+			return 0, err
+		}
+		return g.Read(p)
+	}
+	if int64(len(p)) > g.remaining {
+		p = p[:g.remaining]
+	}
+	n, err := g.r.Read(p)
+	g.remaining -= int64(n)
+	g.pos += int64(n)
+	return n, err
+}
+
+// nextBlock reads the next block's first bytes into hdr and validates them.
+func (g *ngGuard) nextBlock() error {
+	g.hdrLen, g.hdrOff = 0, 0
+	n, err := io.ReadFull(g.r, g.hdr[:8])
+	g.hdrLen = n
+	if err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	typ := binary.LittleEndian.Uint32(g.hdr[0:4])
+	if typ == ngSHB {
+		m, err := io.ReadFull(g.r, g.hdr[8:12])
+		g.hdrLen += m
+		if err != nil {
+			return io.ErrUnexpectedEOF
+		}
+		switch {
+		case binary.BigEndian.Uint32(g.hdr[8:12]) == ngByteMagic:
+			g.bigEndian = true
+		case binary.LittleEndian.Uint32(g.hdr[8:12]) == ngByteMagic:
+			g.bigEndian = false
+		default:
+			return nil // let pcapgo report the bad byte-order magic
+		}
+	}
+	order := g.order()
+	typ = order.Uint32(g.hdr[0:4])
+	length := int64(order.Uint32(g.hdr[4:8]))
+	blockStart := g.pos
+	if length < 12 || length > ngMaxBlock || length%4 != 0 {
+		g.hdrLen = 0
+		return fmt.Errorf("pcapng block at byte offset %d: length %d is out of range", blockStart, length)
+	}
+	if typ == ngEPB {
+		if length < 32 {
+			g.hdrLen = 0
+			return fmt.Errorf("pcapng packet block at byte offset %d: length %d is too short", blockStart, length)
+		}
+		m, err := io.ReadFull(g.r, g.hdr[8:ngHeaderPeek])
+		g.hdrLen += m
+		if err != nil {
+			return io.ErrUnexpectedEOF
+		}
+		capLen := int64(order.Uint32(g.hdr[20:24]))
+		if capLen > length-32 {
+			g.hdrLen = 0
+			return fmt.Errorf("pcapng packet block at byte offset %d: captured length %d exceeds block length %d", blockStart, capLen, length)
+		}
+	}
+	g.pos += int64(g.hdrLen)
+	g.remaining = length - int64(g.hdrLen)
+	return nil
+}
+
+func (g *ngGuard) order() binary.ByteOrder {
+	if g.bigEndian {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}

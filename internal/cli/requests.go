@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/cluster"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/latency"
+	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+type requestsOptions struct {
+	ports           []uint
+	format          string
+	apis, topics    []string
+	clients         []string
+	slow            time.Duration
+	summary         bool
+	top             int
+	messageIDHeader string
+	logDirs         []string
+	bootstrap       []string
+	maxFrame        int
+	quiet           bool
+}
+
+func newRequestsCmd() *cobra.Command {
+	var o requestsOptions
+	cmd := &cobra.Command{
+		Use:   "requests [flags] CAPTURE...",
+		Short: "List every Kafka request and its latency, decoded from packet captures",
+		Long: `Reads pcap and pcapng files and prints one row per request, paired with its
+response: arrival time (first byte of the request seen), end time (last byte
+of the response seen), latency, API, client, and for produce and fetch the
+topic-partitions, record counts and message ids.
+
+Several files are read as one capture, in the order given (rotated files).
+Counters of everything that could not be decoded are printed on stderr.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRequests(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port (repeatable); the side of a connection on it is the broker")
+	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
+	f.StringSliceVar(&o.apis, "api", nil, "only these APIs, by name or key (e.g. produce,fetch)")
+	f.StringSliceVar(&o.topics, "topic", nil, "only requests naming these topics (and only their partitions)")
+	f.StringSliceVar(&o.clients, "client", nil, "only requests from these clients (ip, ip:port or client id)")
+	f.DurationVar(&o.slow, "slow", 0, "only answered requests at or above this latency (e.g. 100ms)")
+	f.BoolVar(&o.summary, "summary", false, "print latency percentiles per API and topic and the slowest requests instead of rows")
+	f.IntVar(&o.top, "top", 10, "with --summary: how many of the slowest requests to list")
+	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids (empty: none, and no decompression)")
+	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "broker log dirs: name topics by id from partition.metadata (Produce/Fetch v13+)")
+	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "HOST:PORT of the cluster: name topics by id by asking it")
+	f.IntVar(&o.maxFrame, "max-frame", 100<<20, "largest Kafka frame accepted, in bytes (socket.request.max.bytes)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no footer or progress bar on stderr")
+	return cmd
+}
+
+func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, o *requestsOptions) error {
+	cfg := wire.DefaultConfig()
+	cfg.Ports = cfg.Ports[:0]
+	for _, p := range o.ports {
+		if p == 0 || p > 65535 {
+			return badInput(fmt.Errorf("--port %d is not a TCP port", p))
+		}
+		cfg.Ports = append(cfg.Ports, uint16(p))
+	}
+	cfg.MessageIDHeader = o.messageIDHeader
+	if o.maxFrame < 1024 {
+		return badInput(fmt.Errorf("--max-frame %d is too small", o.maxFrame))
+	}
+	cfg.MaxFrameBytes = o.maxFrame
+	cfg.MaxKeepBytes = min(cfg.MaxKeepBytes, o.maxFrame)
+
+	topics := wire.NewTopicNames()
+	if len(o.logDirs) > 0 {
+		ids, err := logdir.TopicIDs(o.logDirs...)
+		if err != nil {
+			return badInput(fmt.Errorf("--log-dirs: %w", err))
+		}
+		for id, name := range ids {
+			topics.Add(id, name)
+		}
+	}
+	if len(o.bootstrap) > 0 {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		ids, err := cluster.TopicIDs(cctx, o.bootstrap...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--bootstrap: %w", err)
+		}
+		for id, name := range ids {
+			topics.Add(id, name)
+		}
+	}
+
+	filter := event.RequestFilter{APIs: o.apis, Topics: o.topics, Slow: o.slow, Clients: o.clients}
+	var (
+		writer  output.RequestWriter
+		summary *latency.Summary
+		err     error
+	)
+	if o.summary {
+		summary = latency.NewSummary(o.top)
+	} else if writer, err = output.NewRequestWriter(stdout, o.format); err != nil {
+		return badInput(err)
+	}
+	var writeErr error
+	emit := func(r *event.Request) {
+		if !filter.Match(r) {
+			return
+		}
+		filter.KeepTopics(r)
+		if summary != nil {
+			summary.Add(r)
+			return
+		}
+		if writeErr == nil {
+			writeErr = writer.Write(r)
+		}
+	}
+	opts := source.Options{Wire: cfg, Topics: topics}
+	var bar *progressbar.ProgressBar
+	if !o.quiet && isTerminal(stderr) {
+		opts.Progress = func(file string, done, total int64) {
+			if bar == nil || bar.GetMax64() != total {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription(file), progressbar.OptionShowBytes(true),
+					progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
+			}
+			bar.Set64(done)
+		}
+	}
+	res, err := source.ReadFiles(files, opts, emit)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		if errors.Is(err, capture.ErrNotCapture) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return badInput(err)
+		}
+		return badInput(err)
+	}
+	if summary != nil {
+		writeErr = output.WriteSummary(stdout, summary)
+	} else if ferr := writer.Flush(); writeErr == nil {
+		writeErr = ferr
+	}
+	if !o.quiet {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
+		}
+		fmt.Fprintf(stderr, "kscope: %s\n", strings.ReplaceAll(res.FormatFooter(), "\n", "\nkscope: "))
+	}
+	if writeErr != nil {
+		return fmt.Errorf("writing output: %w", writeErr)
+	}
+	return nil
+}

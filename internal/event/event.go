@@ -1,0 +1,90 @@
+// Package event defines the typed events that every kscope command shares,
+// and their JSON Lines encoding.
+//
+// Sources (packet captures, eBPF, segment files, JFR) are decoded into these
+// types; sinks (tables, JSON Lines, metrics, reports) consume them. The JSON
+// field names are a public format documented in docs/formats.md: change them
+// only with a version bump.
+package event
+
+import (
+	"encoding/base64"
+	"time"
+)
+
+// Request is one Kafka request seen on the wire, paired with its response
+// when one was seen.
+type Request struct {
+	// Arrival is the capture timestamp of the packet that carried the
+	// request's first byte.
+	Arrival time.Time `json:"arrival"`
+	// End is the capture timestamp of the packet that carried the
+	// response's last byte; zero when no response was seen (acks=0 produce
+	// requests, or a capture that ended first).
+	End time.Time `json:"end,omitzero"`
+	// LatencyMs is End-Arrival in milliseconds; zero when End is zero.
+	LatencyMs float64 `json:"latency_ms"`
+
+	Client string `json:"client"` // "ip:port" of the client side
+	Broker string `json:"broker"` // "ip:port" of the broker side
+
+	API           string `json:"api"` // kmsg name, or "unknown(N)"
+	APIKey        int16  `json:"api_key"`
+	APIVersion    int16  `json:"api_version"`
+	CorrelationID int32  `json:"correlation_id"`
+	ClientID      string `json:"client_id"`
+
+	RequestBytes  int   `json:"request_bytes"`  // whole frame including the 4-byte size
+	ResponseBytes int   `json:"response_bytes"` // whole frame including the 4-byte size; 0 when no response
+	ThrottleMs    int32 `json:"throttle_ms"`
+	// ErrorCode is the response's top-level error code, when the response
+	// type has one.
+	ErrorCode *int16 `json:"error_code,omitempty"`
+	// Acks is set for produce requests.
+	Acks *int16 `json:"acks,omitempty"`
+
+	Partitions []Partition `json:"partitions,omitempty"`
+
+	// Answered is false when no response was paired with the request.
+	Answered bool `json:"answered"`
+	// Partial is true when part of the request or response was lost in a
+	// capture gap, so some fields may be missing.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Partition is one topic-partition named in a request (produce) or in its
+// response (fetch).
+type Partition struct {
+	Topic      string   `json:"topic"`
+	TopicID    string   `json:"topic_id,omitempty"` // Kafka's base64 form
+	Partition  int32    `json:"partition"`
+	Records    int      `json:"records"`
+	Bytes      int      `json:"bytes"` // record batch bytes
+	MessageIDs []string `json:"message_ids,omitempty"`
+	ErrorCode  int16    `json:"error_code"`
+}
+
+// Latency returns End-Arrival, or zero when the request was not answered.
+func (r *Request) Latency() time.Duration {
+	if r.End.IsZero() {
+		return 0
+	}
+	return r.End.Sub(r.Arrival)
+}
+
+// TopicIDString formats a 16-byte topic id the way Kafka prints it:
+// URL-safe base64 without padding.
+func TopicIDString(id [16]byte) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// ParseTopicID parses Kafka's base64 form of a topic id.
+func ParseTopicID(s string) ([16]byte, bool) {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, false
+	}
+	copy(id[:], b)
+	return id, true
+}

@@ -1,0 +1,134 @@
+// Package source runs the first stage of the request pipeline: it reads
+// packets from capture files, decodes them to TCP segments and hands them
+// to the wire decoder, which emits request events. Commands that start
+// from a capture (requests, explain --pcap, report --pcap, model
+// --from-capture) share it.
+package source
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+// Result says what reading the files found.
+type Result struct {
+	Files    int
+	Wire     wire.Stats
+	Capture  CaptureStats
+	Warnings []error // damaged files that were read as far as possible
+}
+
+// CaptureStats counts packets before the Kafka decoder.
+type CaptureStats struct {
+	Packets     int64 `json:"packets"` // all packets in the files
+	FileBytes   int64 `json:"file_bytes"`
+	NotTCP      int64 `json:"not_tcp"`
+	Undecodable int64 `json:"undecodable"`
+	Fragments   int64 `json:"fragments"`
+}
+
+// Options configure ReadFiles.
+type Options struct {
+	Wire   wire.Config
+	Topics *wire.TopicNames
+	// Progress, when set, is called with bytes read of the current file
+	// and its size, every few thousand packets.
+	Progress func(file string, done, total int64)
+}
+
+// ReadFiles decodes the files in order, as one capture (rotated files of
+// one capture continue each other's connections), and calls emit for every
+// request. A file that is not a capture stops the run with an error; a
+// damaged file is read up to the damage and reported in Result.Warnings.
+func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result, error) {
+	var res Result
+	// Open every file first: an unusable input should fail before any
+	// output is written.
+	files := make([]*capture.File, 0, len(paths))
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, p := range paths {
+		f, err := capture.OpenFile(p)
+		if err != nil {
+			return res, err
+		}
+		files = append(files, f)
+	}
+	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
+	seg := capture.NewDecoder()
+	for _, f := range files {
+		res.Files++
+		err := readFile(f, seg, dec, opts.Progress)
+		res.Capture.Packets += f.Packets()
+		res.Capture.FileBytes += f.Offset()
+		if err != nil {
+			res.Warnings = append(res.Warnings, err)
+		}
+	}
+	dec.Close()
+	res.Wire = dec.Stats()
+	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	return res, nil
+}
+
+func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, progress func(string, int64, int64)) error {
+	for n := 0; ; n++ {
+		data, ci, link, err := f.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if progress != nil {
+					progress(f.Path, f.Size, f.Size)
+				}
+				return nil
+			}
+			return err
+		}
+		if s, ok := seg.Decode(data, link); ok {
+			dec.Packet(s, ci)
+		}
+		if progress != nil && n%4096 == 0 {
+			progress(f.Path, f.Offset(), f.Size)
+		}
+	}
+}
+
+// FormatFooter renders the counters as the one-paragraph footer that
+// commands print on stderr.
+func (r Result) FormatFooter() string {
+	w := r.Wire
+	s := fmt.Sprintf("%d file(s), %d packets (%d on Kafka ports, %s of TCP payload), %d connections\n",
+		r.Files, r.Capture.Packets, w.Packets, humanBytes(w.Bytes), w.Connections)
+	s += fmt.Sprintf("%d requests decoded: %d answered, %d acks=0 (no response), %d unanswered; %d unknown API/version; %d responses unpaired\n",
+		w.Requests, w.Responses, w.NoResponse, w.Unanswered, w.UnknownAPIs, w.Unpaired)
+	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial, %d oversized, %d decode errors, %d batch errors",
+		humanBytes(w.SkippedBytes), w.Gaps, w.Resyncs, w.Partial, w.Oversized, w.DecodeErrors, w.BatchErrors)
+	if w.Evicted > 0 {
+		s += fmt.Sprintf(", %d evicted from a full in-flight table", w.Evicted)
+	}
+	if c := r.Capture; c.Undecodable+c.Fragments > 0 {
+		s += fmt.Sprintf("; %d undecodable packets, %d IP fragments ignored", c.Undecodable, c.Fragments)
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

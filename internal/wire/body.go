@@ -1,0 +1,215 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
+)
+
+// BatchSummarizer counts the records in a sequence of record batches and
+// returns the values of the message-id header. records.Decoder implements
+// it; the wire decoder only needs this much of it.
+type BatchSummarizer interface {
+	MessageIDs(batches []byte, idHeader string) (records int, ids []string, err error)
+}
+
+// decodeRequestBody decodes the bodies of the requests whose contents the
+// output needs (produce, fetch), and checks any other body against kmsg
+// when the frame was found by resynchronisation. It reports whether a
+// response is expected and whether the body decoded.
+func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok bool) {
+	ev := p.ev
+	switch p.header.key {
+	case 0:
+		var req kmsg.ProduceRequest
+		req.SetVersion(p.header.version)
+		if err := req.ReadFrom(body); err != nil {
+			return true, false
+		}
+		acks := req.Acks
+		ev.Acks = &acks
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				tp := &t.Partitions[j]
+				part := event.Partition{Topic: t.Topic, Partition: tp.Partition, Bytes: len(tp.Records)}
+				d.topics.resolve(&part, t.TopicID)
+				d.summarize(&part, tp.Records)
+				ev.Partitions = append(ev.Partitions, part)
+			}
+		}
+		return acks != 0, true
+	case 1:
+		var req kmsg.FetchRequest
+		req.SetVersion(p.header.version)
+		if err := req.ReadFrom(body); err != nil {
+			return true, false
+		}
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				part := event.Partition{Topic: t.Topic, Partition: t.Partitions[j].Partition}
+				d.topics.resolve(&part, t.TopicID)
+				ev.Partitions = append(ev.Partitions, part)
+			}
+		}
+		return true, true
+	}
+	if p.header.key == 18 || !d.verifyBodies {
+		return true, true
+	}
+	req := kmsg.RequestForKey(p.header.key)
+	req.SetVersion(p.header.version)
+	return true, req.ReadFrom(body) == nil
+}
+
+// summarize fills a partition's record count and message ids from its
+// record batches.
+func (d *Decoder) summarize(part *event.Partition, batches []byte) {
+	if len(batches) == 0 || d.batches == nil {
+		return
+	}
+	n, ids, err := d.batches.MessageIDs(batches, d.cfg.MessageIDHeader)
+	if len(ids) > d.cfg.MaxMessageIDs {
+		ids = ids[:d.cfg.MaxMessageIDs]
+	}
+	part.Records, part.MessageIDs = n, ids
+	// A fetch response may end with a partial batch: that is the
+	// protocol, not damage.
+	if err != nil && !errors.Is(err, records.ErrTruncated) {
+		d.stats.BatchErrors++
+	}
+}
+
+// decodeResponseBody decodes a response body and merges what it says into
+// the request event.
+func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
+	if responseIsFlexible(&p.header) {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return false
+		}
+		body = r.Src
+	}
+	ev := p.ev
+	switch p.header.key {
+	case 0:
+		var resp kmsg.ProduceResponse
+		resp.SetVersion(p.header.version)
+		if err := resp.ReadFrom(body); err != nil {
+			return false
+		}
+		ev.ThrottleMs = resp.ThrottleMillis
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				rp := &t.Partitions[j]
+				if part := findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
+					part.ErrorCode = rp.ErrorCode
+				}
+			}
+		}
+		return true
+	case 1:
+		var resp kmsg.FetchResponse
+		resp.SetVersion(p.header.version)
+		if err := resp.ReadFrom(body); err != nil {
+			return false
+		}
+		ev.ThrottleMs = resp.ThrottleMillis
+		if resp.Version >= 7 {
+			code := resp.ErrorCode
+			ev.ErrorCode = &code
+		}
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				rp := &t.Partitions[j]
+				part := findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+				if part == nil {
+					// Incremental fetch sessions answer for
+					// partitions the request did not list.
+					ev.Partitions = append(ev.Partitions, event.Partition{Topic: t.Topic, Partition: rp.Partition})
+					part = &ev.Partitions[len(ev.Partitions)-1]
+					d.topics.resolve(part, t.TopicID)
+				}
+				part.ErrorCode = rp.ErrorCode
+				part.Bytes = len(rp.RecordBatches)
+				d.summarize(part, rp.RecordBatches)
+			}
+		}
+		return true
+	case 3:
+		var resp kmsg.MetadataResponse
+		resp.SetVersion(p.header.version)
+		if err := resp.ReadFrom(body); err != nil {
+			return false
+		}
+		ev.ThrottleMs = resp.ThrottleMillis
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.Topic != nil {
+				d.topics.Add(t.TopicID, *t.Topic)
+			}
+		}
+		return true
+	}
+	resp := kmsg.ResponseForKey(p.header.key)
+	resp.SetVersion(p.header.version)
+	err := resp.ReadFrom(body)
+	if err != nil && p.header.key == 18 {
+		// A broker that does not support the requested ApiVersions
+		// version answers with version 0 and UNSUPPORTED_VERSION.
+		resp.SetVersion(0)
+		err = resp.ReadFrom(body)
+	}
+	if err != nil {
+		return false
+	}
+	if t, ok := resp.(kmsg.ThrottleResponse); ok {
+		if ms, applies := t.Throttle(); applies || ms != 0 {
+			ev.ThrottleMs = ms
+		}
+	}
+	if code, ok := topLevelErrorCode(resp); ok {
+		ev.ErrorCode = &code
+	}
+	return true
+}
+
+// topLevelErrorCode returns a response's ErrorCode field, for the many
+// kmsg response types that have one. Reflection keeps this generic; it is
+// off the produce/fetch hot path.
+func topLevelErrorCode(resp kmsg.Response) (int16, bool) {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("ErrorCode")
+	if !f.IsValid() || f.Kind() != reflect.Int16 {
+		return 0, false
+	}
+	return int16(f.Int()), true
+}
+
+func findPartition(ev *event.Request, topic string, id [16]byte, partition int32) *event.Partition {
+	var idStr string
+	if id != ([16]byte{}) {
+		idStr = event.TopicIDString(id)
+	}
+	for i := range ev.Partitions {
+		p := &ev.Partitions[i]
+		if p.Partition != partition {
+			continue
+		}
+		if idStr != "" && p.TopicID == idStr || idStr == "" && p.Topic == topic {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package wire
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// pending is a request waiting for its response.
+type pending struct {
+	ev       *event.Request
+	header   requestHeader
+	topicIDs [][16]byte // per partition in ev.Partitions (zero when named)
+}
+
+// conn is the state of one TCP connection between a client and a broker.
+type conn struct {
+	d              *Decoder
+	client, broker string
+	req, resp      *frameParser
+	inflight       map[int32]*pending
+	order          []int32 // correlation ids in arrival order, to evict the oldest
+	reqSink        requestSink
+	respSink       responseSink
+	// early holds responses whose request has not been decoded yet:
+	// when a request segment is lost, reassembly holds back the rest of
+	// the request stream until the gap is given up, while the response
+	// stream flows on.
+	early []earlyResponse
+}
+
+// earlyResponse is a response frame kept until its request shows up.
+type earlyResponse struct {
+	correlationID int32
+	frame         frame
+}
+
+// Bounds on responses kept while waiting for their requests.
+const (
+	maxEarly          = 64
+	maxEarlyBodyBytes = 1 << 20
+)
+
+func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *conn {
+	c := &conn{d: d, client: client, broker: broker, inflight: make(map[int32]*pending)}
+	c.reqSink.c, c.respSink.c = c, c
+	c.req = newFrameParser(&c.reqSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
+	c.resp = newFrameParser(&c.respSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
+	return c
+}
+
+// close emits every request still waiting for a response.
+func (c *conn) close() {
+	c.d.stats.Unpaired += int64(len(c.early))
+	c.early = nil
+	for _, id := range c.order {
+		if p, ok := c.inflight[id]; ok {
+			c.d.stats.Unanswered++
+			c.d.emitRequest(p.ev)
+		}
+	}
+	clear(c.inflight)
+	c.order = c.order[:0]
+}
+
+func (c *conn) addInflight(p *pending) {
+	id := p.ev.CorrelationID
+	for i := range c.early {
+		if c.early[i].correlationID == id {
+			f := c.early[i].frame
+			c.early = append(c.early[:i], c.early[i+1:]...)
+			c.complete(p, &f)
+			return
+		}
+	}
+	if old, dup := c.inflight[id]; dup {
+		// A reused correlation id: the old request will not be
+		// answered any more.
+		c.d.stats.Unanswered++
+		c.d.emitRequest(old.ev)
+	}
+	if len(c.inflight) >= c.d.cfg.MaxInflight {
+		c.evictOldest()
+	}
+	c.inflight[id] = p
+	c.order = append(c.order, id)
+	if len(c.order) > 2*c.d.cfg.MaxInflight {
+		c.compactOrder()
+	}
+}
+
+func (c *conn) evictOldest() {
+	for len(c.order) > 0 {
+		id := c.order[0]
+		c.order = c.order[1:]
+		if p, ok := c.inflight[id]; ok {
+			delete(c.inflight, id)
+			c.d.stats.Evicted++
+			c.d.stats.Unanswered++
+			c.d.emitRequest(p.ev)
+			return
+		}
+	}
+}
+
+// compactOrder drops answered ids from the order list.
+func (c *conn) compactOrder() {
+	kept := c.order[:0]
+	for _, id := range c.order {
+		if _, ok := c.inflight[id]; ok {
+			kept = append(kept, id)
+		}
+	}
+	c.order = kept
+}
+
+// requestSink decodes request frames.
+type requestSink struct{ c *conn }
+
+func (s *requestSink) minFrame() int { return 10 }
+
+func (s *requestSink) plausible(b []byte) (bool, int) {
+	return plausibleRequest(b, s.c.d.cfg.MaxFrameBytes)
+}
+
+func (s *requestSink) onFrame(f *frame) bool {
+	c := s.c
+	h, body, err := parseRequestHeader(f.body)
+	if err != nil {
+		if !f.lost && !f.resynced {
+			c.d.stats.DecodeErrors++
+		}
+		return false
+	}
+	if f.resynced && !h.known {
+		return false
+	}
+	c.d.stats.Requests++
+	ev := &event.Request{
+		Arrival:       f.first,
+		Client:        c.client,
+		Broker:        c.broker,
+		API:           apiName(h.key),
+		APIKey:        h.key,
+		APIVersion:    h.version,
+		CorrelationID: h.correlationID,
+		ClientID:      string(h.clientID),
+		RequestBytes:  f.size + 4,
+		Partial:       f.lost,
+	}
+	if !h.known {
+		ev.API = "unknown(" + itoa(int(h.key)) + ")"
+		c.d.stats.UnknownAPIs++
+	}
+	if f.lost || f.cut {
+		c.d.stats.Partial++
+		if f.cut && !f.lost {
+			c.d.stats.Oversized++
+		}
+		ev.Partial = true
+	}
+	p := &pending{ev: ev, header: h}
+	if h.known && !ev.Partial {
+		expectResponse, ok := c.d.decodeRequestBody(p, body)
+		if !ok {
+			c.d.stats.DecodeErrors++
+			if f.resynced {
+				c.d.stats.Requests--
+				return false
+			}
+		}
+		if !expectResponse {
+			c.d.stats.NoResponse++
+			c.d.emitRequest(ev)
+			return true
+		}
+	}
+	c.addInflight(p)
+	return true
+}
+
+// responseSink decodes response frames.
+type responseSink struct{ c *conn }
+
+func (s *responseSink) minFrame() int { return 4 }
+
+// plausible accepts a size and a correlation id that a request on this
+// connection is waiting for: the only strong evidence a response offers.
+func (s *responseSink) plausible(b []byte) (bool, int) {
+	if len(b) < 8 {
+		return false, 8
+	}
+	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
+	if size < 4 || size > s.c.d.cfg.MaxFrameBytes {
+		return false, 0
+	}
+	_, ok := s.c.inflight[int32(binary.BigEndian.Uint32(b[4:8]))]
+	return ok, 0
+}
+
+func (s *responseSink) onFrame(f *frame) bool {
+	c := s.c
+	if len(f.body) < 4 {
+		return false
+	}
+	id := int32(binary.BigEndian.Uint32(f.body[0:4]))
+	p, ok := c.inflight[id]
+	if !ok {
+		if f.resynced {
+			return false
+		}
+		c.keepEarly(id, f)
+		return true
+	}
+	delete(c.inflight, id)
+	c.complete(p, f)
+	if len(c.order) > 0 && c.order[0] == id {
+		c.order = c.order[1:]
+	}
+	return true
+}
+
+// keepEarly keeps a copy of a response whose request is not known yet.
+func (c *conn) keepEarly(id int32, f *frame) {
+	if len(c.early) >= maxEarly {
+		c.d.stats.Unpaired++
+		c.early = append(c.early[:0], c.early[1:]...)
+	}
+	kept := *f
+	if len(f.body) > maxEarlyBodyBytes {
+		kept.body = append([]byte(nil), f.body[:maxEarlyBodyBytes]...)
+		kept.cut = true
+	} else {
+		kept.body = append([]byte(nil), f.body...)
+	}
+	c.early = append(c.early, earlyResponse{correlationID: id, frame: kept})
+}
+
+// complete pairs a request with its response frame and emits it.
+func (c *conn) complete(p *pending, f *frame) {
+	c.d.stats.Responses++
+	ev := p.ev
+	ev.End = f.last
+	ev.Answered = true
+	ev.LatencyMs = float64(ev.End.Sub(ev.Arrival)) / float64(time.Millisecond)
+	ev.ResponseBytes = f.size + 4
+	if f.lost || f.cut {
+		c.d.stats.Partial++
+		if f.cut && !f.lost {
+			c.d.stats.Oversized++
+		}
+		ev.Partial = true
+	} else if p.header.known {
+		if !c.d.decodeResponseBody(p, f.body[4:]) {
+			c.d.stats.DecodeErrors++
+		}
+	}
+	c.d.emitRequest(ev)
+}

@@ -1,0 +1,279 @@
+package wire
+
+import (
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// Config sets what the decoder accepts and keeps.
+type Config struct {
+	// Ports are the brokers' ports: the side of a connection on one of
+	// them is the broker.
+	Ports []uint16
+	// MessageIDHeader is the record header whose values are collected as
+	// message ids; empty disables it (and decompression).
+	MessageIDHeader string
+	// MaxMessageIDs bounds the ids kept per partition of a request.
+	MaxMessageIDs int
+	// MaxFrameBytes is the largest frame treated as plausible (Kafka's
+	// socket.request.max.bytes defaults to 100 MiB).
+	MaxFrameBytes int
+	// MaxKeepBytes is the largest frame body buffered for decoding;
+	// larger frames are timed but their bodies are not decoded.
+	MaxKeepBytes int
+	// MaxInflight bounds the requests waiting for responses per
+	// connection.
+	MaxInflight int
+	// GapTimeout is how long (capture time) out-of-order data waits for
+	// a missing segment before the gap is accepted as lost.
+	GapTimeout time.Duration
+	// IdleTimeout closes connections idle this long (capture time); their
+	// waiting requests are reported unanswered.
+	IdleTimeout time.Duration
+	// MaxBufferedPages bounds reassembly memory (pages of 1900 bytes).
+	MaxBufferedPages int
+}
+
+// DefaultConfig returns the defaults used by kscope requests.
+func DefaultConfig() Config {
+	return Config{
+		Ports:            []uint16{9092},
+		MessageIDHeader:  "message-id",
+		MaxMessageIDs:    10000,
+		MaxFrameBytes:    100 << 20,
+		MaxKeepBytes:     64 << 20,
+		MaxInflight:      4096,
+		GapTimeout:       2 * time.Second,
+		IdleTimeout:      10 * time.Minute,
+		MaxBufferedPages: 1 << 16,
+	}
+}
+
+// Decoder reassembles TCP segments on Kafka ports and emits one
+// event.Request per request. It is not safe for concurrent use.
+type Decoder struct {
+	cfg          Config
+	emit         func(*event.Request)
+	batches      BatchSummarizer
+	topics       *TopicNames
+	stats        Stats
+	verifyBodies bool
+
+	ports     [65536 / 64]uint64
+	asm       *reassembly.Assembler
+	lastFlush time.Time
+	lastSeen  time.Time
+	ctxSlab   []packetContext
+}
+
+// NewDecoder returns a decoder that calls emit for every request, in the
+// order requests complete (response seen, or known to have none). emit may
+// keep the event. batches may be nil (no record counts or ids); topics may
+// be nil.
+func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit func(*event.Request)) *Decoder {
+	def := DefaultConfig()
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = def.MaxFrameBytes
+	}
+	if cfg.MaxKeepBytes <= 0 {
+		cfg.MaxKeepBytes = def.MaxKeepBytes
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = def.MaxInflight
+	}
+	if cfg.GapTimeout <= 0 {
+		cfg.GapTimeout = def.GapTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = def.IdleTimeout
+	}
+	if cfg.MaxBufferedPages <= 0 {
+		cfg.MaxBufferedPages = def.MaxBufferedPages
+	}
+	if cfg.MaxMessageIDs <= 0 {
+		cfg.MaxMessageIDs = def.MaxMessageIDs
+	}
+	if topics == nil {
+		topics = NewTopicNames()
+	}
+	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics, verifyBodies: true}
+	for _, p := range cfg.Ports {
+		d.ports[p/64] |= 1 << (p % 64)
+	}
+	pool := reassembly.NewStreamPool(&streamFactory{d: d})
+	d.asm = reassembly.NewAssembler(pool)
+	d.asm.MaxBufferedPagesTotal = cfg.MaxBufferedPages
+	d.asm.MaxBufferedPagesPerConnection = max(cfg.MaxBufferedPages/16, 64)
+	return d
+}
+
+// Stats returns the counters so far.
+func (d *Decoder) Stats() Stats { return d.stats }
+
+// Topics returns the topic id table the decoder fills from Metadata
+// responses.
+func (d *Decoder) Topics() *TopicNames { return d.topics }
+
+func (d *Decoder) isPort(p uint16) bool { return d.ports[p/64]&(1<<(p%64)) != 0 }
+
+// Packet hands one TCP segment to the decoder. Segments on other ports
+// are ignored.
+func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
+	tcp := seg.TCP
+	if !d.isPort(uint16(tcp.SrcPort)) && !d.isPort(uint16(tcp.DstPort)) {
+		return
+	}
+	d.stats.Packets++
+	d.stats.Bytes += int64(len(tcp.Payload))
+	ts := ci.Timestamp
+	if ts.After(d.lastSeen) {
+		d.lastSeen = ts
+	}
+	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
+	if d.lastFlush.IsZero() {
+		d.lastFlush = ts
+	}
+	if ts.Sub(d.lastFlush) >= time.Second {
+		d.lastFlush = ts
+		d.asm.FlushWithOptions(reassembly.FlushOptions{T: ts.Add(-d.cfg.GapTimeout), TC: ts.Add(-d.cfg.IdleTimeout)})
+	}
+}
+
+// Close flushes all streams (accepting every remaining gap) and reports
+// the requests still waiting for a response as unanswered.
+func (d *Decoder) Close() {
+	d.asm.FlushAll()
+}
+
+func (d *Decoder) emitRequest(ev *event.Request) {
+	for i := range ev.Partitions {
+		p := &ev.Partitions[i]
+		if p.Topic == "" && p.TopicID != "" {
+			if id, ok := event.ParseTopicID(p.TopicID); ok {
+				p.Topic, _ = d.topics.Name(id)
+			}
+		}
+	}
+	d.emit(ev)
+}
+
+// packetContext carries a packet's capture info through reassembly. They
+// are allocated in slabs: reassembly keeps a pointer to the context of
+// every buffered packet, so they cannot be reused, but one allocation per
+// slab keeps the per-packet cost down.
+type packetContext struct{ ci gopacket.CaptureInfo }
+
+func (c *packetContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+func (d *Decoder) context(ci gopacket.CaptureInfo) *packetContext {
+	if len(d.ctxSlab) == cap(d.ctxSlab) {
+		d.ctxSlab = make([]packetContext, 0, 1024)
+	}
+	ci.AncillaryData = nil
+	d.ctxSlab = append(d.ctxSlab, packetContext{ci: ci})
+	return &d.ctxSlab[len(d.ctxSlab)-1]
+}
+
+type streamFactory struct{ d *Decoder }
+
+func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
+	d := f.d
+	d.stats.Connections++
+	srcPort, dstPort := uint16(tcp.SrcPort), uint16(tcp.DstPort)
+	src := net.JoinHostPort(netFlow.Src().String(), strconv.Itoa(int(srcPort)))
+	dst := net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(dstPort)))
+	s := &stream{d: d}
+	// The first packet's source is reassembly's "client" side; the broker
+	// is whichever side is on a Kafka port.
+	if d.isPort(dstPort) {
+		s.requestDir = reassembly.TCPDirClientToServer
+		s.conn = newConn(d, src, dst, true, true)
+	} else {
+		s.requestDir = reassembly.TCPDirServerToClient
+		s.conn = newConn(d, dst, src, true, true)
+	}
+	return s
+}
+
+// stream adapts reassembly's callbacks to a conn.
+type stream struct {
+	d          *Decoder
+	conn       *conn
+	requestDir reassembly.TCPFlowDirection
+	seen       [2]bool // first packet of each direction seen
+	ts         sgTime
+}
+
+func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
+	i := 0
+	if dir == reassembly.TCPDirServerToClient {
+		i = 1
+	}
+	if !s.seen[i] {
+		s.seen[i] = true
+		// A direction that starts with its SYN is in frame sync from
+		// its first byte; one that starts mid-stream must search.
+		if tcp.SYN {
+			if dir == s.requestDir {
+				s.conn.req.syncing = false
+			} else {
+				s.conn.resp.syncing = false
+			}
+		}
+	}
+	// Accept streams without a SYN: captures often start mid-connection.
+	*start = true
+	return true
+}
+
+func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.AssemblerContext) {
+	dir, _, _, skip := sg.Info()
+	length, _ := sg.Lengths()
+	parser := s.conn.resp
+	if dir == s.requestDir {
+		parser = s.conn.req
+	}
+	s.ts.sg, s.ts.fallback = sg, ac.GetCaptureInfo().Timestamp
+	if skip != 0 {
+		parser.gap(skip, s.ts.fallback)
+	}
+	if length == 0 {
+		return
+	}
+	parser.feed(sg.Fetch(length), &s.ts)
+}
+
+func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
+	s.conn.close()
+	return true
+}
+
+// sgTime gives capture times of bytes in a ScatterGather. reassembly's
+// CaptureInfo panics for an offset inside a buffered packet's second or
+// later page (only the first page keeps the packet's context), so such
+// offsets fall back to the time of the packet that completed the data.
+type sgTime struct {
+	sg       reassembly.ScatterGather
+	fallback time.Time
+}
+
+func (t *sgTime) at(off int) (ts time.Time) {
+	defer func() {
+		if recover() != nil {
+			ts = t.fallback
+		}
+	}()
+	ts = t.sg.CaptureInfo(off).Timestamp
+	if ts.IsZero() {
+		ts = t.fallback
+	}
+	return ts
+}

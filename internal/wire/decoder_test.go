@@ -1,0 +1,186 @@
+package wire
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestProducePairing(t *testing.T) {
+	for _, version := range []int16{3, 7, 8, 9, 11, 12} {
+		c := newConversation(40000)
+		c.handshake()
+		c.send(true, requestFrame(produceRequest("orders", 3, -1, "m-1", "m-2"), version, 7, "prod-1"), 1000, time.Millisecond)
+		c.now = c.now.Add(40 * time.Millisecond)
+		c.send(false, responseFrame(produceResponse("orders", 3), version, 7), 1000, time.Millisecond)
+		got, st := run(c.segs)
+		if len(got) != 1 {
+			t.Fatalf("v%d: got %d requests, want 1 (stats %+v)", version, len(got), st)
+		}
+		r := got[0]
+		if r.API != "Produce" || r.APIVersion != version || r.CorrelationID != 7 || r.ClientID != "prod-1" || !r.Answered {
+			t.Errorf("v%d: got %+v", version, r)
+		}
+		if r.Acks == nil || *r.Acks != -1 {
+			t.Errorf("v%d: acks = %v", version, r.Acks)
+		}
+		if len(r.Partitions) != 1 || r.Partitions[0].Topic != "orders" || r.Partitions[0].Partition != 3 ||
+			r.Partitions[0].Records != 2 || len(r.Partitions[0].MessageIDs) != 2 || r.Partitions[0].MessageIDs[1] != "m-2" {
+			t.Errorf("v%d: partitions %+v", version, r.Partitions)
+		}
+		if r.LatencyMs < 40 || r.LatencyMs > 45 {
+			t.Errorf("v%d: latency %v ms, want about 41", version, r.LatencyMs)
+		}
+		if r.Client != "127.0.0.2:40000" || r.Broker != "127.0.0.1:9092" {
+			t.Errorf("v%d: client %s broker %s", version, r.Client, r.Broker)
+		}
+	}
+}
+
+func TestPipelinedAndSplit(t *testing.T) {
+	c := newConversation(40001)
+	c.handshake()
+	var reqs []byte
+	for corr := int32(1); corr <= 3; corr++ {
+		reqs = append(reqs, requestFrame(produceRequest("t", corr, 1, "id"), 9, corr, "c")...)
+	}
+	c.send(true, reqs, 100000, time.Millisecond) // all three in one segment
+	var resps []byte
+	for corr := int32(1); corr <= 3; corr++ {
+		resps = append(resps, responseFrame(produceResponse("t", corr), 9, corr)...)
+	}
+	c.send(false, resps, 7, time.Millisecond) // responses in 7-byte segments
+	got, _ := run(c.segs)
+	if len(got) != 3 {
+		t.Fatalf("got %d requests, want 3", len(got))
+	}
+	for i, r := range got {
+		if r.CorrelationID != int32(i+1) || !r.Answered || r.Partitions[0].Partition != int32(i+1) {
+			t.Errorf("request %d: %+v", i, r)
+		}
+	}
+}
+
+func TestAcksZeroAndUnknownAPI(t *testing.T) {
+	c := newConversation(40002)
+	c.handshake()
+	c.send(true, requestFrame(produceRequest("t", 0, 0, "x"), 9, 1, "c"), 1500, time.Millisecond)
+	// API key 999, version 0: unknown to kmsg, still listed and paired.
+	unknown := kbin.AppendInt16(nil, 999)
+	unknown = kbin.AppendInt16(unknown, 0)
+	unknown = kbin.AppendInt32(unknown, 2)
+	unknown = kbin.AppendInt16(unknown, -1)
+	unknown = append(unknown, 1, 2, 3)
+	c.send(true, append(kbin.AppendInt32(nil, int32(len(unknown))), unknown...), 1500, time.Millisecond)
+	c.send(false, append(kbin.AppendInt32(nil, 6), 0, 0, 0, 2, 9, 9), 1500, time.Millisecond)
+	got, st := run(c.segs)
+	if len(got) != 2 {
+		t.Fatalf("got %d requests, want 2: %+v", len(got), st)
+	}
+	if got[0].Answered || *got[0].Acks != 0 || !got[0].End.IsZero() {
+		t.Errorf("acks=0: %+v", got[0])
+	}
+	if got[1].API != "unknown(999)" || !got[1].Answered || got[1].ResponseBytes != 10 {
+		t.Errorf("unknown: %+v", got[1])
+	}
+	if st.NoResponse != 1 || st.UnknownAPIs != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestApiVersionsHeaderV0(t *testing.T) {
+	c := newConversation(40003)
+	c.handshake()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "kscope", "1"
+	c.send(true, requestFrame(req, 3, 0, "c"), 1500, time.Millisecond)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ThrottleMillis = 17
+	c.send(false, responseFrame(resp, 3, 0), 1500, time.Millisecond)
+	got, st := run(c.segs)
+	if len(got) != 1 || got[0].API != "ApiVersions" || !got[0].Answered || got[0].ThrottleMs != 17 {
+		t.Fatalf("got %+v, stats %+v", got, st)
+	}
+	if st.DecodeErrors != 0 {
+		t.Errorf("decode errors: %+v", st)
+	}
+}
+
+// A capture that starts inside a frame must skip to the next request.
+func TestMidStreamStart(t *testing.T) {
+	c := newConversation(40004)
+	first := requestFrame(produceRequest("t", 0, 1, "a"), 9, 10, "c")
+	second := requestFrame(produceRequest("t", 1, 1, "b"), 9, 11, "c")
+	c.send(true, first[25:], 1500, time.Millisecond) // no SYN, mid-frame
+	c.send(true, second, 1500, time.Millisecond)
+	c.send(false, responseFrame(produceResponse("t", 1), 9, 11), 1500, time.Millisecond)
+	got, st := run(c.segs)
+	if len(got) != 1 || got[0].CorrelationID != 11 || !got[0].Answered {
+		t.Fatalf("got %+v stats %+v", got, st)
+	}
+	if st.SkippedBytes != int64(len(first)-25) {
+		t.Errorf("skipped %d bytes, want %d", st.SkippedBytes, len(first)-25)
+	}
+}
+
+// A lost segment inside one request's body must not cost the others.
+func TestGapInsideFrame(t *testing.T) {
+	c := newConversation(40005)
+	c.handshake()
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = "id"
+	}
+	c.send(true, requestFrame(produceRequest("t", 0, 1, "a"), 9, 1, "c"), 1500, time.Millisecond)
+	c.send(true, requestFrame(produceRequest("t", 1, 1, ids...), 9, 2, "c"), 1000, time.Millisecond)
+	c.send(true, requestFrame(produceRequest("t", 2, 1, "c"), 9, 3, "c"), 1500, time.Millisecond)
+	for corr := int32(1); corr <= 3; corr++ {
+		c.send(false, responseFrame(produceResponse("t", corr-1), 9, corr), 1500, time.Millisecond)
+	}
+	// Drop the second segment of request 2 (index: 2 handshake + 1 + 1).
+	segs := append(append([]testSegment(nil), c.segs[:4]...), c.segs[5:]...)
+	got, st := run(segs)
+	if len(got) != 3 {
+		t.Fatalf("got %d requests, want 3 (stats %+v)", len(got), st)
+	}
+	for _, r := range got {
+		if !r.Answered {
+			t.Errorf("request %d not answered", r.CorrelationID)
+		}
+		if r.CorrelationID == 2 != r.Partial {
+			t.Errorf("request %d partial=%v", r.CorrelationID, r.Partial)
+		}
+	}
+	if st.Gaps != 1 || st.SkippedBytes != 1000 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// Hostile sizes: a 2 GB claim and negative sizes must not allocate or
+// panic, and the stream must recover on the next real frame.
+func TestHostileFrameSizes(t *testing.T) {
+	for _, size := range []int32{0x7fffffff, -5, 3} {
+		c := newConversation(40006)
+		c.handshake()
+		c.send(true, kbin.AppendInt32(nil, size), 1500, time.Millisecond)
+		c.send(true, []byte{0, 0, 0, 0}, 1500, time.Millisecond)
+		c.send(true, requestFrame(produceRequest("t", 0, 1, "a"), 9, 5, "c"), 1500, time.Millisecond)
+		c.send(false, responseFrame(produceResponse("t", 0), 9, 5), 1500, time.Millisecond)
+		got, st := run(c.segs)
+		if len(got) != 1 || got[0].CorrelationID != 5 || !got[0].Answered {
+			t.Errorf("size %d: got %+v stats %+v", size, got, st)
+		}
+	}
+}
+
+func TestUnansweredAtEnd(t *testing.T) {
+	c := newConversation(40007)
+	c.handshake()
+	c.send(true, requestFrame(produceRequest("t", 0, 1, "a"), 9, 1, "c"), 1500, time.Millisecond)
+	got, st := run(c.segs)
+	if len(got) != 1 || got[0].Answered || st.Unanswered != 1 {
+		t.Fatalf("got %+v stats %+v", got, st)
+	}
+}

@@ -1,0 +1,271 @@
+package wire
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// timeSource gives the capture time of a byte of the chunk being parsed.
+type timeSource interface {
+	at(offset int) time.Time
+}
+
+// frame is one complete Kafka frame (request or response) handed to a
+// frameSink. body excludes the 4-byte size and is only valid during the
+// call.
+type frame struct {
+	body        []byte
+	size        int       // body size announced by the frame
+	first, last time.Time // capture times of the first and last byte
+	lost        bool      // bytes of this frame fell into a capture gap
+	cut         bool      // body longer than the keep limit: only a prefix is in body
+	resynced    bool      // first frame after resynchronisation: tentative
+}
+
+// frameSink receives the frames of one direction of a connection.
+type frameSink interface {
+	// onFrame handles a frame and reports whether it decoded; a frame that
+	// was found by resynchronisation and does not decode sends the parser
+	// back to searching.
+	onFrame(f *frame) bool
+	// plausible reports whether b starts a frame this direction could
+	// carry, or how many bytes it needs to decide (need > len(b)).
+	plausible(b []byte) (ok bool, need int)
+	// minFrame is the smallest body size this direction can carry.
+	minFrame() int
+}
+
+// maxCarry bounds the bytes kept between chunks while searching for a frame:
+// enough for a size, a request header and the longest client id we accept.
+const maxCarry = 4 + 10 + 256
+
+// frameParser splits one direction of a TCP stream into Kafka frames.
+type frameParser struct {
+	sink     frameSink
+	stats    *Stats
+	maxFrame int // largest frame size accepted as plausible
+	maxKeep  int // largest body kept for decoding
+
+	sizeBuf [4]byte
+	sizeN   int
+	size    int
+	body    []byte
+	got     int // body bytes seen (kept or not)
+	first   time.Time
+	lost    bool
+	stopped bool // body bytes after a gap are not kept (the body is no longer contiguous)
+
+	syncing  bool
+	resynced bool // the current frame was found by resynchronisation
+	carry    []byte
+	carryTS  time.Time
+	scan     []byte
+	shifted  shiftedTime
+	rescanTS fixedTime
+}
+
+// fixedTime is a timeSource with one time for every byte.
+type fixedTime time.Time
+
+func (t *fixedTime) at(int) time.Time { return time.Time(*t) }
+
+func newFrameParser(sink frameSink, stats *Stats, maxFrame, maxKeep int, syncing bool) *frameParser {
+	return &frameParser{sink: sink, stats: stats, maxFrame: maxFrame, maxKeep: maxKeep, syncing: syncing}
+}
+
+// feed parses a chunk of in-order stream bytes.
+func (p *frameParser) feed(data []byte, ts timeSource) {
+	off := 0
+	for off < len(data) {
+		if p.syncing {
+			p.resync(data[off:], ts, off)
+			return
+		}
+		if p.sizeN < 4 {
+			if p.sizeN == 0 {
+				p.first = ts.at(off)
+			}
+			n := copy(p.sizeBuf[p.sizeN:], data[off:])
+			p.sizeN += n
+			off += n
+			if p.sizeN < 4 {
+				continue
+			}
+			size := int(int32(binary.BigEndian.Uint32(p.sizeBuf[:])))
+			if size < p.sink.minFrame() || size > p.maxFrame {
+				// Not a frame: search again from the byte after
+				// this size's first byte.
+				p.stats.Resyncs++
+				p.stats.SkippedBytes++
+				p.reset()
+				p.syncing = true
+				p.carry = append(p.carry[:0], p.sizeBuf[1:]...)
+				p.carryTS = p.first
+				continue
+			}
+			p.size, p.got, p.body = size, 0, p.body[:0]
+			if size == 0 {
+				p.finish(p.first)
+			}
+			continue
+		}
+		take := min(p.size-p.got, len(data)-off)
+		if p.got == 0 && take == p.size && p.size <= p.maxKeep {
+			// The whole body is in this chunk: decode in place.
+			p.got = take
+			off += take
+			p.finishWith(data[off-take:off], ts.at(off-1))
+			continue
+		}
+		if !p.stopped && len(p.body) < p.maxKeep {
+			k := min(take, p.maxKeep-len(p.body))
+			p.body = append(p.body, data[off:off+k]...)
+		}
+		p.got += take
+		off += take
+		if p.got == p.size {
+			p.finish(ts.at(off - 1))
+		}
+	}
+}
+
+func (p *frameParser) finish(last time.Time) { p.finishWith(p.body, last) }
+
+func (p *frameParser) finishWith(body []byte, last time.Time) {
+	f := frame{
+		body:     body,
+		size:     p.size,
+		first:    p.first,
+		last:     last,
+		lost:     p.lost,
+		cut:      len(body) < p.size,
+		resynced: p.resynced,
+	}
+	ok := p.sink.onFrame(&f)
+	wasResynced := p.resynced
+	p.reset()
+	if !ok && wasResynced {
+		// A false start: the bytes were not a frame after all. Search
+		// them again from the byte after the false size.
+		p.stats.SkippedBytes++
+		p.syncing = true
+		if !f.cut {
+			again := append(append(make([]byte, 0, 3+len(body)), p.sizeBuf[1:]...), body...)
+			p.carry = p.carry[:0]
+			p.rescanTS = fixedTime(f.last)
+			p.resync(again, &p.rescanTS, 0)
+		} else {
+			p.stats.SkippedBytes += int64(f.size) + 3
+		}
+	}
+	// Do not let one huge frame pin its buffer for the connection's life.
+	if cap(p.body) > 4<<20 {
+		p.body = nil
+	}
+}
+
+func (p *frameParser) reset() {
+	p.sizeN, p.size, p.got = 0, 0, 0
+	p.body = p.body[:0]
+	p.lost, p.stopped, p.resynced = false, false, false
+}
+
+// gap tells the parser that n bytes of the stream were never captured
+// (n < 0: an unknown number).
+func (p *frameParser) gap(n int, at time.Time) {
+	p.stats.Gaps++
+	if n > 0 {
+		p.stats.SkippedBytes += int64(n)
+	}
+	if p.syncing {
+		p.carry = p.carry[:0]
+		return
+	}
+	if n > 0 && p.sizeN == 4 && p.got+n <= p.size {
+		// The gap is inside the current frame: its end is still known.
+		p.lost, p.stopped = true, true
+		p.got += n
+		if p.got == p.size {
+			p.finish(at)
+		}
+		return
+	}
+	if p.sizeN == 4 && p.got > 0 {
+		// The frame's end fell into the gap; hand over what we have
+		// (its header may still pair a request with a response).
+		p.lost = true
+		p.got = p.size
+		p.finish(at)
+	}
+	p.reset()
+	p.syncing = true
+	p.stats.Resyncs++
+	p.carry = p.carry[:0]
+}
+
+// resync searches data (after any carried bytes) for a plausible frame start.
+func (p *frameParser) resync(data []byte, ts timeSource, base int) {
+	window := data
+	if len(p.carry) > 0 {
+		p.scan = append(append(p.scan[:0], p.carry...), data...)
+		window = p.scan
+	}
+	carried := len(window) - len(data)
+	for i := 0; i < len(window); i++ {
+		ok, need := p.sink.plausible(window[i:])
+		if ok {
+			p.stats.SkippedBytes += int64(i)
+			p.syncing = false
+			p.carry = p.carry[:0]
+			inner := ts
+			if s, self := ts.(*shiftedTime); self && s == &p.shifted {
+				// Resynchronising again inside a resynchronised
+				// window: keep the outer mapping, not a loop.
+				cp := *s
+				inner = &cp
+			}
+			p.shifted = shiftedTime{inner: inner, base: base, carried: carried, carryTS: p.carryTS}
+			rest := window[i:]
+			if carried > 0 {
+				// window aliases p.scan, which a later resync may
+				// overwrite: parse from a stable copy.
+				rest = append([]byte(nil), rest...)
+			}
+			p.shifted.skip = i
+			p.feedResynced(rest)
+			return
+		}
+		if need > len(window)-i {
+			// Undecided: keep these bytes for the next chunk.
+			p.stats.SkippedBytes += int64(i)
+			p.carry = append(p.carry[:0], window[i:]...)
+			p.carryTS = ts.at(base + len(data) - 1)
+			return
+		}
+	}
+	p.stats.SkippedBytes += int64(len(window))
+	p.carry = p.carry[:0]
+}
+
+func (p *frameParser) feedResynced(b []byte) {
+	p.resynced = true
+	p.feed(b, &p.shifted)
+}
+
+// shiftedTime maps offsets of a resynchronised window (carried bytes, then
+// the current chunk from base) back to capture times.
+type shiftedTime struct {
+	inner   timeSource
+	base    int
+	carried int
+	skip    int
+	carryTS time.Time
+}
+
+func (s *shiftedTime) at(off int) time.Time {
+	off += s.skip
+	if off < s.carried {
+		return s.carryTS
+	}
+	return s.inner.at(s.base + off - s.carried)
+}

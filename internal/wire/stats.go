@@ -1,0 +1,25 @@
+package wire
+
+// Stats counts what the decoder saw and what it could not use. Every byte
+// or request that was skipped is counted here, so that results can be
+// judged honestly.
+type Stats struct {
+	Packets     int64 `json:"packets"`      // TCP segments on Kafka ports
+	Bytes       int64 `json:"bytes"`        // TCP payload bytes on Kafka ports
+	Connections int64 `json:"connections"`  // TCP connections seen
+	Requests    int64 `json:"requests"`     // request frames whose header decoded
+	Responses   int64 `json:"responses"`    // response frames paired with a request
+	NoResponse  int64 `json:"no_response"`  // acks=0 produce requests (no response expected)
+	Unanswered  int64 `json:"unanswered"`   // requests with no response by the end of the capture or connection
+	Unpaired    int64 `json:"unpaired"`     // responses whose correlation id matched no request
+	UnknownAPIs int64 `json:"unknown_apis"` // requests with an API key or version kmsg does not know
+
+	SkippedBytes int64 `json:"skipped_bytes"` // bytes lost in gaps or discarded while resynchronising
+	Gaps         int64 `json:"gaps"`          // holes in TCP streams (lost segments, mid-stream starts)
+	Resyncs      int64 `json:"resyncs"`       // times a stream lost frame sync
+	Partial      int64 `json:"partial"`       // requests or responses with bytes lost in a gap
+	DecodeErrors int64 `json:"decode_errors"` // bodies of known APIs that failed to decode
+	BatchErrors  int64 `json:"batch_errors"`  // record batch sequences that failed to decode
+	Oversized    int64 `json:"oversized"`     // frames larger than the keep limit: not decoded
+	Evicted      int64 `json:"evicted"`       // requests dropped from a full in-flight table
+}
