@@ -16,14 +16,14 @@ type Segment struct {
 // Decoder decodes link, network and transport layers without allocating per
 // packet (gopacket's DecodingLayerParser over reused layer structs).
 type Decoder struct {
-	eth    layers.Ethernet
-	dot1q  layers.Dot1Q
-	sll    layers.LinuxSLL
-	sll2   layers.LinuxSLL2
-	loop   layers.Loopback
-	ip4    layers.IPv4
-	ip6    layers.IPv6
-	tcp    layers.TCP
+	eth   layers.Ethernet
+	dot1q layers.Dot1Q
+	sll   layers.LinuxSLL
+	sll2  layers.LinuxSLL2
+	loop  layers.Loopback
+	ip4   layers.IPv4
+	ip6   layers.IPv6
+	tcp   layers.TCP
 	// one parser per first layer: DecodingLayerParser's first layer is
 	// fixed at creation; they share the layer structs above.
 	parsers map[gopacket.LayerType]*gopacket.DecodingLayerParser

@@ -24,6 +24,15 @@ type Request struct {
 	End time.Time `json:"end,omitzero"`
 	// LatencyMs is End-Arrival in milliseconds; zero when End is zero.
 	LatencyMs float64 `json:"latency_ms"`
+	// QueuedMs is how long the fully received request waited for the
+	// broker to finish the previous request on the same connection (a
+	// broker reads one request per connection at a time, so pipelined
+	// requests wait in the socket buffer).
+	QueuedMs float64 `json:"queued_ms"`
+	// BrokerMs is the latency as the broker measures it (its request
+	// log's totalTimeMs): from the later of the request's last byte and
+	// the previous response's end on the connection, to End.
+	BrokerMs float64 `json:"broker_ms"`
 
 	Client string `json:"client"` // "ip:port" of the client side
 	Broker string `json:"broker"` // "ip:port" of the broker side

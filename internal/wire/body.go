@@ -4,7 +4,6 @@ import (
 	"errors"
 	"reflect"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -90,12 +89,10 @@ func (d *Decoder) summarize(part *event.Partition, batches []byte) {
 // the request event.
 func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 	if responseIsFlexible(&p.header) {
-		r := kbin.Reader{Src: body}
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
+		var ok bool
+		if body, ok = skipTags(body); !ok {
 			return false
 		}
-		body = r.Src
 	}
 	ev := p.ev
 	switch p.header.key {

@@ -11,7 +11,7 @@ import (
 type pending struct {
 	ev       *event.Request
 	header   requestHeader
-	topicIDs [][16]byte // per partition in ev.Partitions (zero when named)
+	received time.Time // capture time of the request's last byte
 }
 
 // conn is the state of one TCP connection between a client and a broker.
@@ -23,6 +23,9 @@ type conn struct {
 	order          []int32 // correlation ids in arrival order, to evict the oldest
 	reqSink        requestSink
 	respSink       responseSink
+	// lastEnd is when the previous response on this connection ended:
+	// the broker reads the next request only after that.
+	lastEnd time.Time
 	// early holds responses whose request has not been decoded yet:
 	// when a request segment is lost, reassembly holds back the rest of
 	// the request stream until the gap is given up, while the response
@@ -160,7 +163,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 		}
 		ev.Partial = true
 	}
-	p := &pending{ev: ev, header: h}
+	p := &pending{ev: ev, header: h, received: f.last}
 	if h.known && !ev.Partial {
 		expectResponse, ok := c.d.decodeRequestBody(p, body)
 		if !ok {
@@ -243,7 +246,18 @@ func (c *conn) complete(p *pending, f *frame) {
 	ev := p.ev
 	ev.End = f.last
 	ev.Answered = true
-	ev.LatencyMs = float64(ev.End.Sub(ev.Arrival)) / float64(time.Millisecond)
+	ev.LatencyMs = millis(ev.End.Sub(ev.Arrival))
+	start := p.received
+	if c.lastEnd.After(start) {
+		ev.QueuedMs = millis(c.lastEnd.Sub(start))
+		start = c.lastEnd
+	}
+	if ev.End.After(start) {
+		ev.BrokerMs = millis(ev.End.Sub(start))
+	}
+	if ev.End.After(c.lastEnd) {
+		c.lastEnd = ev.End
+	}
 	ev.ResponseBytes = f.size + 4
 	if f.lost || f.cut {
 		c.d.stats.Partial++
@@ -258,3 +272,5 @@ func (c *conn) complete(p *pending, f *frame) {
 	}
 	c.d.emitRequest(ev)
 }
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -42,12 +42,10 @@ func parseRequestHeader(b []byte) (requestHeader, []byte, error) {
 		h.known, h.flexible = true, req.IsFlexible()
 	}
 	if h.flexible {
-		r := kbin.Reader{Src: rest}
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
+		var ok bool
+		if rest, ok = skipTags(rest); !ok {
 			return h, nil, errShortHeader
 		}
-		rest = r.Src
 	}
 	return h, rest, nil
 }
@@ -127,4 +125,17 @@ func plausibleRequest(b []byte, maxFrame int) (ok bool, need int) {
 		}
 	}
 	return true, 0
+}
+
+// skipTags skips a tagged-field section. kmsg.SkipTags loops for as many
+// tags as the count claims even after the input is exhausted (a count of
+// 2^32-1 costs seconds); this version stops at the first short read.
+func skipTags(b []byte) ([]byte, bool) {
+	r := kbin.Reader{Src: b}
+	for num := r.Uvarint(); num > 0 && r.Ok(); num-- {
+		r.Uvarint()
+		size := r.Uvarint()
+		r.Span(int(size))
+	}
+	return r.Src, r.Ok()
 }
