@@ -73,7 +73,7 @@ func (c *conn) addInflight(p *pending) {
 		if c.early[i].correlationID == id {
 			f := c.early[i].frame
 			c.early = append(c.early[:i], c.early[i+1:]...)
-			c.complete(p, &f)
+			c.complete(p, &f, false)
 			return
 		}
 	}
@@ -216,8 +216,18 @@ func (s *responseSink) onFrame(f *frame) bool {
 		c.keepEarly(id, f)
 		return true
 	}
+	decoded := false
+	if f.resynced {
+		// A frame found by resynchronisation must prove itself: a
+		// correlation id match alone is weak (small integers abound
+		// in record data).
+		if f.lost || f.cut || !p.header.known || !c.d.decodeResponseBody(p, f.body[4:]) {
+			return false
+		}
+		decoded = true
+	}
 	delete(c.inflight, id)
-	c.complete(p, f)
+	c.complete(p, f, decoded)
 	if len(c.order) > 0 && c.order[0] == id {
 		c.order = c.order[1:]
 	}
@@ -240,8 +250,9 @@ func (c *conn) keepEarly(id int32, f *frame) {
 	c.early = append(c.early, earlyResponse{correlationID: id, frame: kept})
 }
 
-// complete pairs a request with its response frame and emits it.
-func (c *conn) complete(p *pending, f *frame) {
+// complete pairs a request with its response frame and emits it;
+// decoded says the body was decoded into the event already.
+func (c *conn) complete(p *pending, f *frame, decoded bool) {
 	c.d.stats.Responses++
 	ev := p.ev
 	ev.End = f.last
@@ -265,7 +276,7 @@ func (c *conn) complete(p *pending, f *frame) {
 			c.d.stats.Oversized++
 		}
 		ev.Partial = true
-	} else if p.header.known {
+	} else if p.header.known && !decoded {
 		if !c.d.decodeResponseBody(p, f.body[4:]) {
 			c.d.stats.DecodeErrors++
 		}

@@ -72,6 +72,9 @@ type Decoder struct {
 	lastFlush time.Time
 	lastSeen  time.Time
 	ctxSlab   []packetContext
+	// flushGaps is set when a gap is known to be the capture's loss:
+	// waiting for a retransmission would only hold data back.
+	flushGaps bool
 }
 
 // NewDecoder returns a decoder that calls emit for every request, in the
@@ -138,6 +141,10 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 		d.lastSeen = ts
 	}
 	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
+	if d.flushGaps {
+		d.flushGaps = false
+		d.asm.FlushWithOptions(reassembly.FlushOptions{T: ts.Add(time.Nanosecond), TC: ts.Add(-d.cfg.IdleTimeout)})
+	}
 	if d.lastFlush.IsZero() {
 		d.lastFlush = ts
 	}
@@ -209,13 +216,26 @@ type stream struct {
 	conn       *conn
 	requestDir reassembly.TCPFlowDirection
 	seen       [2]bool // first packet of each direction seen
-	ts         sgTime
+	times      [2]seqTimes
+	ts         chunkTime
+}
+
+func dirIndex(dir reassembly.TCPFlowDirection) int {
+	if dir == reassembly.TCPDirServerToClient {
+		return 1
+	}
+	return 0
 }
 
 func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
-	i := 0
-	if dir == reassembly.TCPDirServerToClient {
-		i = 1
+	i := dirIndex(dir)
+	if tcp.ACK && s.times[1-i].lostInCapture(tcp.Ack) {
+		s.d.flushGaps = true
+	}
+	if tcp.SYN {
+		s.times[i].syn(tcp.Seq)
+	} else {
+		s.times[i].packet(tcp.Seq, len(tcp.Payload), ci.Timestamp)
 	}
 	if !s.seen[i] {
 		s.seen[i] = true
@@ -241,14 +261,16 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 	if dir == s.requestDir {
 		parser = s.conn.req
 	}
-	s.ts.sg, s.ts.fallback = sg, ac.GetCaptureInfo().Timestamp
+	times := &s.times[dirIndex(dir)]
+	times.deliver(skip)
+	s.ts.times, s.ts.fallback = times, ac.GetCaptureInfo().Timestamp
 	if skip != 0 {
 		parser.gap(skip, s.ts.fallback)
 	}
-	if length == 0 {
-		return
+	if length > 0 {
+		parser.feed(sg.Fetch(length), &s.ts)
 	}
-	parser.feed(sg.Fetch(length), &s.ts)
+	times.done(length)
 }
 
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
@@ -256,24 +278,10 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 	return true
 }
 
-// sgTime gives capture times of bytes in a ScatterGather. reassembly's
-// CaptureInfo panics for an offset inside a buffered packet's second or
-// later page (only the first page keeps the packet's context), so such
-// offsets fall back to the time of the packet that completed the data.
-type sgTime struct {
-	sg       reassembly.ScatterGather
+// chunkTime gives capture times of the bytes of the chunk being parsed.
+type chunkTime struct {
+	times    *seqTimes
 	fallback time.Time
 }
 
-func (t *sgTime) at(off int) (ts time.Time) {
-	defer func() {
-		if recover() != nil {
-			ts = t.fallback
-		}
-	}()
-	ts = t.sg.CaptureInfo(off).Timestamp
-	if ts.IsZero() {
-		ts = t.fallback
-	}
-	return ts
-}
+func (t *chunkTime) at(off int) time.Time { return t.times.at(off, t.fallback) }

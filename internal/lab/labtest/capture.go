@@ -1,0 +1,130 @@
+package labtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/lab"
+)
+
+// findTcpdump looks on PATH and in the sbin dirs, which a non-login shell
+// may lack.
+func findTcpdump() string {
+	if p, err := exec.LookPath("tcpdump"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/tcpdump", "/sbin/tcpdump", "/usr/bin/tcpdump"} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	return ""
+}
+
+// Capture runs `tcpdump -i IFACE -s 0 -w PATH -U --immediate-mode -Z root
+// "tcp port N"` and returns once tcpdump is listening. The returned stop
+// sends SIGINT and waits, so PATH is a complete pcap when it returns; it is
+// idempotent and also runs in t.Cleanup. Missing tcpdump or root skips
+// (fails under CI=true).
+func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
+	t.Helper()
+	bin := findTcpdump()
+	if bin == "" {
+		unavailable(t, "tcpdump not found")
+	}
+	RequireRoot(t)
+
+	cmd := exec.Command(bin,
+		"-i", iface, "-s", "0", "-w", path,
+		"-U", // write each packet as it arrives
+		// With TPACKET_V3 libpcap otherwise hands packets over in blocks,
+		// and on SIGINT tcpdump exits without the pending block: the tail
+		// of the capture would be lost.
+		"--immediate-mode",
+		// Debian's tcpdump otherwise drops to user tcpdump after opening
+		// the device; staying root keeps PATH writable in any test dir.
+		"-Z", "root",
+		fmt.Sprintf("tcp port %d", port))
+	// A pipe as *os.File: tcpdump writes straight into it and the reader
+	// below sees EOF when tcpdump exits, with no os/exec copying involved.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatalf("labtest: tcpdump: %v", err)
+	}
+	cmd.Stderr = pw
+	exited, err := lab.StartChild(cmd) // never outlives the test binary
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		t.Fatalf("labtest: %v", err)
+	}
+
+	// tcpdump prints "listening on IFACE, ..." once the filter is set;
+	// packets from then on are captured.
+	listening := make(chan struct{})
+	readDone := make(chan struct{})
+	var mu sync.Mutex
+	var stderr strings.Builder
+	go func() {
+		defer close(readDone)
+		defer pr.Close()
+		sc := bufio.NewScanner(pr)
+		seen := false
+		for sc.Scan() {
+			mu.Lock()
+			stderr.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if !seen && strings.Contains(sc.Text(), "listening on") {
+				seen = true
+				close(listening)
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.TrimSpace(stderr.String())
+	}
+
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			// Packets just sent may still be on their way through the
+			// kernel to tcpdump; give them a moment before stopping.
+			time.Sleep(200 * time.Millisecond)
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("labtest: tcpdump %s: %v: %s", path, err, output())
+				}
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Errorf("labtest: tcpdump %s did not exit on SIGINT; killed (capture may be truncated)", path)
+			}
+			<-readDone
+		})
+	}
+	t.Cleanup(stop)
+
+	select {
+	case <-listening:
+	case <-readDone: // stderr closed: tcpdump exited
+		stop()
+		t.Fatalf("labtest: tcpdump exited before listening: %s", output())
+	case <-time.After(10 * time.Second):
+		stop()
+		t.Fatalf("labtest: tcpdump not listening after 10s: %s", output())
+	}
+	return stop
+}

@@ -1,0 +1,103 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// KafkaVersion is the Kafka release the lab runs. It must match
+// <kafka.version> in lab/kafka/pom.xml (checked by a test): the default jar
+// cache dir is named after it.
+const KafkaVersion = "4.1.2"
+
+// LibsEnv overrides the jar cache dir (also honored by scripts/kafka-jars.sh).
+const LibsEnv = "KSCOPE_KAFKA_LIBS"
+
+// completeMarker is written by scripts/kafka-jars.sh once a libs dir is
+// fully populated.
+const completeMarker = ".kscope-complete"
+
+// DefaultLibsDir returns $KSCOPE_KAFKA_LIBS, else
+// $HOME/.cache/kscope/kafka-<KafkaVersion>/libs. It may not exist yet.
+func DefaultLibsDir() (string, error) {
+	if d := os.Getenv(LibsEnv); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("lab: default libs dir: %w", err)
+	}
+	return filepath.Join(home, ".cache", "kscope", "kafka-"+KafkaVersion, "libs"), nil
+}
+
+// LibsComplete reports whether dir was fully populated by
+// scripts/kafka-jars.sh.
+func LibsComplete(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, completeMarker))
+	return err == nil
+}
+
+// EnsureLibs returns a dir holding the Kafka jars. When the kscope checkout
+// is found (walking up from the working dir, then from the executable), it
+// runs scripts/kafka-jars.sh, which is a cheap no-op when the cache is
+// current and otherwise resolves the jars with Maven. Without a checkout it
+// falls back to an already complete DefaultLibsDir.
+func EnsureLibs(ctx context.Context) (string, error) {
+	script, err := findJarsScript()
+	if err != nil {
+		dir, derr := DefaultLibsDir()
+		if derr == nil && LibsComplete(dir) {
+			return dir, nil
+		}
+		return "", fmt.Errorf("lab: kafka jars: not in %q and %w", dir, err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", script)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("lab: %s: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	dir := strings.TrimSpace(lines[len(lines)-1])
+	if dir == "" || !LibsComplete(dir) {
+		return "", fmt.Errorf("lab: %s: printed %q, which is not a complete libs dir", script, dir)
+	}
+	return dir, nil
+}
+
+// findJarsScript locates scripts/kafka-jars.sh of a kscope checkout.
+func findJarsScript() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		for {
+			script := filepath.Join(dir, "scripts", "kafka-jars.sh")
+			pom := filepath.Join(dir, "lab", "kafka", "pom.xml")
+			if fileExists(script) && fileExists(pom) {
+				return script, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", errors.New("scripts/kafka-jars.sh not found (run from a kscope checkout or set " + LibsEnv + " to a complete libs dir)")
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}

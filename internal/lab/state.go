@@ -1,0 +1,53 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// state is persisted as Dir/broker.json so another process (kscope lab
+// broker status|stop) can find a running broker, and so a restart on
+// formatted storage reuses the controller port baked into the KRaft
+// bootstrap checkpoint.
+type state struct {
+	PID            int       `json:"pid"` // 0 once stopped
+	Addr           string    `json:"addr"`
+	ControllerAddr string    `json:"controllerAddr"`
+	ClusterID      string    `json:"clusterId"`
+	LogDirs        []string  `json:"logDirs"`
+	RequestLog     string    `json:"requestLog,omitempty"`
+	Libs           string    `json:"libs"`
+	StartedAt      time.Time `json:"startedAt"`
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		return st, fmt.Errorf("lab: read state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("lab: parse %s: %w", filepath.Join(dir, StateFile), err)
+	}
+	return st, nil
+}
+
+// writeState replaces the file atomically so a concurrent reader never
+// sees half a document.
+func writeState(dir string, st state) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("lab: encode state: %w", err)
+	}
+	tmp := filepath.Join(dir, StateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("lab: write state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, StateFile)); err != nil {
+		return fmt.Errorf("lab: write state: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# setup.sh: install what kscope's tests and demo need on a Debian 12 machine
+# (run as root). Idempotent and quiet when everything is already there.
+#
+#   - checks Go and Java (not installed here: they come with the machine)
+#   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven
+#   - go mod download
+#   - Kafka broker/tools jars via scripts/kafka-jars.sh
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+command -v go >/dev/null || die "go not found on PATH (install Go 1.26 first)"
+command -v java >/dev/null || die "java not found on PATH (install a JDK 17+ first)"
+
+# Debian package -> a command it provides (to decide what is missing
+# without asking dpkg about packages that might be named differently).
+declare -A pkgs=(
+  [tcpdump]=tcpdump
+  [tshark]=tshark
+  [iproute2]=ip
+  [xfsprogs]=mkfs.xfs
+  [e2fsprogs]=mkfs.ext4
+  [util-linux]=flock
+  [maven]=mvn # scripts/kafka-jars.sh resolves the Kafka jars with it
+)
+missing=()
+for p in "${!pkgs[@]}"; do
+  # sbin dirs may be off PATH for non-login shells.
+  PATH="$PATH:/usr/sbin:/sbin" command -v "${pkgs[$p]}" >/dev/null || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  [[ "$(id -u)" == 0 ]] || die "need root to apt-get install: ${missing[*]}"
+  echo "setup.sh: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark's postinst asks whether non-root users may capture; answer no.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+(cd "$root" && go mod download)
+"$root/scripts/kafka-jars.sh" >/dev/null
