@@ -17,6 +17,12 @@ import (
 // libs: n records of recordSize bytes to topic, compression codec, acks=all,
 // linger.ms=5, unthrottled.
 func JavaProducerPerf(ctx context.Context, libs, addr, topic string, n, recordSize int, codec string) error {
+	return JavaProducerPerfRate(ctx, libs, addr, topic, n, recordSize, codec, -1)
+}
+
+// JavaProducerPerfRate is JavaProducerPerf at rate records per second
+// (-1: unthrottled).
+func JavaProducerPerfRate(ctx context.Context, libs, addr, topic string, n, recordSize int, codec string, rate int) error {
 	if codec == "" {
 		codec = "none"
 	}
@@ -27,7 +33,7 @@ func JavaProducerPerf(ctx context.Context, libs, addr, topic string, n, recordSi
 		"--topic", topic,
 		"--num-records", strconv.Itoa(n),
 		"--record-size", strconv.Itoa(recordSize),
-		"--throughput", "-1",
+		"--throughput", strconv.Itoa(rate),
 		"--producer-props",
 		"bootstrap.servers="+addr,
 		"compression.type="+codec,

@@ -1,0 +1,42 @@
+package capture
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzFile reads arbitrary bytes as a capture file: it must end with
+// io.EOF or an error, never a panic or a huge allocation.
+func FuzzFile(f *testing.F) {
+	if real, err := os.ReadFile("../../testdata/captures/produce-lz4-and-ids.pcapng"); err == nil {
+		f.Add(real[:min(len(real), 4096)])
+	}
+	f.Add([]byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0})
+	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1c, 0, 0, 0})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "in")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cf, err := OpenFile(path)
+		if err != nil {
+			return
+		}
+		defer cf.Close()
+		dec := NewDecoder()
+		for i := 0; i < 10000; i++ {
+			pkt, _, link, err := cf.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return
+				}
+				return
+			}
+			dec.Decode(pkt, link)
+		}
+	})
+}
