@@ -25,6 +25,7 @@ declare -A pkgs=(
   [e2fsprogs]=mkfs.ext4
   [util-linux]=flock
   [maven]=mvn # scripts/kafka-jars.sh resolves the Kafka jars with it
+  [ethtool]=ethtool # bench/requests.sh turns off loopback offloads in its namespace
 )
 missing=()
 for p in "${!pkgs[@]}"; do

@@ -187,10 +187,9 @@ func sameRequest(a, b *event.Request) string {
 		return "api " + b.API
 	case a.Answered != b.Answered:
 		return "answered differs"
-	case math.Abs(a.LatencyMs-b.LatencyMs) > 0.001:
-		return "latency differs"
-	case !a.Arrival.Equal(b.Arrival):
-		return "arrival differs"
+	case math.Abs(a.LatencyMs-b.LatencyMs) > 0.001 || !a.Arrival.Equal(b.Arrival):
+		return fmt.Sprintf("times differ: arrival %s end %s, want %s %s", b.Arrival.Format(time.RFC3339Nano),
+			b.End.Format(time.RFC3339Nano), a.Arrival.Format(time.RFC3339Nano), a.End.Format(time.RFC3339Nano))
 	case b.Partial:
 		return "marked partial"
 	case len(a.Partitions) != len(b.Partitions):

@@ -41,8 +41,11 @@ type earlyResponse struct {
 
 // Bounds on responses kept while waiting for their requests.
 const (
-	maxEarly          = 64
-	maxEarlyBodyBytes = 1 << 20
+	// maxHeldResponseBytes is how much of an unsynchronised response
+	// stream is kept until requests it may answer are decoded.
+	maxHeldResponseBytes = 1 << 20
+	maxEarly             = 64
+	maxEarlyBodyBytes    = 1 << 20
 )
 
 func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *conn {
@@ -50,6 +53,7 @@ func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *c
 	c.reqSink.c, c.respSink.c = c, c
 	c.req = newFrameParser(&c.reqSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
 	c.resp = newFrameParser(&c.respSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
+	c.resp.hold = maxHeldResponseBytes
 	return c
 }
 
@@ -91,6 +95,7 @@ func (c *conn) addInflight(p *pending) {
 	if len(c.order) > 2*c.d.cfg.MaxInflight {
 		c.compactOrder()
 	}
+	c.resp.retry()
 }
 
 func (c *conn) evictOldest() {

@@ -72,9 +72,9 @@ type Decoder struct {
 	lastFlush time.Time
 	lastSeen  time.Time
 	ctxSlab   []packetContext
-	// flushGaps is set when a gap is known to be the capture's loss:
-	// waiting for a retransmission would only hold data back.
-	flushGaps bool
+	// streams finds a connection's stream from a packet, to look at its
+	// state before reassembly sees the packet.
+	streams map[connKey]*stream
 }
 
 // NewDecoder returns a decoder that calls emit for every request, in the
@@ -107,7 +107,8 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 	if topics == nil {
 		topics = NewTopicNames()
 	}
-	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics, verifyBodies: true}
+	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics, verifyBodies: true,
+		streams: make(map[connKey]*stream)}
 	for _, p := range cfg.Ports {
 		d.ports[p/64] |= 1 << (p % 64)
 	}
@@ -141,8 +142,12 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 		d.lastSeen = ts
 	}
 	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
-	if d.flushGaps {
-		d.flushGaps = false
+	if tcp.ACK && d.ackedGap(seg) {
+		// The peer has acknowledged bytes the capture lost: no
+		// retransmission will come, so waiting for one would only hold
+		// back the data after the gap (and let this packet's response
+		// bytes arrive before the requests they answer). Give up the
+		// gap before this packet is assembled.
 		d.asm.FlushWithOptions(reassembly.FlushOptions{T: ts.Add(time.Nanosecond), TC: ts.Add(-d.cfg.IdleTimeout)})
 	}
 	if d.lastFlush.IsZero() {
@@ -158,6 +163,24 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 // the requests still waiting for a response as unanswered.
 func (d *Decoder) Close() {
 	d.asm.FlushAll()
+}
+
+// connKey identifies a connection by the first packet's direction.
+type connKey struct {
+	net, transport gopacket.Flow
+}
+
+// ackedGap reports whether seg acknowledges bytes of the other direction
+// that the capture lost.
+func (d *Decoder) ackedGap(seg capture.Segment) bool {
+	k := connKey{seg.NetFlow, seg.TCP.TransportFlow()}
+	s, ok := d.streams[k]
+	dir := 0
+	if !ok {
+		s, ok = d.streams[connKey{k.net.Reverse(), k.transport.Reverse()}]
+		dir = 1
+	}
+	return ok && s.times[1-dir].lostInCapture(seg.TCP.Ack)
 }
 
 func (d *Decoder) emitRequest(ev *event.Request) {
@@ -197,7 +220,8 @@ func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac 
 	srcPort, dstPort := uint16(tcp.SrcPort), uint16(tcp.DstPort)
 	src := net.JoinHostPort(netFlow.Src().String(), strconv.Itoa(int(srcPort)))
 	dst := net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(dstPort)))
-	s := &stream{d: d}
+	s := &stream{d: d, key: connKey{netFlow, tcpFlow}}
+	d.streams[s.key] = s
 	// The first packet's source is reassembly's "client" side; the broker
 	// is whichever side is on a Kafka port.
 	if d.isPort(dstPort) {
@@ -213,6 +237,7 @@ func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac 
 // stream adapts reassembly's callbacks to a conn.
 type stream struct {
 	d          *Decoder
+	key        connKey
 	conn       *conn
 	requestDir reassembly.TCPFlowDirection
 	seen       [2]bool // first packet of each direction seen
@@ -229,9 +254,6 @@ func dirIndex(dir reassembly.TCPFlowDirection) int {
 
 func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
 	i := dirIndex(dir)
-	if tcp.ACK && s.times[1-i].lostInCapture(tcp.Ack) {
-		s.d.flushGaps = true
-	}
 	if tcp.SYN {
 		s.times[i].syn(tcp.Seq)
 	} else {
@@ -275,6 +297,9 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 	s.conn.close()
+	if s.d.streams[s.key] == s {
+		delete(s.d.streams, s.key)
+	}
 	return true
 }
 
@@ -285,3 +310,7 @@ type chunkTime struct {
 }
 
 func (t *chunkTime) at(off int) time.Time { return t.times.at(off, t.fallback) }
+
+func (t *chunkTime) packets(base, n int, fn func(off int, ts time.Time)) {
+	t.times.packets(base, n, fn)
+}

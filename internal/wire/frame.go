@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/binary"
+	"slices"
+	"sort"
 	"time"
 )
 
@@ -55,13 +57,16 @@ type frameParser struct {
 	lost    bool
 	stopped bool // body bytes after a gap are not kept (the body is no longer contiguous)
 
-	syncing  bool
-	resynced bool // the current frame was found by resynchronisation
-	carry    []byte
-	carryTS  time.Time
-	scan     []byte
-	shifted  shiftedTime
-	rescanTS fixedTime
+	syncing    bool
+	resynced   bool // the current frame was found by resynchronisation
+	hold       int  // bytes kept while no frame is plausible (0: maxCarry)
+	carry      []byte
+	carryMarks []mark
+	marks      []mark
+	scanned    int // carry positions already searched in vain
+	scan       []byte
+	shifted    shiftedTime
+	rescanTS   fixedTime
 }
 
 // fixedTime is a timeSource with one time for every byte.
@@ -100,7 +105,8 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 				p.reset()
 				p.syncing = true
 				p.carry = append(p.carry[:0], p.sizeBuf[1:]...)
-				p.carryTS = p.first
+				p.carryMarks = append(p.carryMarks[:0], mark{off: 0, ts: p.first})
+				p.scanned = 0
 				continue
 			}
 			p.size, p.got, p.body = size, 0, p.body[:0]
@@ -152,6 +158,8 @@ func (p *frameParser) finishWith(body []byte, last time.Time) {
 		if !f.cut {
 			again := append(append(make([]byte, 0, 3+len(body)), p.sizeBuf[1:]...), body...)
 			p.carry = p.carry[:0]
+			p.carryMarks = p.carryMarks[:0]
+			p.scanned = 0
 			p.rescanTS = fixedTime(f.last)
 			p.resync(again, &p.rescanTS, 0)
 		} else {
@@ -178,7 +186,8 @@ func (p *frameParser) gap(n int, at time.Time) {
 		p.stats.SkippedBytes += int64(n)
 	}
 	if p.syncing {
-		p.carry = p.carry[:0]
+		p.stats.SkippedBytes += int64(len(p.carry))
+		p.carry, p.carryMarks, p.scanned = p.carry[:0], p.carryMarks[:0], 0
 		return
 	}
 	if n > 0 && p.sizeN == 4 && p.got+n <= p.size {
@@ -200,7 +209,7 @@ func (p *frameParser) gap(n int, at time.Time) {
 	p.reset()
 	p.syncing = true
 	p.stats.Resyncs++
-	p.carry = p.carry[:0]
+	p.carry, p.carryMarks, p.scanned = p.carry[:0], p.carryMarks[:0], 0
 }
 
 // resync searches data (after any carried bytes) for a plausible frame start.
@@ -211,12 +220,18 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 		window = p.scan
 	}
 	carried := len(window) - len(data)
-	for i := 0; i < len(window); i++ {
+	// Marks give the capture time of every byte of the window: the carried
+	// marks, then one per packet of data.
+	p.marks = append(p.marks[:0], p.carryMarks...)
+	p.marks = appendMarks(p.marks, ts, base, len(data), carried)
+	for i := min(p.scanned, len(window)); i < len(window); i++ {
 		ok, need := p.sink.plausible(window[i:])
 		if ok {
 			p.stats.SkippedBytes += int64(i)
 			p.syncing = false
+			p.scanned = 0
 			p.carry = p.carry[:0]
+			p.carryMarks = p.carryMarks[:0]
 			inner := ts
 			if s, self := ts.(*shiftedTime); self && s == &p.shifted {
 				// Resynchronising again inside a resynchronised
@@ -224,27 +239,105 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 				cp := *s
 				inner = &cp
 			}
-			p.shifted = shiftedTime{inner: inner, base: base, carried: carried, carryTS: p.carryTS}
+			p.shifted = shiftedTime{inner: inner, base: base, carried: carried, skip: i,
+				marks: append(p.shifted.marks[:0], p.marks...)}
 			rest := window[i:]
 			if carried > 0 {
 				// window aliases p.scan, which a later resync may
 				// overwrite: parse from a stable copy.
 				rest = append([]byte(nil), rest...)
 			}
-			p.shifted.skip = i
 			p.feedResynced(rest)
 			return
 		}
 		if need > len(window)-i {
-			// Undecided: keep these bytes for the next chunk.
-			p.stats.SkippedBytes += int64(i)
-			p.carry = append(p.carry[:0], window[i:]...)
-			p.carryTS = ts.at(base + len(data) - 1)
+			// Undecided: keep these bytes (and, for a response
+			// parser, what it holds) for the next chunk.
+			from := i
+			if p.hold > 0 {
+				from = min(i, max(0, len(window)-p.hold))
+			}
+			p.keep(window, from, i)
 			return
 		}
 	}
-	p.stats.SkippedBytes += int64(len(window))
-	p.carry = p.carry[:0]
+	// Nothing plausible yet. A response parser keeps up to hold bytes: the
+	// requests they answer may still be held back by reassembly (a gap in
+	// the request direction is given up after one in the response
+	// direction), and retry searches them again once they are known.
+	keepFrom := len(window)
+	if p.hold > 0 {
+		keepFrom = max(0, len(window)-p.hold)
+	}
+	p.keep(window, keepFrom, len(window))
+}
+
+// keep carries window[from:] to the next search, counting what is dropped
+// as skipped; positions before scanned were already searched.
+func (p *frameParser) keep(window []byte, from, scanned int) {
+	p.stats.SkippedBytes += int64(from)
+	p.carry = append(p.carry[:0], window[from:]...)
+	p.scanned = scanned - from
+	p.carryMarks = p.carryMarks[:0]
+	for i, m := range p.marks {
+		if m.off >= from || i+1 < len(p.marks) && p.marks[i+1].off > from || i+1 == len(p.marks) {
+			p.carryMarks = append(p.carryMarks, mark{off: max(m.off-from, 0), ts: m.ts})
+		}
+	}
+}
+
+// retry searches the carried bytes again: the sink now accepts more
+// frames (a request was added that a held response may answer).
+func (p *frameParser) retry() {
+	if !p.syncing || len(p.carry) == 0 {
+		return
+	}
+	p.scanned = 0
+	var last time.Time
+	if n := len(p.carryMarks); n > 0 {
+		last = p.carryMarks[n-1].ts
+	}
+	p.rescanTS = fixedTime(last)
+	p.resync(nil, &p.rescanTS, 0)
+}
+
+// mark says that window bytes from off on were captured at ts.
+type mark struct {
+	off int
+	ts  time.Time
+}
+
+// packetLister is implemented by time sources that know where packets
+// start, so that carried bytes keep exact capture times.
+type packetLister interface {
+	packets(base, n int, fn func(off int, ts time.Time))
+}
+
+func appendMarks(marks []mark, ts timeSource, base, n, carried int) []mark {
+	if n == 0 {
+		return marks
+	}
+	first := len(marks)
+	marks = append(marks, mark{off: carried, ts: ts.at(base)})
+	if pl, ok := ts.(packetLister); ok {
+		pl.packets(base, n, func(off int, t time.Time) {
+			if off > 0 {
+				marks = append(marks, mark{off: carried + off, ts: t})
+			}
+		})
+	}
+	added := marks[first:]
+	slices.SortStableFunc(added, func(a, b mark) int { return a.off - b.off })
+	return marks
+}
+
+// markAt returns the time of window offset off.
+func markAt(marks []mark, off int) (time.Time, bool) {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].off > off })
+	if i == 0 {
+		return time.Time{}, false
+	}
+	return marks[i-1].ts, true
 }
 
 func (p *frameParser) feedResynced(b []byte) {
@@ -259,13 +352,15 @@ type shiftedTime struct {
 	base    int
 	carried int
 	skip    int
-	carryTS time.Time
+	marks   []mark
 }
 
 func (s *shiftedTime) at(off int) time.Time {
 	off += s.skip
 	if off < s.carried {
-		return s.carryTS
+		if ts, ok := markAt(s.marks, off); ok {
+			return ts
+		}
 	}
 	return s.inner.at(s.base + off - s.carried)
 }

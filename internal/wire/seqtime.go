@@ -108,3 +108,19 @@ func (s *seqTimes) at(off int, fallback time.Time) time.Time {
 func (s *seqTimes) lostInCapture(ack uint32) bool {
 	return s.known && s.haveEnd && int32(ack-s.next) > 0 && int32(s.end-s.next) > 0
 }
+
+// packets calls fn with the chunk offset (clipped to 0) and capture time of
+// every remembered packet that overlaps chunk bytes [base, base+n).
+func (s *seqTimes) packets(base, n int, fn func(off int, ts time.Time)) {
+	if !s.known {
+		return
+	}
+	start := s.next + uint32(base)
+	for _, r := range s.recs[s.head:] {
+		off := int(int32(r.seq - start))
+		if off >= n || off+int(r.n) <= 0 {
+			continue
+		}
+		fn(max(off, 0), r.ts)
+	}
+}
