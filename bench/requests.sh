@@ -39,7 +39,7 @@ if [[ -z "$capture" ]]; then
   rm -rf "$work/broker" "$capture"
   "${inns[@]}" "$kscope" lab broker start --dir "$work/broker" --port "$port" >/dev/null
   trap '"$kscope" lab broker stop --dir "$work/broker" >/dev/null; ip netns del "$ns" 2>/dev/null || true' EXIT
-  "${inns[@]}" tcpdump -i lo -s 0 -B 131072 -U --immediate-mode -Z root -w "$capture" "tcp port $port" 2>"$work/tcpdump.err" &
+  "${inns[@]}" tcpdump -i lo -s 0 -B 262144 -U --immediate-mode -Z root -w "$capture" "tcp port $port" 2>"$work/tcpdump.err" &
   tcpdump_pid=$!
   for _ in $(seq 50); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
   "${inns[@]}" java -Xmx512m -cp "$libs/*" org.apache.kafka.tools.ProducerPerformance --topic bench --num-records "$records" \

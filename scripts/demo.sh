@@ -33,7 +33,7 @@ echo "== starting a Kafka broker on 127.0.0.1:$port"
 
 echo "== capturing tcp port $port on lo into $work/demo.pcap"
 rm -f "$work/demo.pcap"
-tcpdump -i lo -s 0 -B 65536 -U --immediate-mode -Z root -w "$work/demo.pcap" "tcp port $port" 2>"$work/tcpdump.err" &
+tcpdump -i lo -s 0 -B 262144 -U --immediate-mode -Z root -w "$work/demo.pcap" "tcp port $port" 2>"$work/tcpdump.err" &
 tcpdump_pid=$!
 for _ in $(seq 50); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
 

@@ -29,7 +29,7 @@ func findTcpdump() string {
 	return ""
 }
 
-// Capture runs `tcpdump -i IFACE -s 0 -w PATH -U --immediate-mode -Z root
+// Capture runs `tcpdump -i IFACE -s 0 -w PATH -U --immediate-mode -B 262144 -Z root
 // "tcp port N"` and returns once tcpdump is listening. The returned stop
 // sends SIGINT and waits, so PATH is a complete pcap when it returns; it is
 // idempotent and also runs in t.Cleanup. Missing tcpdump or root skips
@@ -49,6 +49,9 @@ func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
 		// and on SIGINT tcpdump exits without the pending block: the tail
 		// of the capture would be lost.
 		"--immediate-mode",
+		// A 256 MiB kernel buffer: with the default 2 MiB a consumer's
+		// fetch burst of 64 KiB loopback segments is dropped.
+		"-B", "262144",
 		// Debian's tcpdump otherwise drops to user tcpdump after opening
 		// the device; staying root keeps PATH writable in any test dir.
 		"-Z", "root",
@@ -106,6 +109,14 @@ func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
 			case err := <-exited:
 				if err != nil {
 					t.Errorf("labtest: tcpdump %s: %v: %s", path, err, output())
+				}
+				<-readDone
+				// tcpdump's own account of what it missed, so that a
+				// test can tell capture loss from decoder loss.
+				for _, line := range strings.Split(output(), "\n") {
+					if strings.Contains(line, "dropped") || strings.Contains(line, "captured") || strings.Contains(line, "received") {
+						t.Logf("labtest: tcpdump %s: %s", path, line)
+					}
 				}
 			case <-time.After(10 * time.Second):
 				_ = cmd.Process.Kill()
