@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	// the broker one core and everything else the other.
 	pin(t, b.PID(), "1")
 	pin(t, os.Getpid(), "0")
+	prioritizeNetworkThreads(t, b.PID())
 	pcap := filepath.Join(dir, "traffic.pcap")
 	stop := labtest.Capture(t, "lo", port, pcap)
 
@@ -114,6 +116,30 @@ func recordTraffic(t *testing.T) capturedRun {
 		t.Fatalf("request log has only %d requests on port %d", len(ours), port)
 	}
 	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b}
+}
+
+// prioritizeNetworkThreads raises the scheduling priority of the broker's
+// network (and acceptor) threads above its request handlers, on its one
+// core: the broker starts totalTimeMs when a network thread has read the
+// request, and that clock is what the wire is compared with.
+func prioritizeNetworkThreads(t *testing.T, pid int) {
+	t.Helper()
+	out, err := exec.Command("jcmd", strconv.Itoa(pid), "Thread.print").Output()
+	if err != nil {
+		t.Fatalf("jcmd Thread.print: %v", err)
+	}
+	re := regexp.MustCompile(`(?m)^"data-plane-kafka-(?:network-thread|socket-acceptor)[^"]*".* nid=0x([0-9a-f]+)`)
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+		tid, _ := strconv.ParseInt(m[1], 16, 64)
+		if err := exec.Command("renice", "-n", "-10", "-p", strconv.FormatInt(tid, 10)).Run(); err != nil {
+			t.Fatalf("renice %d: %v", tid, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("no network threads found in jcmd Thread.print of %d", pid)
+	}
 }
 
 // pin sets the CPU affinity of every thread of pid (children inherit it).
@@ -265,9 +291,10 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		byCat[cat] = append(byCat[cat], diff)
 		if diff <= 1 {
 			within++
-		} else if len(worst) < 10 {
-			worst = append(worst, fmt.Sprintf("%s corr %d: wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms",
-				r.API, r.CorrelationID, r.LatencyMs, r.BrokerMs, r.QueuedMs, e.TotalTimeMs))
+		} else if len(worst) < 12 {
+			worst = append(worst, fmt.Sprintf("%s corr %d (%d B): wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms (queue %.3f local %.3f response queue %.3f send %.3f)",
+				r.API, r.CorrelationID, r.RequestBytes, r.LatencyMs, r.BrokerMs, r.QueuedMs, e.TotalTimeMs,
+				e.RequestQueueTimeMs, e.LocalTimeMs, e.ResponseQueueTimeMs, e.SendTimeMs))
 		}
 	}
 	for cat, ds := range byCat {
@@ -284,9 +311,13 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	// on two cores the thread is often late (connection setup, CPU taken
 	// by the broker's own handler threads). README: "Wire latency and the
 	// broker's totalTimeMs".
-	// Thresholds: what this 2-core machine gives run after run (80-93%
-	// within 1 ms, 97-99% within 5 ms); a decoder that paired or timed
-	// requests wrongly lands far outside them.
+	// Thresholds: what this 2-core machine gives run after run with the
+	// broker pinned and its network threads prioritized (95.6-96.6%
+	// within 1 ms, 99.7-99.85% within 5 ms); a decoder that paired or
+	// timed requests wrongly lands far outside them. The rest is the
+	// broker's network-thread loop: it reads a pipelined request one poll
+	// after the previous send completes, and accepts new connections
+	// before reading their first request.
 	share := float64(within) / float64(max(compared, 1))
 	within5, within10 := 0, 0
 	for _, d := range diffs {
@@ -301,9 +332,10 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	share5, share10 := float64(within5)/n, float64(within10)/n
 	t.Logf("%d logged requests (%v); broker-view latency within 1 ms of totalTimeMs: %d/%d (%.2f%%), within 5 ms: %.2f%%, within 10 ms: %.2f%%",
 		len(run.entries), apis, within, compared, 100*share, 100*share5, 100*share10)
-	if share < 0.75 || share10 < 0.97 {
-		t.Errorf("latency agreement too low: %.2f%% within 1 ms (want >= 75%%), %.2f%% within 10 ms (want >= 97%%); examples: %s",
-			100*share, 100*share10, strings.Join(worst, "; "))
+	t.Logf("examples beyond 1 ms:\n  %s", strings.Join(worst, "\n  "))
+	if share < 0.90 || share5 < 0.985 || share10 < 0.99 {
+		t.Errorf("latency agreement too low: %.2f%% within 1 ms (want >= 90%%), %.2f%% within 5 ms (want >= 98.5%%), %.2f%% within 10 ms (want >= 99%%)",
+			100*share, 100*share5, 100*share10)
 	}
 	sort.Float64s(diffs)
 	if len(diffs) > 0 {

@@ -193,9 +193,51 @@ type responseSink struct{ c *conn }
 
 func (s *responseSink) minFrame() int { return 4 }
 
-// plausible accepts a size and a correlation id that a request on this
-// connection is waiting for: the only strong evidence a response offers.
+// plausible accepts a response header whose correlation id a request on
+// this connection awaits, and which ends where the data ends or where
+// another such header begins. A correlation id alone is weak evidence
+// (small integers abound in record data), and a false start with a large
+// size would swallow the real responses after it.
 func (s *responseSink) plausible(b []byte) (bool, int) {
+	ok, end := s.header(b, -1)
+	if !ok || end == 0 {
+		return ok, end
+	}
+	switch {
+	case end > maxHeldResponseBytes:
+		// Too large to wait for its end: the header must do.
+		return true, 0
+	case len(b) < end:
+		return false, end
+	case len(b) == end:
+		return true, 0
+	case len(b) < end+8:
+		return false, end + 8
+	}
+	return s.follows(b[end:], int32(binary.BigEndian.Uint32(b[4:8]))), 0
+}
+
+// follows reports whether b starts a response that can come after the one
+// to corr: a plausible size and a slightly larger correlation id (clients
+// number a connection's requests upwards; the request it answers may have
+// been lost to the capture, so it need not be awaited).
+func (s *responseSink) follows(b []byte, corr int32) bool {
+	if len(b) < 8 {
+		return false
+	}
+	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
+	next := int32(binary.BigEndian.Uint32(b[4:8]))
+	return size >= 4 && size <= s.c.d.cfg.MaxFrameBytes && next > corr && next-corr <= maxCorrelationStep
+}
+
+// maxCorrelationStep bounds how far apart the correlation ids of two
+// consecutive responses on a connection may be during resynchronisation.
+const maxCorrelationStep = 1024
+
+// header checks a response header at b: a plausible size and an awaited
+// correlation id other than not. It returns the frame's end (4 + size), or
+// 0 with ok false when b is too short to tell.
+func (s *responseSink) header(b []byte, not int32) (ok bool, end int) {
 	if len(b) < 8 {
 		return false, 8
 	}
@@ -203,8 +245,11 @@ func (s *responseSink) plausible(b []byte) (bool, int) {
 	if size < 4 || size > s.c.d.cfg.MaxFrameBytes {
 		return false, 0
 	}
-	_, ok := s.c.inflight[int32(binary.BigEndian.Uint32(b[4:8]))]
-	return ok, 0
+	corr := int32(binary.BigEndian.Uint32(b[4:8]))
+	if _, awaited := s.c.inflight[corr]; !awaited || corr == not {
+		return false, 0
+	}
+	return true, 4 + size
 }
 
 func (s *responseSink) onFrame(f *frame) bool {
@@ -233,10 +278,29 @@ func (s *responseSink) onFrame(f *frame) bool {
 	}
 	delete(c.inflight, id)
 	c.complete(p, f, decoded)
-	if len(c.order) > 0 && c.order[0] == id {
-		c.order = c.order[1:]
-	}
+	c.answeredUpTo(id)
 	return true
+}
+
+// answeredUpTo drops from the in-flight table the requests that arrived
+// before the one just answered: a broker answers the requests of a
+// connection in order, so their responses were lost to the capture and
+// will not come.
+func (c *conn) answeredUpTo(id int32) {
+	for i, o := range c.order {
+		if o != id {
+			continue
+		}
+		for _, older := range c.order[:i] {
+			if p, ok := c.inflight[older]; ok {
+				delete(c.inflight, older)
+				c.d.stats.Unanswered++
+				c.d.emitRequest(p.ev)
+			}
+		}
+		c.order = c.order[i+1:]
+		return
+	}
 }
 
 // keepEarly keeps a copy of a response whose request is not known yet.

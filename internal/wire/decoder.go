@@ -216,7 +216,6 @@ type streamFactory struct{ d *Decoder }
 
 func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	d := f.d
-	d.stats.Connections++
 	srcPort, dstPort := uint16(tcp.SrcPort), uint16(tcp.DstPort)
 	src := net.JoinHostPort(netFlow.Src().String(), strconv.Itoa(int(srcPort)))
 	dst := net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(dstPort)))
@@ -241,6 +240,7 @@ type stream struct {
 	conn       *conn
 	requestDir reassembly.TCPFlowDirection
 	seen       [2]bool // first packet of each direction seen
+	counted    bool    // counted in Stats.Connections (once it carried data)
 	times      [2]seqTimes
 	ts         chunkTime
 }
@@ -290,6 +290,12 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 		parser.gap(skip, s.ts.fallback)
 	}
 	if length > 0 {
+		if !s.counted {
+			// Counted on data, not on New: reassembly also makes
+			// streams of the stray ACKs that follow a close.
+			s.counted = true
+			s.d.stats.Connections++
+		}
 		parser.feed(sg.Fetch(length), &s.ts)
 	}
 	times.done(length)

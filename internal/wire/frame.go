@@ -224,6 +224,7 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 	// marks, then one per packet of data.
 	p.marks = append(p.marks[:0], p.carryMarks...)
 	p.marks = appendMarks(p.marks, ts, base, len(data), carried)
+	undecided := -1
 	for i := min(p.scanned, len(window)); i < len(window); i++ {
 		ok, need := p.sink.plausible(window[i:])
 		if ok {
@@ -250,16 +251,21 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 			p.feedResynced(rest)
 			return
 		}
-		if need > len(window)-i {
-			// Undecided: keep these bytes (and, for a response
-			// parser, what it holds) for the next chunk.
-			from := i
-			if p.hold > 0 {
-				from = min(i, max(0, len(window)-p.hold))
-			}
-			p.keep(window, from, i)
-			return
+		if need > len(window)-i && undecided < 0 {
+			// Undecided until more bytes come; a later position may
+			// still be a sure start.
+			undecided = i
 		}
+	}
+	if undecided >= 0 {
+		// Keep the bytes from the first undecided position (and, for
+		// a response parser, what it holds) for the next chunk.
+		from := undecided
+		if p.hold > 0 {
+			from = min(undecided, max(0, len(window)-p.hold))
+		}
+		p.keep(window, from, undecided)
+		return
 	}
 	// Nothing plausible yet. A response parser keeps up to hold bytes: the
 	// requests they answer may still be held back by reassembly (a gap in
