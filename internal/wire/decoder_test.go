@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -182,5 +183,35 @@ func TestUnansweredAtEnd(t *testing.T) {
 	got, st := run(c.segs)
 	if len(got) != 1 || got[0].Answered || st.Unanswered != 1 {
 		t.Fatalf("got %+v stats %+v", got, st)
+	}
+}
+
+// Garbage on the Kafka port (another protocol, or random bytes) must be
+// skipped and counted, and a real exchange after it still decoded.
+func TestGarbageOnPort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	garbage := make([]byte, 64<<10)
+	for i := range garbage {
+		garbage[i] = byte(rng.UintN(256))
+	}
+	c := newConversation(40200)
+	// No SYN: the streams start unsynchronised, as in a capture that
+	// begins mid-connection.
+	c.send(true, garbage, 1400, time.Millisecond)
+	c.send(false, garbage[:5000], 1400, time.Millisecond)
+	c.send(true, requestFrame(produceRequest("t", 0, 1, "a"), 9, 5, "c"), 1400, time.Millisecond)
+	c.send(false, responseFrame(produceResponse("t", 0), 9, 5), 1400, time.Millisecond)
+	got, st := run(c.segs)
+	var found bool
+	for _, r := range got {
+		if r.CorrelationID == 5 && r.Answered && r.API == "Produce" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the real request after the garbage was not decoded: %d requests, stats %+v", len(got), st)
+	}
+	if st.SkippedBytes < int64(len(garbage)) {
+		t.Errorf("skipped %d bytes, want at least the %d bytes of garbage", st.SkippedBytes, len(garbage))
 	}
 }
