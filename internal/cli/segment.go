@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/segment"
+	"github.com/kscope-dev/kscope/internal/segment/segout"
+)
+
+func newSegmentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "segment",
+		Short: "Read Kafka log segments: dump them, find the messages at a byte range, verify a log directory",
+	}
+	cmd.AddCommand(newSegmentDumpCmd(), newSegmentLookupCmd(), newSegmentVerifyCmd())
+	return cmd
+}
+
+type segmentDumpOptions struct {
+	records         bool
+	payload         bool
+	format          string
+	messageIDHeader string
+	quiet           bool
+}
+
+func newSegmentDumpCmd() *cobra.Command {
+	var o segmentDumpOptions
+	cmd := &cobra.Command{
+		Use:   "dump [flags] FILE...",
+		Short: "Print the batches of .log files, or the entries of .index and .timeindex files",
+		Long: `Prints one row per record batch of each .log file: position, size, offsets,
+record count, magic, compression, CRC validity, producer id/epoch, base
+sequence, partition leader epoch, transactional/control flags and
+timestamps. With --records, each record's offset, timestamp, key and value
+sizes and headers too (values as text when valid UTF-8, else hex); keys and
+values only with --payload.
+
+.index and .timeindex files (by name) are printed entry by entry, up to the
+first unused (preallocated, zero) entry.
+
+A last batch cut short (normal after a crash) is reported on stderr and
+everything before it is printed.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSegmentDump(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.records, "records", false, "print every record of every batch")
+	f.BoolVar(&o.payload, "payload", false, "with the records, print keys and values (implies --records)")
+	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
+	f.StringVar(&o.messageIDHeader, "message-id-header", "", "also print the values of this record header per batch (message_ids)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-file summary on stderr")
+	return cmd
+}
+
+func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOptions) error {
+	if o.payload {
+		o.records = true
+	}
+	bw, err := segout.NewBatchWriter(stdout, o.format, o.records, o.messageIDHeader != "")
+	if err != nil {
+		return badInput(err)
+	}
+	iw, err := segout.NewIndexWriter(stdout, o.format)
+	if err != nil {
+		return badInput(err)
+	}
+	var errs []error
+	bad := false
+	for _, file := range files {
+		kind, _, _ := logdir.ParseFileName(file)
+		var ferr error
+		if kind == logdir.KindIndex || kind == logdir.KindTimeIndex {
+			if err := bw.Flush(); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+			ferr = dumpIndex(stderr, iw, file, o.quiet)
+			if err := iw.Flush(); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+		} else {
+			if err := iw.Flush(); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+			ferr = dumpLog(stderr, bw, file, o)
+		}
+		if ferr != nil {
+			var werr *writeError
+			if errors.As(ferr, &werr) {
+				return ferr
+			}
+			if isBadInput(ferr) {
+				bad = true
+			}
+			errs = append(errs, ferr)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	for _, e := range errs[:len(errs)-1] {
+		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(e.Error()))
+	}
+	last := fmt.Errorf("%s", output.Escape(errs[len(errs)-1].Error()))
+	if bad && len(errs) == 1 {
+		return badInput(last)
+	}
+	return last
+}
+
+// writeError is a failure to write the output, which ends the command.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "writing output: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// isBadInput reports whether err means the file is not one the command can
+// read at all (missing, unreadable, not a segment).
+func isBadInput(err error) bool {
+	return errors.Is(err, segment.ErrNotSegment) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+}
+
+func dumpLog(stderr io.Writer, w segout.BatchWriter, file string, o *segmentDumpOptions) error {
+	r, err := segment.Open(file, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	d := r.Decoder()
+	var batches, recs int
+	var bytes int64
+	summary := func(extra string) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "kscope: %s: %d batches, %d records, %d bytes%s\n", output.Escape(file), batches, recs, bytes, extra)
+		}
+	}
+	for {
+		b, err := r.Next()
+		if err == io.EOF {
+			extra := ""
+			if z := r.ZeroTail(); z > 0 {
+				extra = fmt.Sprintf(", then %d bytes of zeros (preallocated, unused)", z)
+			}
+			summary(extra)
+			return nil
+		}
+		if errors.Is(err, records.ErrTruncated) {
+			summary("")
+			fmt.Fprintf(stderr, "kscope: warning: %s (the batches before it are complete)\n", output.Escape(err.Error()))
+			return nil
+		}
+		if err != nil {
+			summary("")
+			return err
+		}
+		count, err := d.CountRecords(b)
+		if err != nil {
+			summary("")
+			return fmt.Errorf("%s: position %d: counting records: %w", file, b.Position, unwrapRecords(err))
+		}
+		e := segment.BatchEvent(b, count)
+		if o.messageIDHeader != "" {
+			_, ids, err := d.MessageIDs(b.Data, o.messageIDHeader)
+			if err != nil {
+				summary("")
+				return fmt.Errorf("%s: position %d: %w", file, b.Position, unwrapRecords(err))
+			}
+			e.MessageIDs = ids
+		}
+		if o.records {
+			e.Records = make([]event.SegmentRecord, 0, min(count, 1024))
+			var rerr error
+			for rec, err := range d.Records(b) {
+				if err != nil {
+					rerr = err
+					break
+				}
+				e.Records = append(e.Records, segment.RecordEvent(rec, b.Control, o.payload))
+			}
+			if rerr != nil {
+				summary("")
+				return fmt.Errorf("%s: position %d: %w", file, b.Position, unwrapRecords(rerr))
+			}
+		}
+		batches++
+		recs += count
+		bytes += int64(b.Size)
+		if err := w.Write(file, &e); err != nil {
+			return &writeError{err}
+		}
+	}
+}
+
+// unwrapRecords drops the records package's own position prefix from
+// errors about a batch whose position the caller prints.
+func unwrapRecords(err error) error {
+	var re *records.Error
+	if errors.As(err, &re) {
+		return re.Err
+	}
+	return err
+}
+
+func dumpIndex(stderr io.Writer, w segout.IndexWriter, file string, quiet bool) error {
+	var werr error
+	info, err := segment.ReadIndex(file, func(ie segment.IndexEntry) error {
+		e := event.IndexEntry{Pos: ie.Pos, Offset: ie.Offset}
+		time := ie.Timestamp >= 0 || ie.Position < 0
+		if time {
+			ts := ie.Timestamp
+			e.Timestamp = &ts
+		} else {
+			p := ie.Position
+			e.Position = &p
+		}
+		if err := w.Write(file, time, &e); err != nil {
+			werr = &writeError{err}
+			return werr
+		}
+		return nil
+	})
+	if werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if !quiet {
+		what := "offset index"
+		if info.Kind == logdir.KindTimeIndex {
+			what = "time index"
+		}
+		fmt.Fprintf(stderr, "kscope: %s: %s, base offset %d: %d entries in use, %d unused (preallocated)\n",
+			output.Escape(file), what, info.BaseOffset, info.Entries, info.Unused)
+	}
+	var problems []string
+	if info.NonZeroUnused >= 0 {
+		problems = append(problems, fmt.Sprintf("position %d: unused entry is not zeros", info.NonZeroUnused))
+	}
+	if info.TrailingBytes > 0 {
+		problems = append(problems, fmt.Sprintf("%d bytes at the end are less than an entry", info.TrailingBytes))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %s", file, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+type segmentLookupOptions struct {
+	position, bytes int64
+	format          string
+	messageIDHeader string
+}
+
+func newSegmentLookupCmd() *cobra.Command {
+	var o segmentLookupOptions
+	cmd := &cobra.Command{
+		Use:   "lookup FILE.log --position P --bytes N",
+		Short: "Print the batches overlapping bytes [P, P+N) of a .log file and their message ids",
+		Long: `Prints the batches that overlap the byte range [P, P+N) of a .log file, such
+as a traced write, with their records' message ids (the values of the
+--message-id-header record header). It reads from the nearest .index entry
+before P, not from the start of the file.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSegmentLookup(cmd.OutOrStdout(), args[0], &o)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&o.position, "position", -1, "byte position in the file (required)")
+	f.Int64Var(&o.bytes, "bytes", 0, "number of bytes (required)")
+	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
+	f.StringVar(&o.messageIDHeader, "message-id-header", records.DefaultIDHeader, "record header holding message ids (empty: none)")
+	return cmd
+}
+
+func runSegmentLookup(stdout io.Writer, file string, o *segmentLookupOptions) error {
+	if o.position < 0 || o.bytes <= 0 {
+		return badInput(fmt.Errorf("--position P (>= 0) and --bytes N (> 0) are required"))
+	}
+	w, err := segout.NewBatchWriter(stdout, o.format, false, true)
+	if err != nil {
+		return badInput(err)
+	}
+	res, lerr := segment.Lookup(file, o.position, o.bytes, o.messageIDHeader, nil)
+	for _, m := range res.Matches {
+		e := segment.BatchEvent(m.Batch, m.Records)
+		e.MessageIDs = m.MessageIDs
+		if e.MessageIDs == nil {
+			e.MessageIDs = []string{}
+		}
+		if err := w.Write(file, &e); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	if lerr != nil {
+		msg := fmt.Errorf("%s", output.Escape(lerr.Error()))
+		if isBadInput(lerr) {
+			return badInput(msg)
+		}
+		return msg
+	}
+	return nil
+}
+
+func newSegmentVerifyCmd() *cobra.Command {
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "verify DIR|FILE...",
+		Short: "Check log directories, partition directories or segment files; exit 1 on any problem",
+		Long: `Checks every batch's CRC and structure, that offsets increase strictly across
+batches and across the .log files of a partition, that .index and .timeindex
+entries point at real batch positions and offsets, and that
+leader-epoch-checkpoint and partition.metadata are readable. Each problem is
+printed with its file and position; the exit code is 1 when there is any.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSegmentVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, quiet)
+		},
+	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no summary on stderr")
+	return cmd
+}
+
+func runSegmentVerify(stdout, stderr io.Writer, paths []string, quiet bool) error {
+	rep, err := segment.Verify(paths...)
+	if err != nil {
+		return badInput(err)
+	}
+	for i := range rep.Problems {
+		if _, err := fmt.Fprintln(stdout, output.Escape(rep.Problems[i].Error())); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "kscope: %d partitions, %d log files, %d batches, %d index files, %d index entries; %d problems",
+			rep.Partitions, rep.LogFiles, rep.Batches, rep.IndexFiles, rep.IndexEntries, len(rep.Problems)+rep.Omitted)
+		if rep.Omitted > 0 {
+			fmt.Fprintf(stderr, " (%d not printed: more than 100 in one file)", rep.Omitted)
+		}
+		fmt.Fprintf(stderr, "; %d files not checked (.txnindex, .snapshot, in transition), %d missing optional files\n",
+			len(rep.Unchecked), len(rep.Missing))
+	}
+	if !rep.OK() {
+		return fmt.Errorf("%d problems found", len(rep.Problems)+rep.Omitted)
+	}
+	return nil
+}
