@@ -7,26 +7,39 @@ import (
 )
 
 // Reader reads batches one at a time from a stream, such as a segment
-// file, with bounded memory: it keeps one buffer that grows to the largest
-// batch read, never beyond the Decoder's MaxBatchSize. Since a stream's
-// remaining length is unknown, the buffer grows with the bytes actually
-// read, not by the length a batch claims, so a bogus length costs at most
-// about twice the bytes that are really there.
+// file, with bounded memory.
+//
+// It reads the stream in large chunks into one window buffer and decodes
+// batches where they lie in it, so that every byte is copied once, by the
+// kernel. The window grows only to hold the largest batch actually read,
+// never beyond the Decoder's MaxBatchSize; and since a stream's remaining
+// length is unknown, it grows with the bytes actually read, not by the
+// length a batch claims, so a bogus length costs at most about twice the
+// bytes that are really there.
 type Reader struct {
-	d   *Decoder
-	r   io.Reader
-	pos int64
-	buf []byte
-	err error
+	d          *Decoder
+	chunk      int // least the window asks the stream for
+	r          io.Reader
+	pos        int64  // stream position of buf[start]
+	buf        []byte // window: buf[start:end] holds unread bytes
+	start, end int
+	eof        bool // r has returned io.EOF
+	err        error
 }
 
-// readChunk is the first step of growing the buffer for a batch.
-const readChunk = 64 << 10
+// readChunk is the default window size: the least a refill asks for.
+const readChunk = 1 << 20
 
 // NewReader returns a Reader over r, whose first byte is at position pos of
 // the input (0 for a whole file, or where a read started within one).
 func (d *Decoder) NewReader(r io.Reader, pos int64) *Reader {
-	return &Reader{d: d, r: r, pos: pos}
+	return d.NewReaderSize(r, pos, readChunk)
+}
+
+// NewReaderSize is NewReader with a window of chunk bytes (at least 64):
+// large for scanning a whole file, small for reading a few batches.
+func (d *Decoder) NewReaderSize(r io.Reader, pos int64, chunk int) *Reader {
+	return &Reader{d: d, r: r, pos: pos, chunk: max(chunk, 64)}
 }
 
 // Pos returns the position of the next batch.
@@ -45,48 +58,74 @@ func (r *Reader) Next() (Batch, error) {
 		r.err = err
 		return Batch{}, err
 	}
+	r.start += b.Size
 	r.pos += int64(b.Size)
 	return b, nil
 }
 
 func (r *Reader) next() (Batch, error) {
 	maxSize := r.d.maxBatchSize()
-	// The first 17 bytes hold the length and the magic, enough to
-	// validate the batch's size before reading it.
-	if cap(r.buf) < magicEnd {
-		r.buf = make([]byte, 0, readChunk)
+	if err := r.fill(magicEnd); err != nil {
+		return Batch{}, err
 	}
-	have, err := io.ReadFull(r.r, r.buf[:magicEnd])
-	if err == io.EOF {
+	have := r.end - r.start
+	if have == 0 {
 		return Batch{}, io.EOF
 	}
-	if err != nil && err != io.ErrUnexpectedEOF {
-		return Batch{}, &Error{Pos: r.pos, Err: fmt.Errorf("reading: %w", err)}
-	}
-	size, err := batchSize(r.buf[:have], r.pos, maxSize)
+	size, err := batchSize(r.buf[r.start:r.end], r.pos, maxSize)
 	if err != nil {
 		return Batch{}, err
 	}
 	if have < magicEnd {
 		return Batch{}, errorf(r.pos, "%w: length %d exceeds remaining %d bytes", ErrTruncated, size-prefixLen, have-prefixLen)
 	}
+	// Grow towards the claimed size step by step, as bytes arrive.
 	for have < size {
-		// Double what was read so far, so the buffer never runs more
-		// than twice ahead of the bytes the stream really holds.
-		want := min(size, max(2*have, readChunk))
-		if cap(r.buf) < want {
-			grown := make([]byte, want, max(want, min(size, 2*cap(r.buf))))
-			copy(grown, r.buf[:have])
-			r.buf = grown
+		want := min(size, max(2*have, r.chunk))
+		if err := r.fill(want); err != nil {
+			return Batch{}, err
 		}
-		n, err := io.ReadFull(r.r, r.buf[have:want])
-		have += n
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if r.end-r.start == have { // no progress: the stream ended
 			return Batch{}, errorf(r.pos, "%w: length %d exceeds remaining %d bytes", ErrTruncated, size-prefixLen, have-prefixLen)
 		}
+		have = r.end - r.start
+	}
+	return parseBatch(r.buf[r.start:r.start+size], r.pos, maxSize, true)
+}
+
+// fill makes the window hold at least n unread bytes, or as many as the
+// stream has left. It moves unread bytes to the front and grows the buffer
+// to at most max(n, chunk), then reads as much as fits.
+func (r *Reader) fill(n int) error {
+	if r.end-r.start >= n || r.eof {
+		return nil
+	}
+	if r.start+n > cap(r.buf) {
+		size := max(n, r.chunk)
+		if cap(r.buf) >= size {
+			copy(r.buf[:cap(r.buf)], r.buf[r.start:r.end])
+		} else {
+			grown := make([]byte, size)
+			copy(grown, r.buf[r.start:r.end])
+			r.buf = grown
+		}
+		r.end -= r.start
+		r.start = 0
+	}
+	r.buf = r.buf[:cap(r.buf)]
+	for r.end-r.start < n {
+		m, err := r.r.Read(r.buf[r.end:])
+		r.end += m
+		if errors.Is(err, io.EOF) {
+			r.eof = true
+			return nil
+		}
 		if err != nil {
-			return Batch{}, &Error{Pos: r.pos, Err: fmt.Errorf("reading: %w", err)}
+			return &Error{Pos: r.pos, Err: fmt.Errorf("reading: %w", err)}
+		}
+		if m == 0 {
+			return &Error{Pos: r.pos, Err: fmt.Errorf("reading: %w", io.ErrNoProgress)}
 		}
 	}
-	return parseBatch(r.buf[:size], r.pos, maxSize, true)
+	return nil
 }

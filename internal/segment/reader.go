@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +9,14 @@ import (
 	"github.com/kscope-dev/kscope/internal/records"
 )
 
-// readBuffer is the read-ahead of a Reader: large enough that a scan costs
-// few system calls, small enough not to matter next to the batch buffer.
-const readBuffer = 256 << 10
+// Window sizes of the batch reader: a scan of a whole file reads 1 MiB at
+// a time (few system calls, and batches are decoded where they lie in the
+// window, so each byte is copied once); reading a few batches from an
+// index position (Lookup) needs much less.
+const (
+	scanWindow = 1 << 20
+	seekWindow = 64 << 10
+)
 
 // Reader reads the batches of one .log file in order. Its memory is the
 // read-ahead buffer plus one buffer as large as the largest batch, which
@@ -73,8 +77,12 @@ func openRegular(path string) (*os.File, int64, error) {
 func (r *Reader) seek(pos int64) {
 	pos = min(max(pos, 0), r.size)
 	sr := io.NewSectionReader(r.f, pos, r.size-pos)
-	// A small file, or the tail of one, needs no full read-ahead buffer.
-	r.rr = r.d.NewReader(bufio.NewReaderSize(sr, int(min(readBuffer, max(r.size-pos, 16)))), pos)
+	window := scanWindow
+	if pos > 0 {
+		window = seekWindow
+	}
+	// A small file, or the tail of one, needs no larger window.
+	r.rr = r.d.NewReaderSize(sr, pos, int(min(int64(window), max(r.size-pos, 64))))
 	r.err = nil
 }
 
