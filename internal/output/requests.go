@@ -1,9 +1,7 @@
 package output
 
 import (
-	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -29,7 +27,7 @@ func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
 	case "table":
 		return newTableWriter(w), nil
 	case "json":
-		return &jsonWriter{bw: bufio.NewWriterSize(w, 64<<10)}, nil
+		return jsonWriter{NewJSONLines(w)}, nil
 	case "csv":
 		return newCSVWriter(w), nil
 	}
@@ -39,22 +37,10 @@ func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
 // TimeOfDay is the table's time format: wall clock with microseconds.
 const TimeOfDay = "15:04:05.000000"
 
-type jsonWriter struct {
-	bw  *bufio.Writer
-	buf []byte
-}
+// jsonWriter writes one request per line.
+type jsonWriter struct{ *JSONLines }
 
-func (j *jsonWriter) Write(r *event.Request) error {
-	// encoding/json escapes control characters, so wire strings are safe.
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	j.bw.Write(b)
-	return j.bw.WriteByte('\n')
-}
-
-func (j *jsonWriter) Flush() error { return j.bw.Flush() }
+func (j jsonWriter) Write(r *event.Request) error { return j.Encode(r) }
 
 var tableHeader = []string{"ARRIVAL TIME", "END TIME", "LATENCY(ms)", "API", "CLIENT", "TOPIC", "PARTITION", "RECORDS", "MESSAGE_ID"}
 

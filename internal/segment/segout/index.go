@@ -28,16 +28,16 @@ func NewIndexWriter(w io.Writer, format string) (IndexWriter, error) {
 		bw := bufio.NewWriterSize(w, 64<<10)
 		return &indexTable{bw: bw, tw: tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)}, nil
 	case "json":
-		return &indexJSON{j: jsonLines{bw: bufio.NewWriterSize(w, 64<<10)}}, nil
+		return &indexJSON{j: output.NewJSONLines(w)}, nil
 	case "csv":
 		return &indexCSV{w: csv.NewWriter(w)}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
 }
 
-type indexJSON struct{ j jsonLines }
+type indexJSON struct{ j *output.JSONLines }
 
-func (x *indexJSON) Write(_ string, _ bool, e *event.IndexEntry) error { return x.j.write(e) }
+func (x *indexJSON) Write(_ string, _ bool, e *event.IndexEntry) error { return x.j.Encode(e) }
 func (x *indexJSON) Flush() error                                      { return x.j.Flush() }
 
 type indexTable struct {

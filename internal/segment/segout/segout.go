@@ -8,7 +8,6 @@ package segout
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,7 +39,7 @@ func NewBatchWriter(w io.Writer, format string, records, ids bool) (BatchWriter,
 		bw := bufio.NewWriterSize(w, 64<<10)
 		return &batchTable{bw: bw, tw: tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0), ids: ids}, nil
 	case "json":
-		return &jsonLines{bw: bufio.NewWriterSize(w, 64<<10)}, nil
+		return &jsonLines{JSONLines: output.NewJSONLines(w)}, nil
 	case "csv":
 		return &batchCSV{w: csv.NewWriter(w), records: records, ids: ids}, nil
 	}
@@ -98,28 +97,17 @@ func idsText(ids []string) string {
 	return strings.Join(esc, " ")
 }
 
-// jsonLines writes one JSON object per line.
+// jsonLines writes one batch per line, with the batch encoder that appends
+// to a reused buffer (a dump writes millions of records).
 type jsonLines struct {
-	bw  *bufio.Writer
+	*output.JSONLines
 	buf []byte
 }
 
 func (j *jsonLines) Write(_ string, b *event.SegmentBatch) error {
 	j.buf = append(appendBatchJSON(j.buf[:0], b), '\n')
-	_, err := j.bw.Write(j.buf)
-	return err
+	return j.WriteLine(j.buf)
 }
-
-func (j *jsonLines) write(v any) error {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	j.bw.Write(out)
-	return j.bw.WriteByte('\n')
-}
-
-func (j *jsonLines) Flush() error { return j.bw.Flush() }
 
 // batchTable prints a header line per file, one aligned row per batch
 // and, with records, one indented line per record under its batch.
