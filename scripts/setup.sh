@@ -43,5 +43,11 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# kscope iotrace attaches to tracepoints, which need tracefs (it mounts it
+# itself when run as root; the tests expect it mounted).
+if [[ "$(id -u)" == 0 ]] && ! mountpoint -q /sys/kernel/tracing; then
+  mount -t tracefs nodev /sys/kernel/tracing
+fi
+
 (cd "$root" && go mod download)
 "$root/scripts/kafka-jars.sh" >/dev/null

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/iotrace/ioout"
+)
+
+type iotraceOptions struct {
+	pid        int
+	auto       bool
+	logDirs    []string
+	minLatency time.Duration
+	duration   time.Duration
+	allFiles   bool
+	format     string
+	summary    bool
+	quiet      bool
+}
+
+func newIotraceCmd() *cobra.Command {
+	var o iotraceOptions
+	cmd := &cobra.Command{
+		Use:   "iotrace (--pid PID | --auto) [flags]",
+		Short: "Trace a broker's slow writes and fsyncs (eBPF), per topic-partition",
+		Long: `Traces every write, pwrite64, writev, pwritev, pwritev2, fsync and fdatasync
+of a Kafka broker on the files of its log directories, with eBPF on the
+syscalls tracepoints, and prints the calls that took at least --min-latency:
+start and end (wall clock, comparable with packet capture times), latency,
+thread, operation, bytes, file offset and the file as topic-partition/segment.
+Every call, fast or slow, is counted in in-kernel histograms: --summary
+prints them per topic-partition and operation.
+
+Runs until --duration passes, or SIGINT or SIGTERM; then detaches. Needs
+root, or CAP_BPF and CAP_PERFMON (and CAP_SYS_ADMIN if tracefs must be
+mounted). See docs/iotrace.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runIotrace(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), &o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.pid, "pid", 0, "the broker's process id")
+	f.BoolVar(&o.auto, "auto", false, "trace the one JVM running kafka.Kafka")
+	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log directories (default: found from its open files)")
+	f.DurationVar(&o.minLatency, "min-latency", 10*time.Millisecond, "print calls that took at least this long (0: all)")
+	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at SIGINT or SIGTERM)")
+	f.BoolVar(&o.allFiles, "all-files", false, "also index, time index, snapshot and checkpoint files (default: segment .log files only)")
+	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
+	f.BoolVar(&o.summary, "summary", false, "print counts and latency per topic-partition and operation at the end instead of rows")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
+	return cmd
+}
+
+func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions) error {
+	if o.auto == (o.pid != 0) {
+		return badInput(errors.New("give exactly one of --pid PID and --auto"))
+	}
+	if o.pid < 0 {
+		return badInput(fmt.Errorf("--pid %d is not a process id", o.pid))
+	}
+	if o.minLatency < 0 || o.duration < 0 {
+		return badInput(errors.New("--min-latency and --duration must not be negative"))
+	}
+	var writer ioout.Writer
+	if !o.summary {
+		w, err := ioout.NewWriter(stdout, o.format)
+		if err != nil {
+			return badInput(err)
+		}
+		writer = w
+	} else if o.format != "table" && o.format != "json" {
+		return badInput(fmt.Errorf("--summary prints table or json, not %q", o.format))
+	}
+	pid := o.pid
+	if o.auto {
+		p, err := iotrace.FindBroker()
+		if err != nil {
+			return err
+		}
+		pid = p
+	}
+
+	// Stop on SIGINT and SIGTERM; the deferred Close detaches everything.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+
+	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	if !o.quiet {
+		fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
+			pid, strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+	}
+
+	err = tr.Run(ctx, func(w *event.Write) error {
+		if writer == nil {
+			return nil // --summary: the histograms count every call
+		}
+		return writer.Write(w)
+	})
+	if writer != nil {
+		if ferr := writer.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if o.summary {
+		sums, unnamed, err := tr.Summaries()
+		if err != nil {
+			return err
+		}
+		if err := ioout.WriteSummaries(stdout, o.format, sums); err != nil {
+			return err
+		}
+		if unnamed > 0 {
+			fmt.Fprintf(stderr, "iotrace: %d calls on files that could not be named (closed and deleted)\n", unnamed)
+		}
+	}
+	st, err := tr.Stats()
+	if err != nil {
+		return err
+	}
+	if err := tr.Close(); err != nil {
+		return err
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "iotrace: %d calls >= %v seen, %d on reported files, %d on other files, %d on unnamed files; detached\n",
+			st.Events, o.minLatency, st.Reported, st.OtherFiles, st.Unnamed)
+	}
+	// Losses are always reported, even with -q.
+	if st.RingbufDrops > 0 || st.HistFull > 0 || st.StartFull > 0 {
+		fmt.Fprintf(stderr, "iotrace: WARNING: lost %d slow calls (ring buffer full), %d calls not counted (histogram map full), %d calls not timed (start map full)\n",
+			st.RingbufDrops, st.HistFull, st.StartFull)
+	}
+	return nil
+}

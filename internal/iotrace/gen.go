@@ -1,0 +1,8 @@
+package iotrace
+
+// The BPF side lives in bpf/iotrace.bpf.c. The generated iotrace_bpfel.go
+// and iotrace_bpfel.o are committed so that `go build` needs no clang;
+// `make generate` (clang-14, llvm-14 and libbpf-dev from Debian) rebuilds
+// them.
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iotrace_event -type iotrace_hist_key -type iotrace_hist iotrace ../../bpf/iotrace.bpf.c -- -I../../bpf

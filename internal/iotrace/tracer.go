@@ -1,0 +1,438 @@
+package iotrace
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// ProgramPrefix starts the name of every BPF program iotrace loads, so
+// that `bpftool prog show` (and the leak test) can tell them apart.
+const ProgramPrefix = "ksio_"
+
+// Config says what to trace.
+type Config struct {
+	// PID is the broker's process id (see FindBroker).
+	PID int
+	// LogDirs are the broker's log directories; empty: LogDirsOf(PID).
+	LogDirs []string
+	// MinLatency: only calls that took at least this long are sent to
+	// user space as events; 0 sends all. Every call is counted in the
+	// histograms regardless.
+	MinLatency time.Duration
+	// AllFiles keeps index, time index, snapshot and checkpoint files too;
+	// by default only segment .log files are reported.
+	AllFiles bool
+}
+
+// Tracer holds the loaded BPF programs, their links and maps. Close
+// releases them all; the kernel also releases them when the process dies,
+// since nothing is pinned.
+type Tracer struct {
+	cfg     Config
+	objs    iotraceObjects
+	links   []link.Link
+	rd      *ringbuf.Reader
+	clock   clockOffset
+	files   *fileResolver
+	threads *threadNames
+
+	mu    sync.Mutex
+	stats Stats
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Stats counts what happened to the calls seen.
+type Stats struct {
+	Events     uint64 // events read from the ring buffer
+	Reported   uint64 // events passed on: on a file in the log directories
+	OtherFiles uint64 // events on other files (or index files without AllFiles)
+	Unnamed    uint64 // events whose file could not be found by inode
+	// Kernel-side losses (ksio_counters): slow calls dropped because the
+	// ring buffer was full; calls not counted because the histogram map
+	// was full; calls not timed because the start map was full.
+	RingbufDrops uint64
+	HistFull     uint64
+	StartFull    uint64
+}
+
+// tracepoints pairs each tracepoint with its program.
+func (o *iotraceObjects) tracepoints() []struct {
+	name string
+	prog *ebpf.Program
+} {
+	return []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		// Exits first: once a call's entry is traced, its exit is too.
+		{"sys_exit_write", o.KsioX_write},
+		{"sys_exit_pwrite64", o.KsioX_pwrite64},
+		{"sys_exit_writev", o.KsioX_writev},
+		{"sys_exit_pwritev", o.KsioX_pwritev},
+		{"sys_exit_pwritev2", o.KsioX_pwritev2},
+		{"sys_exit_fsync", o.KsioX_fsync},
+		{"sys_exit_fdatasync", o.KsioX_fdsync},
+		{"sys_enter_write", o.KsioE_write},
+		{"sys_enter_pwrite64", o.KsioE_pwrite64},
+		{"sys_enter_writev", o.KsioE_writev},
+		{"sys_enter_pwritev", o.KsioE_pwritev},
+		{"sys_enter_pwritev2", o.KsioE_pwritev2},
+		{"sys_enter_fsync", o.KsioE_fsync},
+		{"sys_enter_fdatasync", o.KsioE_fdsync},
+	}
+}
+
+// Open checks privileges, loads the BPF programs for cfg.PID and attaches
+// them. Calls are traced from then on; read them with Run.
+func Open(cfg Config) (_ *Tracer, err error) {
+	if cfg.PID <= 0 {
+		return nil, fmt.Errorf("iotrace: bad pid %d", cfg.PID)
+	}
+	if cfg.MinLatency < 0 {
+		return nil, fmt.Errorf("iotrace: negative minimum latency %v", cfg.MinLatency)
+	}
+	if err := checkPrivileges(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(cfg.PID))); err != nil {
+		return nil, fmt.Errorf("iotrace: pid %d: %w", cfg.PID, err)
+	}
+	if len(cfg.LogDirs) == 0 {
+		if cfg.LogDirs, err = LogDirsOf(cfg.PID); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range cfg.LogDirs {
+		if cfg.LogDirs[i], err = filepath.Abs(d); err != nil {
+			return nil, fmt.Errorf("iotrace: log dir: %w", err)
+		}
+	}
+	if err := ensureTracefs(); err != nil {
+		return nil, err
+	}
+	// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("iotrace: %w", err)
+	}
+
+	spec, err := loadIotrace()
+	if err != nil {
+		return nil, fmt.Errorf("iotrace: %w", err)
+	}
+	if err := spec.Variables[iotraceVarTargTgid].Set(uint32(cfg.PID)); err != nil {
+		return nil, fmt.Errorf("iotrace: set pid: %w", err)
+	}
+	if err := spec.Variables[iotraceVarMinLatencyNs].Set(uint64(cfg.MinLatency)); err != nil {
+		return nil, fmt.Errorf("iotrace: set minimum latency: %w", err)
+	}
+	devs, err := devicesOf(cfg.LogDirs)
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables[iotraceVarFilterDev].Set(uint8(1)); err != nil {
+		return nil, fmt.Errorf("iotrace: set device filter: %w", err)
+	}
+
+	t := &Tracer{
+		cfg:     cfg,
+		files:   newFileResolver(cfg.PID, cfg.LogDirs),
+		threads: newThreadNames(cfg.PID),
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("iotrace: load BPF programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("iotrace: load BPF programs: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	for _, dev := range devs {
+		if err := t.objs.KsioDevs.Put(dev, uint8(1)); err != nil {
+			return nil, fmt.Errorf("iotrace: device filter: %w", err)
+		}
+	}
+	for _, tp := range t.objs.tracepoints() {
+		l, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
+		if err != nil {
+			return nil, fmt.Errorf("iotrace: attach to tracepoint syscalls:%s: %w", tp.name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	if t.rd, err = ringbuf.NewReader(t.objs.KsioEvents); err != nil {
+		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
+	}
+	if t.clock, err = measureClockOffset(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// devicesOf returns the devices (kernel dev_t encoding) of the file
+// systems holding dirs: the BPF programs ignore files on other devices.
+// Kafka keeps a partition's files in the partition directory, on the log
+// directory's file system.
+func devicesOf(dirs []string) ([]uint32, error) {
+	var devs []uint32
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return nil, fmt.Errorf("iotrace: log dir: %w", &os.PathError{Op: "stat", Path: d, Err: err})
+		}
+		if dev := statID(&st).dev; !slices.Contains(devs, dev) {
+			devs = append(devs, dev)
+		}
+	}
+	return devs, nil
+}
+
+// LogDirs returns the log directories whose files are reported.
+func (t *Tracer) LogDirs() []string { return append([]string(nil), t.cfg.LogDirs...) }
+
+// ClockUncertainty is the error bound of the monotonic to wall clock
+// conversion measured at Open.
+func (t *Tracer) ClockUncertainty() time.Duration { return t.clock.uncertainty }
+
+// Run passes every traced call on a file in the log directories to fn, in
+// the order the ring buffer holds them, until ctx ends or fn fails. When
+// ctx ends it detaches the programs, passes on the events still in the
+// ring buffer and returns nil. Run may be called once.
+func (t *Tracer) Run(ctx context.Context, fn func(*event.Write) error) error {
+	stop := context.AfterFunc(ctx, func() {
+		t.detach()
+		// Read returns what is left in the ring buffer, then ErrFlushed.
+		_ = t.rd.Flush()
+	})
+	defer stop()
+	var rec ringbuf.Record
+	for {
+		if err := t.rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("iotrace: read ring buffer: %w", err)
+		}
+		ev, ok := decodeEvent(rec.RawSample)
+		if !ok {
+			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(rec.RawSample), eventSize)
+		}
+		t.mu.Lock()
+		t.stats.Events++
+		t.mu.Unlock()
+		w, err := t.convert(&ev)
+		if err != nil || w == nil {
+			continue
+		}
+		if err := fn(w); err != nil {
+			return err
+		}
+	}
+}
+
+// eventSize is sizeof(struct iotrace_event).
+const eventSize = 56
+
+// decodeEvent decodes struct iotrace_event (little-endian: the objects are
+// built for bpfel only).
+func decodeEvent(b []byte) (iotraceIotraceEvent, bool) {
+	if len(b) < eventSize {
+		return iotraceIotraceEvent{}, false
+	}
+	le := binary.LittleEndian
+	return iotraceIotraceEvent{
+		StartNs: le.Uint64(b[0:]),
+		EndNs:   le.Uint64(b[8:]),
+		Ret:     int64(le.Uint64(b[16:])),
+		Pos:     int64(le.Uint64(b[24:])),
+		Ino:     le.Uint64(b[32:]),
+		Dev:     le.Uint32(b[40:]),
+		Tid:     le.Uint32(b[44:]),
+		Fd:      int32(le.Uint32(b[48:])),
+		Op:      le.Uint32(b[52:]),
+	}, true
+}
+
+// convert names the event's file and thread; it returns nil for calls on
+// files that are not reported.
+func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
+	id := fileID{dev: ev.Dev, ino: ev.Ino}
+	path, ok := t.files.lookup(id, int(ev.Fd))
+	if !ok {
+		t.count(func(s *Stats) { s.Unnamed++ })
+		return nil, nil
+	}
+	f, ok := classify(path, t.cfg.LogDirs, t.cfg.AllFiles)
+	if !ok {
+		t.count(func(s *Stats) { s.OtherFiles++ })
+		return nil, nil
+	}
+	op := Op(ev.Op)
+	w := &event.Write{
+		Start:     t.clock.wall(ev.StartNs),
+		End:       t.clock.wall(ev.EndNs),
+		LatencyMs: float64(ev.EndNs-ev.StartNs) / 1e6,
+		TID:       int(ev.Tid),
+		Thread:    t.threads.name(int(ev.Tid)),
+		Op:        op.String(),
+		Offset:    ev.Pos,
+		File:      f.rel,
+		Topic:     f.topic,
+		Partition: f.partition,
+		Dev:       devString(ev.Dev),
+	}
+	if op.isSync() {
+		w.Offset = -1
+	}
+	switch {
+	case ev.Ret < 0:
+		w.Error = unix.ErrnoName(syscall.Errno(-ev.Ret))
+		if w.Error == "" {
+			w.Error = "errno " + strconv.FormatInt(-ev.Ret, 10)
+		}
+	case !op.isSync():
+		w.Bytes = ev.Ret
+	}
+	t.count(func(s *Stats) { s.Reported++ })
+	return w, nil
+}
+
+func (t *Tracer) count(f func(*Stats)) {
+	t.mu.Lock()
+	f(&t.stats)
+	t.mu.Unlock()
+}
+
+// Stats returns the counts so far, with the kernel's loss counters.
+func (t *Tracer) Stats() (Stats, error) {
+	t.mu.Lock()
+	s := t.stats
+	t.mu.Unlock()
+	for i, dst := range []*uint64{&s.RingbufDrops, &s.HistFull, &s.StartFull} {
+		var perCPU []uint64
+		if err := t.objs.KsioCounters.Lookup(uint32(i), &perCPU); err != nil {
+			return s, fmt.Errorf("iotrace: read counters: %w", err)
+		}
+		for _, v := range perCPU {
+			*dst += v
+		}
+	}
+	return s, nil
+}
+
+// detach closes the links: the programs stop running.
+func (t *Tracer) detach() error {
+	var errs []error
+	t.mu.Lock()
+	links := t.links
+	t.links = nil
+	t.mu.Unlock()
+	for _, l := range links {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close detaches the programs and releases the ring buffer, the maps and
+// the programs. It is safe to call more than once.
+func (t *Tracer) Close() error {
+	t.closeOnce.Do(func() {
+		errs := []error{t.detach()}
+		if t.rd != nil {
+			errs = append(errs, t.rd.Close())
+		}
+		errs = append(errs, t.objs.Close())
+		if err := errors.Join(errs...); err != nil {
+			t.closeErr = fmt.Errorf("iotrace: close: %w", err)
+		}
+	})
+	return t.closeErr
+}
+
+// Op is a traced system call (enum iotrace_op in bpf/iotrace.h).
+type Op uint32
+
+// The traced system calls.
+const (
+	OpWrite Op = iota
+	OpPwrite64
+	OpWritev
+	OpPwritev
+	OpPwritev2
+	OpFsync
+	OpFdatasync
+	numOps
+)
+
+var opNames = [numOps]string{"write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync"}
+
+func (o Op) String() string {
+	if o < numOps {
+		return opNames[o]
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+func (o Op) isSync() bool { return o == OpFsync || o == OpFdatasync }
+
+// devString formats a kernel dev_t (major << 20 | minor, as in
+// super_block.s_dev) as "major:minor".
+func devString(dev uint32) string {
+	return strconv.Itoa(int(dev>>20)) + ":" + strconv.Itoa(int(dev&(1<<20-1)))
+}
+
+// reportedFile is a file that passed the filters, named for output.
+type reportedFile struct {
+	rel       string // relative to its log directory
+	topic     string
+	partition int32
+}
+
+// classify reports whether path is to be reported, and how it is named.
+func classify(path string, logDirs []string, allFiles bool) (reportedFile, bool) {
+	rel := ""
+	for _, d := range logDirs {
+		if r, err := filepath.Rel(d, path); err == nil && r != "." && !strings.HasPrefix(r, "..") {
+			rel = r
+			break
+		}
+	}
+	if rel == "" {
+		return reportedFile{}, false
+	}
+	loc, err := parseLocation(path)
+	if err != nil {
+		if !allFiles {
+			return reportedFile{}, false
+		}
+		return reportedFile{rel: rel, partition: -1}, true
+	}
+	if !allFiles && !loc.isLog {
+		return reportedFile{}, false
+	}
+	return reportedFile{rel: rel, topic: loc.topic, partition: loc.partition}, true
+}
