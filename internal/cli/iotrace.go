@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/iotrace/ioout"
 )
@@ -27,6 +26,7 @@ type iotraceOptions struct {
 	allFiles   bool
 	format     string
 	summary    bool
+	journal    bool
 	quiet      bool
 }
 
@@ -42,6 +42,11 @@ start and end (wall clock, comparable with packet capture times), latency,
 thread, operation, bytes, file offset and the file as topic-partition/segment.
 Every call, fast or slow, is counted in in-kernel histograms: --summary
 prints them per topic-partition and operation.
+
+With --journal (the default), also per device of the log directories: ext4
+jbd2 commits with their phases, ext4 fsyncs, XFS log writes and forces, and
+block requests, with the same --min-latency; --summary adds their
+percentiles per device.
 
 Runs until --duration passes, or SIGINT or SIGTERM; then detaches. Needs
 root, or CAP_BPF and CAP_PERFMON (and CAP_SYS_ADMIN if tracefs must be
@@ -64,6 +69,7 @@ mounted). See docs/iotrace.md.`,
 	f.BoolVar(&o.allFiles, "all-files", false, "also index, time index, snapshot and checkpoint files (default: segment .log files only)")
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.BoolVar(&o.summary, "summary", false, "print counts and latency per topic-partition and operation at the end instead of rows")
+	f.BoolVar(&o.journal, "journal", true, "also trace jbd2 commits, ext4 fsyncs, XFS log writes and block requests on the log dirs' devices")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
 	return cmd
 }
@@ -106,7 +112,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		defer cancel()
 	}
 
-	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles})
+	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal})
 	if err != nil {
 		return err
 	}
@@ -114,14 +120,21 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if !o.quiet {
 		fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
 			pid, strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+		if o.journal {
+			attached, skipped := tr.JournalGroups()
+			fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
+			if len(skipped) > 0 {
+				fmt.Fprintf(stderr, "; not traced: %s", strings.Join(skipped, "; "))
+			}
+			fmt.Fprintln(stderr)
+		}
 	}
 
-	err = tr.Run(ctx, func(w *event.Write) error {
-		if writer == nil {
-			return nil // --summary: the histograms count every call
-		}
-		return writer.Write(w)
-	})
+	var h iotrace.Handlers // --summary: none, the histograms count every call
+	if writer != nil {
+		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block}
+	}
+	err = tr.RunAll(ctx, h)
 	if writer != nil {
 		if ferr := writer.Flush(); ferr != nil && err == nil {
 			err = ferr
@@ -138,6 +151,18 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		if err := ioout.WriteSummaries(stdout, o.format, sums); err != nil {
 			return err
 		}
+		if o.journal {
+			devSums, err := tr.DeviceSummaries()
+			if err != nil {
+				return err
+			}
+			if o.format == "table" {
+				fmt.Fprintln(stdout)
+			}
+			if err := ioout.WriteDeviceSummaries(stdout, o.format, devSums); err != nil {
+				return err
+			}
+		}
 		if unnamed > 0 {
 			fmt.Fprintf(stderr, "iotrace: %d calls on files that could not be named (closed and deleted)\n", unnamed)
 		}
@@ -152,11 +177,18 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if !o.quiet {
 		fmt.Fprintf(stderr, "iotrace: %d calls >= %v seen, %d on reported files, %d on other files, %d on unnamed files; detached\n",
 			st.Events, o.minLatency, st.Reported, st.OtherFiles, st.Unnamed)
+		if o.journal {
+			fmt.Fprintf(stderr, "iotrace: %d journal and block events >= %v\n", st.JournalEvents, o.minLatency)
+		}
 	}
 	// Losses are always reported, even with -q.
 	if st.RingbufDrops > 0 || st.HistFull > 0 || st.StartFull > 0 {
 		fmt.Fprintf(stderr, "iotrace: WARNING: lost %d slow calls (ring buffer full), %d calls not counted (histogram map full), %d calls not timed (start map full)\n",
 			st.RingbufDrops, st.HistFull, st.StartFull)
+	}
+	if st.JournalRingbufDrops > 0 || st.JournalHistFull > 0 || st.JournalStartFull > 0 {
+		fmt.Fprintf(stderr, "iotrace: WARNING: journal: lost %d slow events (ring buffer full), %d not counted (histogram map full), %d not timed (start map full)\n",
+			st.JournalRingbufDrops, st.JournalHistFull, st.JournalStartFull)
 	}
 	return nil
 }

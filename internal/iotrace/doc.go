@@ -13,5 +13,12 @@
 // (/proc/PID/fd) or its log directories, turns it into a topic, partition
 // and segment with logdir.ParsePath, names threads from
 // /proc/PID/task/TID/comm, and converts the kernel's CLOCK_MONOTONIC
-// timestamps to the wall clock. See docs/iotrace.md.
+// timestamps to the wall clock.
+//
+// With Config.Journal a second BPF object (bpf/iojournal.bpf.c, in
+// iojournal_bpfel.go and .o) times what lies under those calls on the log
+// directories' devices: ext4 jbd2 commits with jbd2_run_stats' phases,
+// ext4 fsyncs, XFS iclog writes and log forces, and block requests, from
+// the jbd2, ext4, xfs and block tracepoints, with histograms per (device,
+// kind) and its own ring buffer. See docs/iotrace.md.
 package iotrace

@@ -44,9 +44,18 @@ func KernelPrograms() (map[ebpf.ProgramID]string, error) {
 
 // ProgramIDs returns the kernel's ids of the programs this Tracer loaded.
 func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
-	var ids []ebpf.ProgramID
+	var progs []*ebpf.Program
 	for _, tp := range t.objs.tracepoints() {
-		info, err := tp.prog.Info()
+		progs = append(progs, tp.prog)
+	}
+	if t.journal != nil {
+		for _, tp := range t.journal.objs.tracepoints() {
+			progs = append(progs, tp.prog)
+		}
+	}
+	var ids []ebpf.ProgramID
+	for _, prog := range progs {
+		info, err := prog.Info()
 		if err != nil {
 			return nil, fmt.Errorf("iotrace: program info: %w", err)
 		}
@@ -57,4 +66,23 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// ProgramCount is how many BPF programs a Tracer loads: those of
+// bpf/iotrace.bpf.c, and with journal those of bpf/iojournal.bpf.c too
+// (all loaded, whether or not their tracepoints exist on this kernel).
+func ProgramCount(journal bool) (int, error) {
+	spec, err := loadIotrace()
+	if err != nil {
+		return 0, fmt.Errorf("iotrace: %w", err)
+	}
+	n := len(spec.Programs)
+	if journal {
+		js, err := loadIojournal()
+		if err != nil {
+			return 0, fmt.Errorf("iotrace: journal: %w", err)
+		}
+		n += len(js.Programs)
+	}
+	return n, nil
 }

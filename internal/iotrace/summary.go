@@ -38,9 +38,12 @@ func (s *Summary) Mean() time.Duration {
 // Quantile returns an upper bound of the q-quantile of the latency (0 < q
 // <= 1): the upper edge of the log2 slot it falls in, so it is at most
 // twice the true value.
-func (s *Summary) Quantile(q float64) time.Duration {
+func (s *Summary) Quantile(q float64) time.Duration { return quantile(&s.Slots, q) }
+
+// quantile is Summary.Quantile for any log2 histogram.
+func quantile(slots *[numSlots]uint64, q float64) time.Duration {
 	var n uint64
-	for _, c := range s.Slots {
+	for _, c := range slots {
 		n += c
 	}
 	if n == 0 {
@@ -49,7 +52,7 @@ func (s *Summary) Quantile(q float64) time.Duration {
 	rank := uint64(q*float64(n) + 0.999999)
 	rank = max(1, min(rank, n))
 	var seen uint64
-	for i, c := range s.Slots {
+	for i, c := range slots {
 		seen += c
 		if seen >= rank {
 			return time.Duration(1) << (i + 1)

@@ -40,6 +40,11 @@ type Config struct {
 	// AllFiles keeps index, time index, snapshot and checkpoint files too;
 	// by default only segment .log files are reported.
 	AllFiles bool
+	// Journal also traces, per device of the log directories, ext4 jbd2
+	// commits, ext4 fsyncs, XFS log writes and forces, and block requests
+	// (bpf/iojournal.bpf.c), with the same MinLatency. See RunAll and
+	// DeviceSummaries.
+	Journal bool
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -53,6 +58,7 @@ type Tracer struct {
 	clock   clockOffset
 	files   *fileResolver
 	threads *threadNames
+	journal *journal // nil without Config.Journal
 
 	mu    sync.Mutex
 	stats Stats
@@ -73,6 +79,12 @@ type Stats struct {
 	RingbufDrops uint64
 	HistFull     uint64
 	StartFull    uint64
+	// With Config.Journal: journal events read, and the same losses for
+	// bpf/iojournal.bpf.c (ksio_jcounters).
+	JournalEvents       uint64
+	JournalRingbufDrops uint64
+	JournalHistFull     uint64
+	JournalStartFull    uint64
 }
 
 // tracepoints pairs each tracepoint with its program.
@@ -185,6 +197,11 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	if t.rd, err = ringbuf.NewReader(t.objs.KsioEvents); err != nil {
 		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
 	}
+	if cfg.Journal {
+		if t.journal, err = openJournal(uint64(cfg.MinLatency), devs); err != nil {
+			return nil, err
+		}
+	}
 	if t.clock, err = measureClockOffset(); err != nil {
 		return nil, err
 	}
@@ -216,40 +233,135 @@ func (t *Tracer) LogDirs() []string { return append([]string(nil), t.cfg.LogDirs
 // conversion measured at Open.
 func (t *Tracer) ClockUncertainty() time.Duration { return t.clock.uncertainty }
 
+// Handlers receive the events of RunAll; a nil handler drops its kind.
+// RunAll calls them from one goroutine at a time.
+type Handlers struct {
+	Write  func(*event.Write) error         // system calls on log files
+	Commit func(*event.JournalCommit) error // jbd2 commits, XFS iclog writes
+	Sync   func(*event.FileSync) error      // ext4 fsyncs
+	Block  func(*event.BlockIO) error       // block requests
+}
+
 // Run passes every traced call on a file in the log directories to fn, in
 // the order the ring buffer holds them, until ctx ends or fn fails. When
 // ctx ends it detaches the programs, passes on the events still in the
-// ring buffer and returns nil. Run may be called once.
+// ring buffer and returns nil. Run (or RunAll) may be called once.
 func (t *Tracer) Run(ctx context.Context, fn func(*event.Write) error) error {
+	return t.RunAll(ctx, Handlers{Write: fn})
+}
+
+// RunAll is Run for every kind of event: with Config.Journal, the journal
+// and block events too, read from their own ring buffer. Events of one
+// ring buffer keep their order; the two are not merged by time. It stops
+// at the first handler error, and returns it.
+func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
 		t.detach()
 		// Read returns what is left in the ring buffer, then ErrFlushed.
 		_ = t.rd.Flush()
+		if t.journal != nil {
+			_ = t.journal.rd.Flush()
+		}
 	})
 	defer stop()
+	// deliver serialises the handlers and stops delivering after the
+	// first error, while the other reader drains.
+	var mu sync.Mutex
+	var failed error
+	deliver := func(f func() error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed != nil {
+			return nil
+		}
+		if err := f(); err != nil {
+			failed = err
+			cancel()
+			return err
+		}
+		return nil
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- t.readWrites(h, deliver) }()
+	readers := 1
+	if t.journal != nil {
+		readers++
+		go func() { errc <- t.readJournal(h, deliver) }()
+	}
+	// The first error is returned as it is (a handler's error unwrapped);
+	// the other reader then only drains.
+	var first error
+	for range readers {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}
+
+// readRing reads rd until it is flushed or closed, passing each sample to fn.
+func readRing(rd *ringbuf.Reader, fn func([]byte) error) error {
 	var rec ringbuf.Record
 	for {
-		if err := t.rd.ReadInto(&rec); err != nil {
+		if err := rd.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
 				return nil
 			}
 			return fmt.Errorf("iotrace: read ring buffer: %w", err)
 		}
-		ev, ok := decodeEvent(rec.RawSample)
-		if !ok {
-			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(rec.RawSample), eventSize)
-		}
-		t.mu.Lock()
-		t.stats.Events++
-		t.mu.Unlock()
-		w, err := t.convert(&ev)
-		if err != nil || w == nil {
-			continue
-		}
-		if err := fn(w); err != nil {
+		if err := fn(rec.RawSample); err != nil {
 			return err
 		}
 	}
+}
+
+func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error {
+	return readRing(t.rd, func(b []byte) error {
+		ev, ok := decodeEvent(b)
+		if !ok {
+			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
+		}
+		t.count(func(s *Stats) { s.Events++ })
+		w, err := t.convert(&ev)
+		if err != nil || w == nil || h.Write == nil {
+			return nil
+		}
+		return deliver(func() error { return h.Write(w) })
+	})
+}
+
+func (t *Tracer) readJournal(h Handlers, deliver func(func() error) error) error {
+	return readRing(t.journal.rd, func(b []byte) error {
+		ev, ok := decodeJournalEvent(b)
+		if !ok {
+			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
+		}
+		t.count(func(s *Stats) { s.JournalEvents++ })
+		je, err := t.convertJournal(&ev)
+		if err != nil {
+			return err
+		}
+		return deliver(func() error {
+			switch e := je.(type) {
+			case *event.JournalCommit:
+				if h.Commit != nil {
+					return h.Commit(e)
+				}
+			case *event.FileSync:
+				if h.Sync != nil {
+					return h.Sync(e)
+				}
+			case *event.BlockIO:
+				if h.Block != nil {
+					return h.Block(e)
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // eventSize is sizeof(struct iotrace_event).
@@ -330,16 +442,40 @@ func (t *Tracer) Stats() (Stats, error) {
 	t.mu.Lock()
 	s := t.stats
 	t.mu.Unlock()
-	for i, dst := range []*uint64{&s.RingbufDrops, &s.HistFull, &s.StartFull} {
+	if err := sumCounters(t.objs.KsioCounters, &s.RingbufDrops, &s.HistFull, &s.StartFull); err != nil {
+		return s, err
+	}
+	if t.journal != nil {
+		if err := sumCounters(t.journal.objs.KsioJcounters, &s.JournalRingbufDrops, &s.JournalHistFull, &s.JournalStartFull); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// sumCounters reads a per-CPU array of counters into dsts, in order.
+func sumCounters(m *ebpf.Map, dsts ...*uint64) error {
+	for i, dst := range dsts {
 		var perCPU []uint64
-		if err := t.objs.KsioCounters.Lookup(uint32(i), &perCPU); err != nil {
-			return s, fmt.Errorf("iotrace: read counters: %w", err)
+		if err := m.Lookup(uint32(i), &perCPU); err != nil {
+			return fmt.Errorf("iotrace: read counters: %w", err)
 		}
 		for _, v := range perCPU {
 			*dst += v
 		}
 	}
-	return s, nil
+	return nil
+}
+
+// JournalGroups returns the tracepoint groups attached for Config.Journal
+// (jbd2, ext4, xfs, block), and why others were not (a file system's
+// module not loaded, a record layout this build does not know, no
+// CONFIG_HZ for the jbd2 phases).
+func (t *Tracer) JournalGroups() (attached, skipped []string) {
+	if t.journal == nil {
+		return nil, nil
+	}
+	return slices.Clone(t.journal.groups), slices.Clone(t.journal.skipped)
 }
 
 // detach closes the links: the programs stop running.
@@ -354,6 +490,11 @@ func (t *Tracer) detach() error {
 			errs = append(errs, err)
 		}
 	}
+	if t.journal != nil {
+		t.mu.Lock()
+		errs = append(errs, t.journal.detach())
+		t.mu.Unlock()
+	}
 	return errors.Join(errs...)
 }
 
@@ -366,6 +507,9 @@ func (t *Tracer) Close() error {
 			errs = append(errs, t.rd.Close())
 		}
 		errs = append(errs, t.objs.Close())
+		if t.journal != nil {
+			errs = append(errs, t.journal.close())
+		}
 		if err := errors.Join(errs...); err != nil {
 			t.closeErr = fmt.Errorf("iotrace: close: %w", err)
 		}

@@ -16,9 +16,15 @@ import (
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
-// Writer writes write/fsync events in one format.
+// Writer writes write/fsync events, and with iotrace's Config.Journal
+// journal and block events, in one format. JSON Lines tells the journal
+// events apart by their "kind" field; the table and CSV put them in the
+// same columns (see CommitRow, SyncRow, BlockRow).
 type Writer interface {
 	Write(w *event.Write) error
+	Commit(c *event.JournalCommit) error
+	Sync(s *event.FileSync) error
+	Block(b *event.BlockIO) error
 	Flush() error
 }
 
@@ -40,7 +46,10 @@ func NewWriter(w io.Writer, format string) (Writer, error) {
 
 type jsonWriter struct{ *output.JSONLines }
 
-func (j jsonWriter) Write(w *event.Write) error { return j.Encode(w) }
+func (j jsonWriter) Write(w *event.Write) error          { return j.Encode(w) }
+func (j jsonWriter) Commit(c *event.JournalCommit) error { return j.Encode(c) }
+func (j jsonWriter) Sync(s *event.FileSync) error        { return j.Encode(s) }
+func (j jsonWriter) Block(b *event.BlockIO) error        { return j.Encode(b) }
 
 var tableHeader = []string{"START TIME", "END TIME", "LATENCY(ms)", "TID", "THREAD", "OP", "BYTES", "OFF_KB", "FILE"}
 
@@ -73,8 +82,13 @@ func Row(w *event.Write) []string {
 		w.Op, bytes, off, output.Escape(w.File)}
 }
 
-func (t *tableWriter) Write(w *event.Write) error {
-	if _, err := fmt.Fprintln(t.tw, strings.Join(Row(w), "\t")); err != nil {
+func (t *tableWriter) Write(w *event.Write) error          { return t.row(Row(w)) }
+func (t *tableWriter) Commit(c *event.JournalCommit) error { return t.row(CommitRow(c)) }
+func (t *tableWriter) Sync(s *event.FileSync) error        { return t.row(SyncRow(s)) }
+func (t *tableWriter) Block(b *event.BlockIO) error        { return t.row(BlockRow(b)) }
+
+func (t *tableWriter) row(cells []string) error {
+	if _, err := fmt.Fprintln(t.tw, strings.Join(cells, "\t")); err != nil {
 		return err
 	}
 	if t.rows++; t.rows >= 512 {
@@ -103,6 +117,10 @@ func (c *csvWriter) Write(w *event.Write) error {
 		strconv.FormatInt(w.Bytes, 10), strconv.FormatInt(w.Offset, 10), output.Escape(w.File),
 		w.Topic, strconv.Itoa(int(w.Partition)), w.Dev, w.Error})
 }
+
+func (c *csvWriter) Commit(j *event.JournalCommit) error { return c.w.Write(commitRecord(j)) }
+func (c *csvWriter) Sync(s *event.FileSync) error        { return c.w.Write(syncRecord(s)) }
+func (c *csvWriter) Block(b *event.BlockIO) error        { return c.w.Write(blockRecord(b)) }
 
 func (c *csvWriter) Flush() error {
 	c.w.Flush()

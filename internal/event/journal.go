@@ -1,0 +1,112 @@
+package event
+
+import "time"
+
+// The kinds of journal and block-layer events kscope iotrace reports (the
+// "kind" field of their JSON, which tells them apart from Write lines in
+// the same JSON Lines stream).
+const (
+	KindJBD2Commit = "jbd2_commit" // an ext4 journal (jbd2) transaction commit
+	KindXlogWrite  = "xlog_write"  // an XFS in-core log buffer written to disk
+	KindExt4Fsync  = "ext4_fsync"  // ext4_sync_file: an fsync or fdatasync in ext4
+	KindBlockIO    = "block_io"    // one block-layer request
+)
+
+// JournalCommit is one file-system journal write on a device of the
+// broker's log directories: an ext4 jbd2 transaction commit
+// (jbd2_start_commit to jbd2_end_commit), or an XFS iclog write
+// (xlog_iclog_write to xlog_iclog_sync_done). Times are on the wall clock,
+// as in Write.
+type JournalCommit struct {
+	Kind string `json:"kind"` // KindJBD2Commit or KindXlogWrite
+	// Start and End in RFC 3339 with nanoseconds in JSON.
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LatencyMs float64   `json:"latency_ms"`
+	// Dev is the file system's device as "major:minor", FS "ext4" or "xfs".
+	Dev string `json:"dev"`
+	FS  string `json:"fs"`
+	// TID is the jbd2 transaction id (ext4 only).
+	TID uint32 `json:"tid,omitempty"`
+	// LSN is the log sequence number of the iclog's header (XFS only):
+	// cycle in the high 32 bits, block in the low 32.
+	LSN uint64 `json:"lsn,omitempty"`
+	// SyncCommit: jbd2 was asked to commit for a synchronous operation
+	// (an fsync, or a file system mounted sync).
+	SyncCommit bool `json:"sync_commit,omitempty"`
+	// Bytes is the log data in an XFS iclog when it was written.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Phases is jbd2_run_stats' account of the transaction; nil for XFS,
+	// and when the kernel's tick rate (CONFIG_HZ) could not be read.
+	Phases *JournalPhases `json:"phases,omitempty"`
+}
+
+// JournalPhases is how a jbd2 transaction spent its life (jbd2_run_stats),
+// in milliseconds. The kernel counts these in jiffies, so each is a
+// multiple of the tick (1000/CONFIG_HZ ms).
+type JournalPhases struct {
+	// WaitMs: how long the transaction waited for updates to finish
+	// before it could be locked.
+	WaitMs float64 `json:"wait_ms"`
+	// RequestDelayMs: from the commit request to the commit's start.
+	RequestDelayMs float64 `json:"request_delay_ms"`
+	// RunningMs: how long the transaction ran, taking handles.
+	RunningMs float64 `json:"running_ms"`
+	// LockedMs: waiting for open handles to finish.
+	LockedMs float64 `json:"locked_ms"`
+	// FlushingMs: writing ordered-mode data to disk first.
+	FlushingMs float64 `json:"flushing_ms"`
+	// LoggingMs: writing the metadata blocks and commit block to the journal.
+	LoggingMs float64 `json:"logging_ms"`
+	// HandleCount is how many handles (file-system operations) the
+	// transaction held; Blocks the metadata blocks it changed,
+	// BlocksLogged those written to the journal (with descriptors).
+	HandleCount  uint32 `json:"handle_count"`
+	Blocks       uint32 `json:"blocks"`
+	BlocksLogged uint32 `json:"blocks_logged"`
+}
+
+// FileSync is one ext4 fsync or fdatasync (ext4_sync_file_enter to
+// ext4_sync_file_exit) on a device of the log directories, by any process.
+type FileSync struct {
+	Kind      string    `json:"kind"` // KindExt4Fsync
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LatencyMs float64   `json:"latency_ms"`
+	// PID and TID: the calling process and thread.
+	PID int `json:"pid"`
+	TID int `json:"tid"`
+	// Datasync: fdatasync (or fsync with data only to write).
+	Datasync bool   `json:"datasync"`
+	Dev      string `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	// File, Topic and Partition as in Write when the inode is one of the
+	// broker's files in a log directory; File is empty otherwise.
+	File      string `json:"file,omitempty"`
+	Topic     string `json:"topic,omitempty"`
+	Partition int32  `json:"partition"`
+	// Error is the errno name when the sync failed.
+	Error string `json:"error,omitempty"`
+}
+
+// BlockIO is one block-layer request (block_rq_issue to
+// block_rq_complete) on a disk holding a log directory: the time the
+// device took, queueing in the driver included.
+type BlockIO struct {
+	Kind      string    `json:"kind"` // KindBlockIO
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LatencyMs float64   `json:"latency_ms"`
+	// Dev is the disk as "major:minor" (for a partition, the whole disk).
+	Dev string `json:"dev"`
+	// Op is read, write, flush (a cache flush with no data) or other
+	// (discard, write zeroes...); RWBS the kernel's flags, e.g. "WS"
+	// (sync write), "FWFS" (preflush, write, FUA, sync).
+	Op   string `json:"op"`
+	RWBS string `json:"rwbs"`
+	// Bytes is the request's size; Sector its first 512-byte sector.
+	Bytes  int64  `json:"bytes"`
+	Sector uint64 `json:"sector"`
+	// Error is the block status as an errno name when the request failed.
+	Error string `json:"error,omitempty"`
+}
