@@ -14,6 +14,8 @@ die() { echo "setup.sh: $*" >&2; exit 1; }
 
 command -v go >/dev/null || die "go not found on PATH (install Go 1.26 first)"
 command -v java >/dev/null || die "java not found on PATH (install a JDK 17+ first)"
+# The e2e tests read the broker's thread ids with jcmd: a JDK, not a JRE.
+command -v jcmd >/dev/null || die "jcmd not found on PATH (install a full JDK 17+, not a JRE)"
 
 # Debian package -> a command it provides (to decide what is missing
 # without asking dpkg about packages that might be named differently).
