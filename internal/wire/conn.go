@@ -59,6 +59,7 @@ func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *c
 
 // close emits every request still waiting for a response.
 func (c *conn) close() {
+	c.resp.flush()
 	c.d.stats.Unpaired += int64(len(c.early))
 	c.early = nil
 	for _, id := range c.order {

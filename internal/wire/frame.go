@@ -63,7 +63,8 @@ type frameParser struct {
 	carry      []byte
 	carryMarks []mark
 	marks      []mark
-	scanned    int // carry positions already searched in vain
+	scanned    int  // carry positions already searched in vain
+	final      bool // the stream has ended: undecided positions are rejected
 	scan       []byte
 	shifted    shiftedTime
 	rescanTS   fixedTime
@@ -224,9 +225,16 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 	// marks, then one per packet of data.
 	p.marks = append(p.marks[:0], p.carryMarks...)
 	p.marks = appendMarks(p.marks, ts, base, len(data), carried)
-	undecided := -1
+	undecided, inside := -1, -1
 	for i := min(p.scanned, len(window)); i < len(window); i++ {
 		ok, need := p.sink.plausible(window[i:])
+		if ok && i < inside {
+			// Inside the frame an undecided response header
+			// claims: record data there (batch lengths followed by
+			// small integers) can mimic a response that ends where
+			// the data ends. Wait for the claim to be decided.
+			ok = false
+		}
 		if ok {
 			p.stats.SkippedBytes += int64(i)
 			p.syncing = false
@@ -251,10 +259,14 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 			p.feedResynced(rest)
 			return
 		}
-		if need > len(window)-i && undecided < 0 {
+		if need > len(window)-i && undecided < 0 && !p.final {
 			// Undecided until more bytes come; a later position may
-			// still be a sure start.
+			// still be a sure start, unless it lies inside what this
+			// one claims.
 			undecided = i
+			if p.hold > 0 && need <= p.hold {
+				inside = i + need
+			}
 		}
 	}
 	if undecided >= 0 {
@@ -305,6 +317,18 @@ func (p *frameParser) retry() {
 	}
 	p.rescanTS = fixedTime(last)
 	p.resync(nil, &p.rescanTS, 0)
+}
+
+// flush searches the carried bytes one last time when the stream ends: a
+// frame start that was waiting for more bytes will not get them, so later
+// sure starts are taken instead.
+func (p *frameParser) flush() {
+	if !p.syncing || len(p.carry) == 0 {
+		return
+	}
+	p.final = true
+	p.retry()
+	p.final = false
 }
 
 // mark says that window bytes from off on were captured at ts.
