@@ -104,9 +104,11 @@ func (d *Decoder) Decode(data []byte, link layers.LinkType) (seg Segment, ok boo
 		return seg, false
 	}
 	if !haveTCP {
-		if err != nil && (haveIP4 || haveIP6) && (d.ip4.Protocol == layers.IPProtocolTCP || d.ip6.NextHeader == layers.IPProtocolTCP) {
-			d.Undecodable++
-		} else if err != nil && !haveIP4 && !haveIP6 {
+		// A decoding error counts as damage when the packet was
+		// meant to carry TCP (or its network layer did not decode);
+		// the layers are reused, so only this packet's are read.
+		tcpMeant := haveIP4 && d.ip4.Protocol == layers.IPProtocolTCP || haveIP6 && d.ip6.NextHeader == layers.IPProtocolTCP
+		if err != nil && (tcpMeant || !haveIP4 && !haveIP6) {
 			d.Undecodable++
 		} else {
 			d.NotTCP++

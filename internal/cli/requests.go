@@ -2,17 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/cluster"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/latency"
@@ -154,9 +151,7 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		bar.Finish()
 	}
 	if err != nil {
-		if errors.Is(err, capture.ErrNotCapture) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			return badInput(err)
-		}
+		// ReadFiles fails only on files it cannot use as captures.
 		return badInput(err)
 	}
 	if summary != nil {

@@ -36,8 +36,8 @@ import (
 // programs must be gone after Close.
 func TestIojournal(t *testing.T) {
 	iotRequire(t)
-	if iotTool("mkfs.xfs") == "" {
-		iotUnavailable(t, "mkfs.xfs not found (xfsprogs)")
+	if labtest.Tool("mkfs.xfs") == "" {
+		labtest.Unavailable(t, "iotrace e2e: mkfs.xfs not found (xfsprogs)")
 	}
 	libs := labtest.RequireKafka(t)
 	for _, fs := range []string{"ext4", "xfs"} {
@@ -71,15 +71,15 @@ func iotLoopFS(t *testing.T, fs string) (mnt, dev string) {
 	default:
 		t.Fatalf("no mkfs for %s", fs)
 	}
-	if out, err := exec.Command(iotTool("mount"), "-t", fs, "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		iotUnavailable(t, "cannot mount %s on a loop device: %v: %s", fs, err, out)
+	if out, err := exec.Command(labtest.Tool("mount"), "-t", fs, "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		labtest.Unavailable(t, "iotrace e2e: cannot mount %s on a loop device: %v: %s", fs, err, out)
 	}
 	t.Cleanup(func() {
-		_ = exec.Command(iotTool("fsfreeze"), "-u", mnt).Run()
-		if out, err := exec.Command(iotTool("umount"), mnt).CombinedOutput(); err != nil {
+		_ = exec.Command(labtest.Tool("fsfreeze"), "-u", mnt).Run()
+		if out, err := exec.Command(labtest.Tool("umount"), mnt).CombinedOutput(); err != nil {
 			t.Errorf("umount %s: %v: %s", mnt, err, out)
 		}
-		out, _ := exec.Command(iotTool("losetup"), "-j", img).CombinedOutput()
+		out, _ := exec.Command(labtest.Tool("losetup"), "-j", img).CombinedOutput()
 		if len(bytes.TrimSpace(out)) > 0 {
 			t.Errorf("loop device left attached: %s", out)
 		}

@@ -42,7 +42,7 @@ import (
 func TestIotrace(t *testing.T) {
 	iotRequire(t)
 	libs := labtest.RequireKafka(t)
-	mnt := iotExt4(t)
+	mnt, _ := iotLoopFS(t, "ext4")
 	b := labtest.Broker(t, lab.BrokerConfig{
 		Dir:        filepath.Join(t.TempDir(), "broker"),
 		LibsDir:    libs,
@@ -61,89 +61,31 @@ func TestIotrace(t *testing.T) {
 	}
 }
 
-// iotUnavailable skips, or fails under CI=true (internal/lab/labtest's
-// policy: CI can never pass by skipping).
-func iotUnavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("iotrace e2e: "+format+" (CI=true: prerequisites are mandatory; run scripts/setup.sh)", args...)
-	}
-	t.Skipf("iotrace e2e: "+format+" (run scripts/setup.sh)", args...)
-}
-
-// iotTool finds a system tool on PATH or in the sbin dirs a non-login
-// shell may lack.
-func iotTool(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
-		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
-			return filepath.Join(d, name)
-		}
-	}
-	return ""
-}
-
 // iotRequire checks root, BPF ring buffers and the loop-device tools.
 func iotRequire(t *testing.T) {
 	t.Helper()
 	labtest.RequireRoot(t)
 	for _, tool := range []string{"mkfs.ext4", "mount", "umount", "fsfreeze", "losetup"} {
-		if iotTool(tool) == "" {
-			iotUnavailable(t, "%s not found", tool)
+		if labtest.Tool(tool) == "" {
+			labtest.Unavailable(t, "iotrace e2e: %s not found", tool)
 		}
 	}
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		iotUnavailable(t, "no kernel BTF (CO-RE): %v", err)
+		labtest.Unavailable(t, "iotrace e2e: no kernel BTF (CO-RE): %v", err)
 	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 4096})
 	if err != nil {
-		iotUnavailable(t, "BPF ring buffers not available: %v", err)
+		labtest.Unavailable(t, "iotrace e2e: BPF ring buffers not available: %v", err)
 	}
 	m.Close()
 }
 
 func iotRun(t *testing.T, name string, args ...string) {
 	t.Helper()
-	out, err := exec.Command(iotTool(name), args...).CombinedOutput()
+	out, err := exec.Command(labtest.Tool(name), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
-}
-
-// iotExt4 mounts a fresh 512 MiB ext4 file system on a loop device and
-// returns its mount point; cleanup unmounts it, which detaches the loop
-// device (mount -o loop sets autoclear), and checks that it did.
-func iotExt4(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "ext4.img"), filepath.Join(dir, "mnt")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 512<<20); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	iotRun(t, "mkfs.ext4", "-q", "-F", img)
-	if out, err := exec.Command(iotTool("mount"), "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		iotUnavailable(t, "cannot mount a loop device: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		// Thaw first in case a failed test left it frozen: umount would hang.
-		_ = exec.Command(iotTool("fsfreeze"), "-u", mnt).Run()
-		if out, err := exec.Command(iotTool("umount"), mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-		out, _ := exec.Command(iotTool("losetup"), "-j", img).CombinedOutput()
-		if len(bytes.TrimSpace(out)) > 0 {
-			t.Errorf("loop device left attached: %s", out)
-		}
-	})
-	return mnt
 }
 
 // iotTracer traces b and collects its events until stop is called.

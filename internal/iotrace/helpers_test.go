@@ -1,24 +1,16 @@
 package iotrace
 
 import (
-	"os"
+	"testing"
 
 	"golang.org/x/sys/unix"
-	"testing"
+
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
 
-// requireRoot skips t unless running as root, or fails it under CI=true
-// (the policy of internal/lab/labtest: CI can never pass by skipping).
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("iotrace: needs root for eBPF (euid %d) (CI=true: prerequisites are mandatory)", os.Geteuid())
-	}
-	t.Skipf("iotrace: needs root for eBPF (euid %d)", os.Geteuid())
-}
+// requireRoot skips t unless running as root (eBPF), or fails it under
+// CI=true.
+func requireRoot(t *testing.T) { labtest.RequireRoot(t) }
 
 func monoNow(t *testing.T) int64 {
 	t.Helper()

@@ -122,12 +122,8 @@ func openJournal(minLatency uint64, devs []uint32) (_ *journal, err error) {
 	if j.hz, err = kernelHZ(); err != nil {
 		j.skipped = append(j.skipped, "jbd2 phases: "+err.Error())
 	}
-	if err := spec.LoadAndAssign(&j.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("iotrace: journal: load BPF programs: %+v", ve)
-		}
-		return nil, fmt.Errorf("iotrace: journal: load BPF programs: %w", err)
+	if err := loadObjects(spec, &j.objs, "iotrace: journal"); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {

@@ -170,12 +170,8 @@ func Open(cfg Config) (_ *Tracer, err error) {
 		files:   newFileResolver(cfg.PID, cfg.LogDirs),
 		threads: newThreadNames(cfg.PID),
 	}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("iotrace: load BPF programs: %+v", ve)
-		}
-		return nil, fmt.Errorf("iotrace: load BPF programs: %w", err)
+	if err := loadObjects(spec, &t.objs, "iotrace"); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -224,6 +220,19 @@ func devicesOf(dirs []string) ([]uint32, error) {
 		}
 	}
 	return devs, nil
+}
+
+// loadObjects loads a BPF collection into objs; a verifier error is
+// printed in full, since its log is the only way to see why.
+func loadObjects(spec *ebpf.CollectionSpec, objs any, prefix string) error {
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%s: load BPF programs: %+v", prefix, ve)
+		}
+		return fmt.Errorf("%s: load BPF programs: %w", prefix, err)
+	}
+	return nil
 }
 
 // LogDirs returns the log directories whose files are reported.

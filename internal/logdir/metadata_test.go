@@ -104,7 +104,7 @@ func TestReadPartitionMetadataFiles(t *testing.T) {
 	t.Run("fifo", func(t *testing.T) {
 		dir := t.TempDir()
 		if err := syscall.Mkfifo(filepath.Join(dir, MetadataFile), 0o644); err != nil {
-			t.Skip("no FIFOs here:", err)
+			t.Fatal(err)
 		}
 		// Opening a FIFO with no writer would block forever.
 		if _, err := ReadPartitionMetadata(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -36,19 +37,7 @@ func Escape(s string) string {
 			b.WriteByte(hexDigit(byte(r) >> 4))
 			b.WriteByte(hexDigit(byte(r) & 0xf))
 		case !unicode.IsPrint(r):
-			b.WriteString(`\u{`)
-			const digits = "0123456789abcdef"
-			var buf [8]byte
-			n := len(buf)
-			for v := r; ; v >>= 4 {
-				n--
-				buf[n] = digits[v&0xf]
-				if v < 16 {
-					break
-				}
-			}
-			b.Write(buf[n:])
-			b.WriteByte('}')
+			b.WriteString(`\u{` + strconv.FormatInt(int64(r), 16) + `}`)
 		default:
 			b.WriteString(s[i : i+size])
 		}

@@ -18,8 +18,13 @@ type RequestWriter interface {
 	Flush() error
 }
 
-// Formats lists the names NewRequestWriter accepts.
+// Formats lists the output format names every kscope writer accepts.
 var Formats = []string{"table", "json", "csv"}
+
+// UnknownFormat is the error for a format name not in Formats.
+func UnknownFormat(format string) error {
+	return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+}
 
 // NewRequestWriter returns a writer for format "table", "json" or "csv".
 func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
@@ -31,7 +36,7 @@ func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
 	case "csv":
 		return newCSVWriter(w), nil
 	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	return nil, UnknownFormat(format)
 }
 
 // TimeOfDay is the table's time format: wall clock with microseconds.

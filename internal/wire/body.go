@@ -18,9 +18,9 @@ type BatchSummarizer interface {
 }
 
 // decodeRequestBody decodes the bodies of the requests whose contents the
-// output needs (produce, fetch), and checks any other body against kmsg
-// when the frame was found by resynchronisation. It reports whether a
-// response is expected and whether the body decoded.
+// output needs (produce, fetch) and checks any other body against kmsg
+// (which is what rejects a false start after resynchronisation). It
+// reports whether a response is expected and whether the body decoded.
 func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok bool) {
 	ev := p.ev
 	switch p.header.key {
@@ -59,7 +59,7 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 		}
 		return true, true
 	}
-	if p.header.key == 18 || !d.verifyBodies {
+	if p.header.key == 18 {
 		return true, true
 	}
 	req := kmsg.RequestForKey(p.header.key)

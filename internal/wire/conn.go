@@ -159,7 +159,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 		Partial:       f.lost,
 	}
 	if !h.known {
-		ev.API = "unknown(" + itoa(int(h.key)) + ")"
+		ev.API = unknownAPI(h.key)
 		c.d.stats.UnknownAPIs++
 	}
 	if f.lost || f.cut {

@@ -60,17 +60,15 @@ func DefaultConfig() Config {
 // Decoder reassembles TCP segments on Kafka ports and emits one
 // event.Request per request. It is not safe for concurrent use.
 type Decoder struct {
-	cfg          Config
-	emit         func(*event.Request)
-	batches      BatchSummarizer
-	topics       *TopicNames
-	stats        Stats
-	verifyBodies bool
+	cfg     Config
+	emit    func(*event.Request)
+	batches BatchSummarizer
+	topics  *TopicNames
+	stats   Stats
 
 	ports     [65536 / 64]uint64
 	asm       *reassembly.Assembler
 	lastFlush time.Time
-	lastSeen  time.Time
 	ctxSlab   []packetContext
 	// streams finds a connection's stream from a packet, to look at its
 	// state before reassembly sees the packet.
@@ -107,7 +105,7 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 	if topics == nil {
 		topics = NewTopicNames()
 	}
-	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics, verifyBodies: true,
+	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics,
 		streams: make(map[connKey]*stream)}
 	for _, p := range cfg.Ports {
 		d.ports[p/64] |= 1 << (p % 64)
@@ -138,9 +136,6 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 	d.stats.Packets++
 	d.stats.Bytes += int64(len(tcp.Payload))
 	ts := ci.Timestamp
-	if ts.After(d.lastSeen) {
-		d.lastSeen = ts
-	}
 	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
 	if tcp.ACK && d.ackedGap(seg) {
 		// The peer has acknowledged bytes the capture lost: no

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,30 +63,12 @@ func apiName(key int16) string {
 	if name := kmsg.NameForKey(key); name != "" {
 		return name
 	}
-	return "unknown(" + itoa(int(key)) + ")"
+	return unknownAPI(key)
 }
 
-func itoa(n int) string {
-	var buf [20]byte
-	i := len(buf)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		buf[i] = '-'
-	}
-	return string(buf[i:])
-}
+// unknownAPI names an API key kmsg does not know (or a version of one it
+// does not know).
+func unknownAPI(key int16) string { return "unknown(" + strconv.Itoa(int(key)) + ")" }
 
 // plausibleRequest reports whether b (starting at a 4-byte size) looks like
 // the start of a request frame whose API key and version kmsg knows. It is

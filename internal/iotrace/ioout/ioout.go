@@ -28,9 +28,6 @@ type Writer interface {
 	Flush() error
 }
 
-// Formats lists the names NewWriter and WriteSummaries accept.
-var Formats = []string{"table", "json", "csv"}
-
 // NewWriter returns a writer for format "table", "json" or "csv".
 func NewWriter(w io.Writer, format string) (Writer, error) {
 	switch format {
@@ -41,7 +38,7 @@ func NewWriter(w io.Writer, format string) (Writer, error) {
 	case "csv":
 		return newCSVWriter(w), nil
 	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	return nil, output.UnknownFormat(format)
 }
 
 type jsonWriter struct{ *output.JSONLines }

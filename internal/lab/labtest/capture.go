@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,15 +16,15 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab"
 )
 
-// findTcpdump looks on PATH and in the sbin dirs, which a non-login shell
-// may lack.
-func findTcpdump() string {
-	if p, err := exec.LookPath("tcpdump"); err == nil {
+// Tool finds a system tool on PATH or in the sbin dirs a non-login shell
+// may lack; "" when it is not installed.
+func Tool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	for _, p := range []string{"/usr/sbin/tcpdump", "/sbin/tcpdump", "/usr/bin/tcpdump"} {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
+	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
+		if st, err := os.Stat(filepath.Join(d, name)); err == nil && !st.IsDir() {
+			return filepath.Join(d, name)
 		}
 	}
 	return ""
@@ -36,9 +37,9 @@ func findTcpdump() string {
 // (fails under CI=true).
 func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
 	t.Helper()
-	bin := findTcpdump()
+	bin := Tool("tcpdump")
 	if bin == "" {
-		unavailable(t, "tcpdump not found")
+		Unavailable(t, "tcpdump not found")
 	}
 	RequireRoot(t)
 

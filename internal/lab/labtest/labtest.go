@@ -17,8 +17,10 @@ import (
 // inCI reports whether missing prerequisites must fail the test.
 func inCI() bool { return os.Getenv("CI") == "true" }
 
-// unavailable skips t, or fails it under CI=true.
-func unavailable(t testing.TB, format string, args ...any) {
+// Unavailable skips t because a prerequisite is missing, or fails it under
+// CI=true: CI can never pass by skipping. Every kscope test that needs
+// something from the machine goes through it.
+func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if inCI() {
 		t.Fatalf("labtest: "+format+" (CI=true: prerequisites are mandatory; run scripts/setup.sh)", args...)
@@ -32,14 +34,14 @@ func unavailable(t testing.TB, format string, args ...any) {
 func RequireKafka(t testing.TB) string {
 	t.Helper()
 	if _, err := lab.JavaPath(); err != nil {
-		unavailable(t, "%v", err)
+		Unavailable(t, "%v", err)
 	}
 	// The first resolution may download ~45 MB from Maven Central.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	libs, err := lab.EnsureLibs(ctx)
 	if err != nil {
-		unavailable(t, "%v", err)
+		Unavailable(t, "%v", err)
 	}
 	return libs
 }
@@ -49,7 +51,7 @@ func RequireKafka(t testing.TB) string {
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		unavailable(t, "needs root (euid %d)", os.Geteuid())
+		Unavailable(t, "needs root (euid %d)", os.Geteuid())
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -32,7 +31,7 @@ func NewIndexWriter(w io.Writer, format string) (IndexWriter, error) {
 	case "csv":
 		return &indexCSV{w: csv.NewWriter(w)}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	return nil, output.UnknownFormat(format)
 }
 
 type indexJSON struct{ j *output.JSONLines }

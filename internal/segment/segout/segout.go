@@ -18,9 +18,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
-// Formats lists the format names the writers accept.
-var Formats = []string{"table", "json", "csv"}
-
 // BatchWriter writes segment batches in one format.
 type BatchWriter interface {
 	// Write writes one batch of file (and its records, when set).
@@ -43,7 +40,7 @@ func NewBatchWriter(w io.Writer, format string, records, ids bool) (BatchWriter,
 	case "csv":
 		return &batchCSV{w: csv.NewWriter(w), records: records, ids: ids}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	return nil, output.UnknownFormat(format)
 }
 
 var batchColumns = []string{"position", "size", "base_offset", "last_offset", "count", "magic", "compression",
