@@ -119,6 +119,9 @@ func TestCaptureLossRegressions(t *testing.T) {
 		// batch bytes inside it looked like a response that ended
 		// where the data did.
 		{"lost-response-before-large-fetch.pcap", 35997, []int32{10, 11, 14}, []int32{9}},
+		// A lost response, then a packet lost inside a 940 KB fetch
+		// response: the next fetch's response must still be found.
+		{"lost-inside-large-fetch.pcap", 45551, []int32{10, 14}, []int32{9}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			cfg := wire.DefaultConfig()

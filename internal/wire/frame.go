@@ -227,6 +227,14 @@ func (p *frameParser) resync(data []byte, ts timeSource, base int) {
 	p.marks = appendMarks(p.marks, ts, base, len(data), carried)
 	undecided, inside := -1, -1
 	for i := min(p.scanned, len(window)); i < len(window); i++ {
+		if p.hold > 0 && !atPacketStart(p.marks, i) {
+			// A broker writes each response with its own send, so
+			// after a gap a response is looked for where a captured
+			// packet starts; record data inside a large response
+			// (batch lengths followed by small integers) otherwise
+			// mimics response headers.
+			continue
+		}
 		ok, need := p.sink.plausible(window[i:])
 		if ok && i < inside {
 			// Inside the frame an undecided response header
@@ -359,6 +367,13 @@ func appendMarks(marks []mark, ts timeSource, base, n, carried int) []mark {
 	added := marks[first:]
 	slices.SortStableFunc(added, func(a, b mark) int { return a.off - b.off })
 	return marks
+}
+
+// atPacketStart reports whether window offset off is where a captured
+// packet (or the first chunk of the window) starts.
+func atPacketStart(marks []mark, off int) bool {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].off >= off })
+	return i < len(marks) && marks[i].off == off
 }
 
 // markAt returns the time of window offset off.
