@@ -51,8 +51,10 @@ func readPackets(t *testing.T, path string) ([]packet, layers.LinkType) {
 		ci.AncillaryData = nil
 		p := packet{data: data, ci: ci}
 		if seg, ok := dec.Decode(data, link); ok {
-			a := seg.NetFlow.Src().String() + ":" + seg.TCP.SrcPort.String()
-			b := seg.NetFlow.Dst().String() + ":" + seg.TCP.DstPort.String()
+			// Numeric ports, as event.Request names endpoints
+			// (TCPPort.String adds service names to some numbers).
+			a := fmt.Sprintf("%s:%d", seg.NetFlow.Src(), uint16(seg.TCP.SrcPort))
+			b := fmt.Sprintf("%s:%d", seg.NetFlow.Dst(), uint16(seg.TCP.DstPort))
 			if a > b {
 				a, b = b, a
 			}
