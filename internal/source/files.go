@@ -19,6 +19,7 @@ import (
 // Result says what reading the files found.
 type Result struct {
 	Files    int
+	Live     string // the interface of a live capture (Live); "" for files
 	Wire     wire.Stats
 	Capture  CaptureStats
 	Warnings []error // damaged files that were read as far as possible
@@ -31,6 +32,11 @@ type CaptureStats struct {
 	NotTCP      int64 `json:"not_tcp"`
 	Undecodable int64 `json:"undecodable"`
 	Fragments   int64 `json:"fragments"`
+
+	// Live captures only: the kernel's counters of the packet socket.
+	KernelPackets int64 `json:"kernel_packets,omitempty"` // accepted by the socket filter, dropped ones included
+	KernelDrops   int64 `json:"kernel_drops,omitempty"`   // lost because the ring was full
+	QueueFreezes  int64 `json:"queue_freezes,omitempty"`  // times the ring filled up
 }
 
 // Options configure ReadFiles.
@@ -105,8 +111,12 @@ func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, progress
 // commands print on stderr.
 func (r Result) FormatFooter() string {
 	w := r.Wire
-	s := fmt.Sprintf("%d file(s), %d packets (%d on Kafka ports, %s of TCP payload), %d connections\n",
-		r.Files, r.Capture.Packets, w.Packets, humanBytes(w.Bytes), w.Connections)
+	from := fmt.Sprintf("%d file(s)", r.Files)
+	if r.Live != "" {
+		from = "live on " + r.Live
+	}
+	s := fmt.Sprintf("%s, %d packets (%d on Kafka ports, %s of TCP payload), %d connections\n",
+		from, r.Capture.Packets, w.Packets, humanBytes(w.Bytes), w.Connections)
 	s += fmt.Sprintf("%d requests decoded: %d answered, %d acks=0 (no response), %d unanswered; %d unknown API/version; %d responses unpaired\n",
 		w.Requests, w.Responses, w.NoResponse, w.Unanswered, w.UnknownAPIs, w.Unpaired)
 	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial, %d oversized, %d decode errors, %d batch errors",
@@ -116,6 +126,10 @@ func (r Result) FormatFooter() string {
 	}
 	if c := r.Capture; c.Undecodable+c.Fragments > 0 {
 		s += fmt.Sprintf("; %d undecodable packets, %d IP fragments ignored", c.Undecodable, c.Fragments)
+	}
+	if r.Live != "" {
+		s += fmt.Sprintf("\n%d packets dropped by the kernel (ring full %d times) of %d the socket filter kept",
+			r.Capture.KernelDrops, r.Capture.QueueFreezes, r.Capture.KernelPackets)
 	}
 	return s
 }

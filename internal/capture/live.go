@@ -1,0 +1,281 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/afpacket"
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
+)
+
+// Live capture defaults.
+const (
+	// DefaultSnapLen is the bytes kept of each packet (tcpdump's default):
+	// a loopback GSO segment is up to 64 KiB.
+	DefaultSnapLen = 262144
+	// DefaultLiveBufferBytes is the size of the ring the kernel writes
+	// packets into. A consumer's fetch burst of 64 KiB loopback segments
+	// overflows a few MiB.
+	DefaultLiveBufferBytes = 64 << 20
+
+	// LivePollTimeout is the longest Next waits for a packet before it
+	// returns ErrTimeout, so callers can stop.
+	LivePollTimeout = 150 * time.Millisecond
+	// liveBlockTimeout is how long the kernel keeps a partly filled ring
+	// block before handing it over: the most a packet waits for user
+	// space (its timestamp is the kernel's, unaffected).
+	liveBlockTimeout = 10 * time.Millisecond
+	liveFrameSize    = 4096
+	liveMinBlock     = 1 << 20
+)
+
+// ErrTimeout is returned by (*Live).Next when no packet arrived within
+// LivePollTimeout. It is not a failure: call Next again, or stop.
+var ErrTimeout = errors.New("capture: no packet within the poll timeout")
+
+// LiveConfig configures OpenLive.
+type LiveConfig struct {
+	// Interface is the interface to capture on; "any" or "" captures on
+	// every interface with Ethernet framing (Ethernet, veth, bridges,
+	// loopback).
+	Interface string
+	// Ports: the kernel keeps only TCP segments with one of these ports on
+	// either side; empty keeps all TCP.
+	Ports []uint16
+	// SnapLen is the bytes kept of each packet; 0 is DefaultSnapLen, at
+	// most MaxPacketBytes.
+	SnapLen int
+	// BufferBytes is the size of the kernel ring; 0 is
+	// DefaultLiveBufferBytes. It is taken in whole blocks of 1 MiB (more
+	// for a snap length near 1 MiB), at least two.
+	BufferBytes int
+}
+
+// LiveStats are a live capture's counters.
+type LiveStats struct {
+	// Read is the packets Next returned.
+	Read int64
+	// Kernel is the packets the socket filter accepted (tp_packets),
+	// dropped ones included.
+	Kernel int64
+	// Drops is the packets lost because the ring was full (tp_drops):
+	// user space did not keep up.
+	Drops int64
+	// QueueFreezes counts the times the ring filled up (tp_freeze_q_cnt).
+	QueueFreezes int64
+}
+
+// Live reads packets from a network interface through an AF_PACKET socket
+// with a TPACKET_V3 ring (no libpcap). A socket filter in the kernel keeps
+// only TCP on the configured ports and drops the second copy of every
+// loopback packet. Next is for one goroutine; Stats may be called from
+// another; Close must not run concurrently with Next.
+type Live struct {
+	tp    *afpacket.TPacket
+	name  string
+	link  layers.LinkType
+	read  atomic.Int64
+	mu    sync.Mutex // guards final and tp after Close
+	final *LiveStats // set by Close
+}
+
+// OpenLive opens a live capture. It needs CAP_NET_RAW (root).
+//
+// Supported interfaces: those with Ethernet framing (ARPHRD_ETHER:
+// Ethernet, veth, bridges, bonds; ARPHRD_LOOPBACK: lo), whose packets are
+// returned as layers.LinkTypeEthernet, and, named explicitly, raw-IP
+// interfaces (ARPHRD_NONE: tun, wireguard) as layers.LinkTypeRaw. "any"
+// captures the Ethernet-framed interfaces only, so that one capture has one
+// link type. VLAN tags stripped by the NIC are not put back, and the
+// interface is not put in promiscuous mode (a broker's own traffic does not
+// need it).
+func OpenLive(cfg LiveConfig) (*Live, error) {
+	snap := cfg.SnapLen
+	if snap <= 0 {
+		snap = DefaultSnapLen
+	}
+	snap = min(snap, MaxPacketBytes)
+	bufBytes := cfg.BufferBytes
+	if bufBytes <= 0 {
+		bufBytes = DefaultLiveBufferBytes
+	}
+
+	spec := filterSpec{ports: cfg.Ports, snapLen: uint32(snap)}
+	l := &Live{name: cfg.Interface}
+	ifindex := 0
+	if cfg.Interface == "" || cfg.Interface == "any" {
+		l.name = "any"
+		l.link = layers.LinkTypeEthernet
+		spec.framing, spec.ethernetOnly = framingEthernet, true
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return nil, fmt.Errorf("capture: list interfaces: %w", err)
+		}
+		for _, ifc := range ifs {
+			if ifc.Flags&net.FlagLoopback != 0 {
+				spec.loopbackIfindex = append(spec.loopbackIfindex, ifc.Index)
+			}
+		}
+	} else {
+		ifc, err := net.InterfaceByName(cfg.Interface)
+		if err != nil {
+			return nil, fmt.Errorf("capture: interface %q: %w", cfg.Interface, err)
+		}
+		ifindex = ifc.Index
+		hatype, err := interfaceType(ifc.Name)
+		if err != nil {
+			return nil, fmt.Errorf("capture: interface %s: %w", ifc.Name, err)
+		}
+		switch hatype {
+		case arphrdEther, arphrdLoopback:
+			l.link, spec.framing = layers.LinkTypeEthernet, framingEthernet
+		case arphrdNone:
+			l.link, spec.framing = layers.LinkTypeRaw, framingRawIP
+		default:
+			return nil, fmt.Errorf("capture: interface %s: link type ARPHRD %d is not supported (Ethernet, loopback and raw-IP interfaces are)", ifc.Name, hatype)
+		}
+		spec.dropOutgoing = hatype == arphrdLoopback || ifc.Flags&net.FlagLoopback != 0
+	}
+	filter, err := socketFilter(spec)
+	if err != nil {
+		return nil, err
+	}
+
+	// A block holds whole packets: at least one of snap bytes.
+	block := liveMinBlock
+	for block < snap+4096 {
+		block *= 2
+	}
+	blocks := max(bufBytes/block, 2)
+
+	// Bound to protocol 0 the socket receives nothing; it is bound to
+	// every protocol only once the filter is attached, so no unfiltered
+	// packet (or loopback duplicate) reaches the ring first.
+	proto := afpacket.OptProtocol(unix.ETH_P_ALL)
+	if tpacketHasFD {
+		proto = 0
+	}
+	tp, err := afpacket.NewTPacket(
+		afpacket.OptInterface(ifaceOpt(cfg.Interface)),
+		proto,
+		afpacket.TPacketVersion3,
+		afpacket.OptFrameSize(liveFrameSize),
+		afpacket.OptBlockSize(block),
+		afpacket.OptNumBlocks(blocks),
+		afpacket.OptBlockTimeout(liveBlockTimeout),
+		afpacket.OptPollTimeout(LivePollTimeout),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("capture: AF_PACKET socket on %s (%d blocks of %d bytes): %w", l.name, blocks, block, err)
+	}
+	if err := tp.SetBPF(filter); err != nil {
+		tp.Close()
+		return nil, fmt.Errorf("capture: attach socket filter on %s: %w", l.name, err)
+	}
+	if tpacketHasFD {
+		sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
+		if err := unix.Bind(tpacketFD(tp), sa); err != nil {
+			tp.Close()
+			return nil, fmt.Errorf("capture: bind AF_PACKET socket to %s: %w", l.name, err)
+		}
+	}
+	l.tp = tp
+	return l, nil
+}
+
+func ifaceOpt(name string) string {
+	if name == "any" {
+		return ""
+	}
+	return name
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// interfaceType reads an interface's ARPHRD type from sysfs.
+func interfaceType(name string) (int, error) {
+	b, err := os.ReadFile("/sys/class/net/" + name + "/type")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// afpacket keeps the socket in an unexported field; reading it lets
+// OpenLive bind the socket after the filter is attached. The field's
+// presence is checked once, so a gopacket that renamed it only loses that
+// refinement.
+var tpacketHasFD = func() bool {
+	f, ok := reflect.TypeFor[afpacket.TPacket]().FieldByName("fd")
+	return ok && f.Type.Kind() == reflect.Int
+}()
+
+func tpacketFD(tp *afpacket.TPacket) int {
+	return int(reflect.ValueOf(tp).Elem().FieldByName("fd").Int())
+}
+
+// Interface returns the interface name ("any" for all).
+func (l *Live) Interface() string { return l.name }
+
+// LinkType returns the link type of every packet Next returns.
+func (l *Live) LinkType() layers.LinkType { return l.link }
+
+// Next returns the next packet, in the same shape as (*File).Next. The
+// bytes point into the kernel ring and are valid until the next call. The
+// timestamp is the kernel's (CLOCK_REALTIME, nanoseconds). It returns
+// ErrTimeout when no packet arrived within LivePollTimeout.
+func (l *Live) Next() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
+	data, ci, err := l.tp.ZeroCopyReadPacketData()
+	if err != nil {
+		if errors.Is(err, afpacket.ErrTimeout) {
+			return nil, ci, 0, ErrTimeout
+		}
+		return nil, ci, 0, fmt.Errorf("capture on %s: %w", l.name, err)
+	}
+	l.read.Add(1)
+	return data, ci, l.link, nil
+}
+
+// Stats returns the counters so far (the final ones after Close).
+func (l *Live) Stats() (LiveStats, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final != nil {
+		return *l.final, nil
+	}
+	return l.stats()
+}
+
+func (l *Live) stats() (LiveStats, error) {
+	s := LiveStats{Read: l.read.Load()}
+	_, v3, err := l.tp.SocketStats()
+	if err != nil {
+		return s, fmt.Errorf("capture on %s: socket statistics: %w", l.name, err)
+	}
+	s.Kernel, s.Drops, s.QueueFreezes = int64(v3.Packets()), int64(v3.Drops()), int64(v3.QueueFreezes())
+	return s, nil
+}
+
+// Close closes the socket and its ring. It must not run concurrently with
+// Next.
+func (l *Live) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final != nil {
+		return nil
+	}
+	s, err := l.stats()
+	l.final = &s
+	l.tp.Close()
+	return err
+}

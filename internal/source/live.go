@@ -1,0 +1,99 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gopacket/gopacket"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+// liveDrainMax bounds how long Live keeps reading after ctx ends, to take
+// the packets the kernel captured before that from the ring.
+const liveDrainMax = time.Second
+
+// Live captures on an interface until ctx ends, and decodes like
+// ReadFiles: emit is called for every request, from the goroutine that
+// called Live. raw, when not nil, is given every packet the kernel filter
+// kept, before it is decoded (the bytes are valid only during the call),
+// e.g. for a PcapNGWriter with the capture's link type (Ethernet unless
+// cfg.Interface is a raw-IP interface).
+//
+// The broker ports are cfg.Ports, or opts.Wire.Ports when cfg.Ports is
+// empty (and the other way round). When ctx ends, the packets captured
+// until then are still read from the ring, the decoder is flushed
+// (requests still waiting for a response are reported unanswered), and the
+// Result is returned with a nil error. An error opening or reading the
+// socket is returned with the Result so far.
+func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*event.Request),
+	raw func(ci gopacket.CaptureInfo, data []byte)) (Result, error) {
+	var res Result
+	if len(cfg.Ports) == 0 {
+		cfg.Ports = opts.Wire.Ports
+	}
+	if len(opts.Wire.Ports) == 0 {
+		opts.Wire.Ports = cfg.Ports
+	}
+	lv, err := capture.OpenLive(cfg)
+	if err != nil {
+		return res, err
+	}
+	defer lv.Close()
+	res.Live = lv.Interface()
+	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
+	seg := capture.NewDecoder()
+	readErr := readLive(ctx, lv, seg, dec, raw)
+	dec.Close()
+	closeErr := lv.Close()
+	st, _ := lv.Stats() // the final counters, kept by Close
+	res.Wire = dec.Stats()
+	res.Capture.Packets = st.Read
+	res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes = st.Kernel, st.Drops, st.QueueFreezes
+	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	if readErr != nil {
+		return res, readErr
+	}
+	return res, closeErr
+}
+
+func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder,
+	raw func(gopacket.CaptureInfo, []byte)) error {
+	done := ctx.Done()
+	var stopAt, deadline time.Time
+	for {
+		if stopAt.IsZero() {
+			select {
+			case <-done:
+				stopAt = time.Now()
+				deadline = stopAt.Add(liveDrainMax)
+			default:
+			}
+		} else if time.Now().After(deadline) {
+			return nil
+		}
+		data, ci, link, err := lv.Next()
+		if err != nil {
+			if errors.Is(err, capture.ErrTimeout) {
+				if !stopAt.IsZero() {
+					return nil // the ring is empty: everything before ctx ended is read
+				}
+				continue
+			}
+			return err
+		}
+		if !stopAt.IsZero() && ci.Timestamp.After(stopAt) {
+			return nil // captured after ctx ended
+		}
+		if raw != nil {
+			raw(ci, data)
+		}
+		if s, ok := seg.Decode(data, link); ok {
+			dec.Packet(s, ci)
+		}
+	}
+}
