@@ -49,7 +49,7 @@ func TestIojournal(t *testing.T) {
 // device and returns its mount point and device ("major:minor"); cleanup
 // unmounts it (which detaches the loop device: mount -o loop sets
 // autoclear) and checks that the loop device is gone.
-func iotLoopFS(t *testing.T, fs string) (mnt, dev string) {
+func iotLoopFS(t *testing.T, fs string, mkfsArgs ...string) (mnt, dev string) {
 	t.Helper()
 	dir := t.TempDir()
 	img := filepath.Join(dir, fs+".img")
@@ -65,9 +65,9 @@ func iotLoopFS(t *testing.T, fs string) (mnt, dev string) {
 	}
 	switch fs {
 	case "ext4":
-		iotRun(t, "mkfs.ext4", "-q", "-F", img)
+		iotRun(t, "mkfs.ext4", append(append([]string{"-q", "-F"}, mkfsArgs...), img)...)
 	case "xfs":
-		iotRun(t, "mkfs.xfs", "-q", "-f", img)
+		iotRun(t, "mkfs.xfs", append(append([]string{"-q", "-f"}, mkfsArgs...), img)...)
 	default:
 		t.Fatalf("no mkfs for %s", fs)
 	}

@@ -487,9 +487,16 @@ type iotCLI struct {
 
 func iotStartCLI(ctx context.Context, t *testing.T, args ...string) *iotCLI {
 	t.Helper()
+	return startCLI(ctx, t, "iotrace: tracing pid", append([]string{"iotrace"}, args...)...)
+}
+
+// startCLI runs `kscope ARGS` as a process and waits until a line of its
+// stderr starts with ready.
+func startCLI(ctx context.Context, t *testing.T, ready string, args ...string) *iotCLI {
+	t.Helper()
 	c := &iotCLI{exited: make(chan error, 1)}
 	c.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestIotraceHelperProcess$")
-	c.cmd.Env = append(os.Environ(), iotHelperEnv+"="+strings.Join(append([]string{"iotrace"}, args...), "\n"))
+	c.cmd.Env = append(os.Environ(), iotHelperEnv+"="+strings.Join(args, "\n"))
 	c.cmd.Stdout = &c.stdout
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
@@ -506,7 +513,7 @@ func iotStartCLI(ctx context.Context, t *testing.T, args ...string) *iotCLI {
 			c.mu.Lock()
 			c.stderr.WriteString(sc.Text() + "\n")
 			c.mu.Unlock()
-			if !seen && strings.HasPrefix(sc.Text(), "iotrace: tracing pid") {
+			if !seen && strings.HasPrefix(sc.Text(), ready) {
 				seen = true
 				close(attached)
 			}
@@ -516,11 +523,11 @@ func iotStartCLI(ctx context.Context, t *testing.T, args ...string) *iotCLI {
 	select {
 	case <-attached:
 	case err := <-c.exited:
-		t.Fatalf("kscope iotrace exited before attaching: %v: %s", err, c.errOut())
+		t.Fatalf("kscope %s exited before it was ready: %v: %s", args[0], err, c.errOut())
 	case <-time.After(30 * time.Second):
 		c.cmd.Process.Kill()
 		<-c.exited
-		t.Fatalf("kscope iotrace did not attach in 30s: %s", c.errOut())
+		t.Fatalf("kscope %s was not ready in 30s: %s", args[0], c.errOut())
 	}
 	return c
 }

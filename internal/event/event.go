@@ -33,6 +33,10 @@ type Request struct {
 	// log's totalTimeMs): from the later of the request's last byte and
 	// the previous response's end on the connection, to End.
 	BrokerMs float64 `json:"broker_ms"`
+	// ResponseMs is how long the response took to pass the capture
+	// point: from its first byte to its last. A large value with a small
+	// response means the client (or the network) was slow to take it.
+	ResponseMs float64 `json:"response_ms"`
 
 	Client string `json:"client"` // "ip:port" of the client side
 	Broker string `json:"broker"` // "ip:port" of the broker side

@@ -340,6 +340,7 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 		c.lastEnd = ev.End
 	}
 	ev.ResponseBytes = f.size + 4
+	ev.ResponseMs = millis(f.last.Sub(f.first))
 	if f.lost || f.cut {
 		c.d.stats.Partial++
 		if f.cut && !f.lost {

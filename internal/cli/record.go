@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+type recordOptions struct {
+	ports           []uint
+	iface           string
+	pid             string
+	logDirs         []string
+	jfr             string
+	out             string
+	duration        time.Duration
+	minLatency      time.Duration
+	pcap            bool
+	messageIDHeader string
+	quiet           bool
+}
+
+func newRecordCmd() *cobra.Command {
+	var o recordOptions
+	cmd := &cobra.Command{
+		Use:   "record --out DIR [flags]",
+		Short: "Record a broker's requests (live capture) and its writes and journal (eBPF) together",
+		Long: `Captures the broker's Kafka traffic live (AF_PACKET, no libpcap) and decodes
+every request, while tracing the broker's writes, fsyncs, journal commits
+and block requests with eBPF, into a recording directory that
+'kscope explain' reads:
+
+  requests.jsonl  one line per request (as 'kscope requests --format json')
+  writes.jsonl    the broker's writes to its segment files (as 'kscope iotrace --format json')
+  journal.jsonl   jbd2 commits, XFS log writes, ext4 fsyncs, block requests
+  lockwaits.jsonl lock waits from JFR (with --jfr)
+  capture.pcapng  the raw capture (with --pcap)
+  meta.json       host, kernel, broker pid and version, log dirs with their
+                  file systems and mount options, clocks, loss counters
+
+Every write is recorded (--min-latency 0) so that each slow request's own
+append can be found. Runs until --duration passes, or Ctrl-C (SIGINT) or
+SIGTERM, then closes the recording cleanly. Needs root (or CAP_NET_RAW,
+CAP_BPF and CAP_PERFMON).
+
+--jfr start   starts a flight recording on the broker with jcmd (monitor
+              waits of 1 ms and more), stops it at the end and keeps it as
+              broker.jfr; its lock waits go to lockwaits.jsonl.
+--jfr FILE    reads the lock waits of a flight recording you made, at the end.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runRecord(ctx, cmd.ErrOrStderr(), &o)
+		},
+	}
+	f := cmd.Flags()
+	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port (repeatable)")
+	f.StringVar(&o.iface, "iface", "any", "interface to capture on (any: all)")
+	f.StringVar(&o.pid, "pid", "auto", "the broker's pid, or auto: the one JVM running kafka.Kafka")
+	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs (default: found from its open files)")
+	f.StringVar(&o.jfr, "jfr", "", "lock waits from Java Flight Recorder: start (kscope records one with jcmd) or a FILE")
+	f.StringVar(&o.out, "out", "", "recording directory to create (must not exist or be empty)")
+	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
+	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
+	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
+	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	return cmd
+}
+
+func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err error) {
+	if o.out == "" {
+		return badInput(errors.New("--out DIR is required"))
+	}
+	if o.duration < 0 || o.minLatency < 0 {
+		return badInput(errors.New("--duration and --min-latency must not be negative"))
+	}
+	cfg := wire.DefaultConfig()
+	cfg.Ports = cfg.Ports[:0]
+	for _, p := range o.ports {
+		if p == 0 || p > 65535 {
+			return badInput(fmt.Errorf("--port %d is not a TCP port", p))
+		}
+		cfg.Ports = append(cfg.Ports, uint16(p))
+	}
+	cfg.MessageIDHeader = o.messageIDHeader
+	pid, err := brokerPID(o.pid)
+	if err != nil {
+		return err
+	}
+	logDirs := o.logDirs
+	if len(logDirs) == 0 {
+		if logDirs, err = iotrace.LogDirsOf(pid); err != nil {
+			return err
+		}
+	}
+
+	meta := &recording.Meta{Tool: "kscope record", Kernel: hostinfo.Kernel(), Interface: o.iface, Ports: cfg.Ports,
+		Broker: recording.Broker{PID: pid}}
+	meta.Host, _ = os.Hostname()
+	meta.Broker.Version, _ = hostinfo.BrokerVersion(pid)
+	for _, d := range logDirs {
+		ld := recording.LogDir{Path: d}
+		if m, err := hostinfo.MountOf(pid, d); err == nil {
+			ld.Device, ld.FSType, ld.Source, ld.MountPoint, ld.Options = m.Device, m.FSType, m.Source, m.MountPoint, m.Options
+		}
+		meta.Broker.LogDirs = append(meta.Broker.LogDirs, ld)
+	}
+	topics := wire.NewTopicNames()
+	if ids, err := logdir.TopicIDs(logDirs...); err == nil {
+		for id, name := range ids {
+			topics.Add(id, name)
+		}
+	}
+
+	rec, err := recording.Create(o.out)
+	if err != nil {
+		return badInput(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			rec.Close(nil)
+		}
+	}()
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+
+	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: logDirs, MinLatency: o.minLatency, Journal: true})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	var jfrRec *jfr.Recording
+	if o.jfr == "start" {
+		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		jfrRec, err = jfr.Start(jctx, pid, "kscope-record", filepath.Join(o.out, recording.JFRFile), time.Millisecond)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--jfr start: %w", err)
+		}
+	}
+
+	var raw func(ci gopacket.CaptureInfo, data []byte)
+	var pcapOut *pcapSink
+	if o.pcap {
+		if pcapOut, err = newPcapSink(filepath.Join(o.out, recording.CaptureFile)); err != nil {
+			return err
+		}
+		raw = pcapOut.write
+	}
+
+	meta.Start = time.Now().UTC()
+	if !o.quiet {
+		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
+			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
+	}
+
+	var wg sync.WaitGroup
+	var traceErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		traceErr = tr.RunAll(ctx, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block})
+	}()
+	var reqErr error
+	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
+		if reqErr == nil {
+			reqErr = rec.Request(r)
+		}
+	}, raw)
+	wg.Wait()
+	meta.End = time.Now().UTC()
+
+	var errs []error
+	errs = append(errs, capErr, traceErr, reqErr)
+	var pcapPackets int64
+	if pcapOut != nil {
+		pcapPackets = pcapOut.packets
+		errs = append(errs, pcapOut.close())
+	}
+	if jfrRec != nil {
+		jctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		errs = append(errs, jfrRec.Stop(jctx))
+		cancel()
+	}
+	jfrPath := o.jfr
+	if o.jfr == "start" {
+		jfrPath = filepath.Join(o.out, recording.JFRFile)
+	}
+	if jfrPath != "" {
+		lw := &recording.LockWaitCounters{Source: jfrPath}
+		st, err := jfr.ReadLockWaits(jfrPath, rec.LockWait)
+		lw.LockWaits = st.LockWaits
+		if err != nil {
+			lw.Error = err.Error()
+			errs = append(errs, err)
+		}
+		meta.LockWaits = lw
+	}
+
+	// Counters, losses included.
+	w := res.Wire
+	meta.Capture = recording.CaptureCounters{Packets: res.Capture.Packets, KernelDrops: res.Capture.KernelDrops,
+		Requests: w.Requests, Answered: w.Responses, Unanswered: w.Unanswered, SkippedBytes: w.SkippedBytes, Gaps: w.Gaps,
+		DecodeErrors: w.DecodeErrors, PcapPackets: pcapPackets, FooterSummary: res.FormatFooter()}
+	st, serr := tr.Stats()
+	errs = append(errs, serr)
+	attached, skipped := tr.JournalGroups()
+	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
+		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
+		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
+		MinLatencyNs: int64(o.minLatency), JournalAttached: attached, JournalSkipped: skipped}
+	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
+		TraceClock: "CLOCK_MONOTONIC, converted to CLOCK_REALTIME", TraceClockUncertaintyNs: int64(tr.ClockUncertainty())}
+	errs = append(errs, tr.Close())
+	closed = true
+	errs = append(errs, rec.Close(meta))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
+			o.out, w.Requests, w.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
+	}
+	// Losses are always reported.
+	if res.Capture.KernelDrops > 0 || st.RingbufDrops > 0 || st.JournalRingbufDrops > 0 {
+		fmt.Fprintf(stderr, "record: WARNING: lost %d packets in the kernel, %d writes and %d journal events (ring buffers full)\n",
+			res.Capture.KernelDrops, st.RingbufDrops, st.JournalRingbufDrops)
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "version unknown"
+	}
+	return s
+}
+
+// brokerPID resolves --pid: a number, or auto.
+func brokerPID(s string) (int, error) {
+	if s == "auto" || s == "" {
+		return iotrace.FindBroker()
+	}
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 {
+		return 0, badInput(fmt.Errorf("--pid %q: want a process id or auto", s))
+	}
+	return pid, nil
+}
+
+// pcapSink keeps the raw capture of a recording.
+type pcapSink struct {
+	f       *os.File
+	buf     *bufio.Writer
+	w       *capture.PcapNGWriter
+	err     error
+	packets int64
+}
+
+func newPcapSink(path string) (*pcapSink, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &pcapSink{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	if s.w, err = capture.NewPcapNGWriter(s.buf, layers.LinkTypeEthernet, capture.MaxPacketBytes); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *pcapSink) write(ci gopacket.CaptureInfo, data []byte) {
+	if s.err == nil {
+		s.err = s.w.WritePacket(ci, data)
+		s.packets++
+	}
+}
+
+func (s *pcapSink) close() error {
+	return errors.Join(s.err, s.w.Flush(), s.buf.Flush(), s.f.Close())
+}

@@ -1,0 +1,647 @@
+// Package explain names the cause of every slow produce request: it joins
+// the requests decoded from the wire with the broker's traced writes,
+// journal commits and (from JFR) lock waits, by topic-partition and time,
+// and exactly by message id when the segment files can be read.
+//
+// The causes, and the evidence each rests on (docs/explain.md):
+//
+//   - slow-write: the request's own append (a write to its partition's log
+//     by the thread that handled it) accounts for most of its latency.
+//   - lock-wait: no slow write of its own, but while it waited, another
+//     append to the same partition log was in progress: it queued behind
+//     it (on the partition's lock, or behind the previous request on its
+//     connection, which the broker handles one at a time).
+//   - journal: not a cause of its own but the root under the two above,
+//     when the write it rests on overlapped a jbd2 commit or XFS log write
+//     on the same device for most of its time.
+//   - replication: acks=all, its append done early, and the response came
+//     only much later (waiting for followers).
+//   - throttle: the response's throttle time accounts for it.
+//   - response-send: the response's bytes took most of the time to leave.
+//   - unexplained: none of these accounts for at least Config.Share of the
+//     latency. explain never guesses.
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// The causes.
+const (
+	CauseSlowWrite    = "slow-write"
+	CauseLockWait     = "lock-wait"
+	CauseReplication  = "replication"
+	CauseThrottle     = "throttle"
+	CauseResponseSend = "response-send"
+	CauseUnexplained  = "unexplained"
+
+	// RootJournal is the root under slow-write and lock-wait when the
+	// write overlapped a journal commit.
+	RootJournal = "journal"
+)
+
+// Causes lists the causes in the order ties are broken.
+var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseUnexplained}
+
+// How a request's own write was found.
+const (
+	MatchMessageID = "message-id" // the write's records carry the request's message ids
+	MatchBytes     = "bytes"      // same partition, same byte count, within the request
+	MatchTime      = "time"       // the only write to the partition while the broker handled it
+)
+
+// MatchLockOwner marks a blocking write made by the thread that JFR saw
+// holding the monitor the request's handler waited for.
+const MatchLockOwner = "lock-owner"
+
+// lockOwner is the thread that held a monitor while a handler waited.
+type lockOwner struct {
+	tid int32
+	iv  interval
+}
+
+// How a lock-wait request waited.
+const (
+	ViaPartitionLock = "partition-lock" // in the broker, on the partition log
+	ViaConnection    = "connection"     // behind the previous request on its connection
+)
+
+// Config tunes the classifier.
+type Config struct {
+	// Slow is the latency at or above which a produce request is
+	// explained; 0 means the Percentile of the produce latencies.
+	Slow time.Duration
+	// Percentile is used when Slow is 0 (default 99).
+	Percentile float64
+	// Share is the part of a request's latency a cause must account for
+	// (default 0.5: "most of").
+	Share float64
+	// StallMin: writes at least this long are grouped per device into
+	// stalls (default 50 ms).
+	StallMin time.Duration
+	// SlowWrite: appends at least this long are listed in the summary
+	// with the journal commits that overlapped them (default 10 ms).
+	SlowWrite time.Duration
+	// MaxMessageIDs bounds the message ids kept per partition in a
+	// finding (default 10; the rest are counted).
+	MaxMessageIDs int
+}
+
+func (c *Config) defaults() {
+	if c.Percentile <= 0 || c.Percentile > 100 {
+		c.Percentile = 99
+	}
+	if c.Share <= 0 || c.Share > 1 {
+		c.Share = 0.5
+	}
+	if c.StallMin <= 0 {
+		c.StallMin = 50 * time.Millisecond
+	}
+	if c.SlowWrite <= 0 {
+		c.SlowWrite = 10 * time.Millisecond
+	}
+	if c.MaxMessageIDs <= 0 {
+		c.MaxMessageIDs = 10
+	}
+}
+
+// IDLookup returns the message ids of the records a write covered: the
+// segment file (as the write names it), its offset and byte count.
+type IDLookup func(file string, offset, bytes int64) ([]string, error)
+
+// Finding is one explained slow request: the request, its cause and the
+// evidence. Its JSON is explain's --format json line.
+type Finding struct {
+	Arrival       time.Time `json:"arrival"`
+	End           time.Time `json:"end"`
+	LatencyMs     float64   `json:"latency_ms"`
+	QueuedMs      float64   `json:"queued_ms"`
+	BrokerMs      float64   `json:"broker_ms"`
+	ResponseMs    float64   `json:"response_ms"`
+	Client        string    `json:"client"`
+	Broker        string    `json:"broker"`
+	ClientID      string    `json:"client_id"`
+	CorrelationID int32     `json:"correlation_id"`
+	APIVersion    int16     `json:"api_version"`
+	Acks          *int16    `json:"acks,omitempty"`
+	ThrottleMs    int32     `json:"throttle_ms"`
+
+	Cause string `json:"cause"`
+	// Root is RootJournal when the write the cause rests on overlapped
+	// a journal commit; empty otherwise.
+	Root string `json:"root,omitempty"`
+	// Via says how a lock-wait request waited.
+	Via string `json:"via,omitempty"`
+	// ExplainedMs is how much of the latency the cause accounts for.
+	ExplainedMs float64 `json:"explained_ms"`
+	// Shares are the milliseconds each candidate cause accounts for.
+	Shares CauseShares `json:"shares"`
+	Detail string      `json:"detail"`
+	// Stall is the index (in Summary.Stalls) of the stall the cause's
+	// write belongs to.
+	Stall *int `json:"stall,omitempty"`
+
+	Partitions []PartitionEvidence `json:"partitions"`
+	// QueuedBehind is the previous request on the same connection, when
+	// this one waited for it (queued_ms) while it was slow: its cause's
+	// writes are this request's too.
+	QueuedBehind *QueuedBehind         `json:"queued_behind,omitempty"`
+	Commits      []event.JournalCommit `json:"commits,omitempty"`
+	LockWaits    []event.LockWait      `json:"lock_waits,omitempty"`
+}
+
+// CauseShares are the milliseconds of a request each cause accounts for.
+type CauseShares struct {
+	SlowWriteMs    float64 `json:"slow_write_ms"`
+	LockWaitMs     float64 `json:"lock_wait_ms"`
+	ReplicationMs  float64 `json:"replication_ms"`
+	ThrottleMs     float64 `json:"throttle_ms"`
+	ResponseSendMs float64 `json:"response_send_ms"`
+}
+
+// PartitionEvidence is one partition of a slow request and the writes to
+// it that matter.
+type PartitionEvidence struct {
+	Topic      string   `json:"topic"`
+	Partition  int32    `json:"partition"`
+	Records    int      `json:"records"`
+	Bytes      int      `json:"bytes"`
+	MessageIDs []string `json:"message_ids,omitempty"`
+	// MoreMessageIDs counts the request's ids not listed.
+	MoreMessageIDs int `json:"more_message_ids,omitempty"`
+	// Write is the request's own append, when found.
+	Write *WriteEvidence `json:"write,omitempty"`
+	// Blocking are the other appends to the partition in progress while
+	// the request waited.
+	Blocking []WriteEvidence `json:"blocking_writes,omitempty"`
+}
+
+// QueuedBehind names the request a request waited for on its connection
+// (the broker reads one request per connection at a time) and the writes
+// that request waited on.
+type QueuedBehind struct {
+	CorrelationID int32           `json:"correlation_id"`
+	Cause         string          `json:"cause"`
+	Writes        []WriteEvidence `json:"writes"`
+}
+
+// WriteEvidence is a traced write with how it was tied to the request.
+type WriteEvidence struct {
+	event.Write
+	MatchedBy  string   `json:"matched_by,omitempty"`
+	MessageIDs []string `json:"message_ids,omitempty"`
+
+	idx int32
+}
+
+// Explainer classifies slow requests against an Index and accumulates the
+// summary. Use New, then Explain for each slow request, then Summary.
+type Explainer struct {
+	cfg     Config
+	idx     *Index
+	lookup  IDLookup
+	idCache map[int32][]string
+	sum     Summary
+	stallOf map[int32]int // write → stall
+	// last is each connection's latest finding, for requests queued
+	// behind it.
+	last map[string]connLast
+}
+
+// connLast is what a later request on the same connection needs of a
+// finding.
+type connLast struct {
+	corr  int32
+	end   int64
+	cause string
+	roots []int32
+}
+
+// New returns an explainer over idx (which it builds). lookup may be nil:
+// matching is then by bytes and time only.
+func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
+	cfg.defaults()
+	idx.Build()
+	e := &Explainer{cfg: cfg, idx: idx, lookup: lookup, idCache: make(map[int32][]string), stallOf: make(map[int32]int),
+		last: make(map[string]connLast)}
+	e.findStalls()
+	e.slowWrites()
+	e.sum.init()
+	e.sum.Writes = int64(len(idx.writes))
+	for _, cs := range idx.commits {
+		e.sum.Commits += int64(len(cs))
+	}
+	for _, ls := range idx.locks {
+		e.sum.LockWaits += int64(len(ls))
+	}
+	return e
+}
+
+// Config is the configuration in effect, defaults filled in.
+func (e *Explainer) Config() Config { return e.cfg }
+
+// ids returns the message ids of write i's records, looked up once.
+func (e *Explainer) ids(i int32) []string {
+	if e.lookup == nil {
+		return nil
+	}
+	if ids, ok := e.idCache[i]; ok {
+		return ids
+	}
+	w := &e.idx.writes[i]
+	ids, err := e.lookup(e.idx.strs[w.file], w.offset, w.bytes)
+	e.sum.IDLookups++
+	if err != nil {
+		e.sum.IDLookupErrors++
+		if e.sum.FirstLookupError == "" {
+			e.sum.FirstLookupError = err.Error()
+		}
+	}
+	e.idCache[i] = ids
+	return ids
+}
+
+// interval is a half-open time range in unix nanoseconds.
+type interval struct{ a, b int64 }
+
+func clip(iv interval, to interval) interval {
+	iv.a, iv.b = max(iv.a, to.a), min(iv.b, to.b)
+	if iv.b < iv.a {
+		iv.b = iv.a
+	}
+	return iv
+}
+
+// unionLen is the length of the union of ivs (which it sorts).
+func unionLen(ivs []interval) int64 {
+	slices.SortFunc(ivs, func(x, y interval) int { return cmpInt64(x.a, y.a) })
+	var total, curA, curB int64
+	started := false
+	for _, iv := range ivs {
+		if iv.b <= iv.a {
+			continue
+		}
+		if !started || iv.a > curB {
+			if started {
+				total += curB - curA
+			}
+			curA, curB, started = iv.a, iv.b, true
+			continue
+		}
+		curB = max(curB, iv.b)
+	}
+	if started {
+		total += curB - curA
+	}
+	return total
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Explain classifies one answered produce request.
+func (e *Explainer) Explain(r *event.Request) *Finding { return e.explain(r, true) }
+
+// explain classifies r; count adds it to the summary (a request explained
+// only because a slow one queued behind it is not counted).
+func (e *Explainer) explain(r *event.Request, count bool) *Finding {
+	x := e.idx
+	A, E := r.Arrival.UnixNano(), r.End.UnixNano()
+	L := E - A
+	whole := interval{A, E}
+	brokerStart := E - int64(r.BrokerMs*1e6)
+	if brokerStart < A || brokerStart > E {
+		brokerStart = A
+	}
+	f := &Finding{
+		Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, QueuedMs: r.QueuedMs, BrokerMs: r.BrokerMs, ResponseMs: r.ResponseMs,
+		Client: r.Client, Broker: r.Broker, ClientID: r.ClientID, CorrelationID: r.CorrelationID, APIVersion: r.APIVersion,
+		Acks: r.Acks, ThrottleMs: r.ThrottleMs,
+	}
+
+	var (
+		own, blockConn, blockPart []interval
+		ownEnd                    int64   = -1
+		allOwn                            = len(r.Partitions) > 0
+		rootWrites                []int32 // the writes a storage cause rests on, by cause
+		ownSlow, blockers         []int32
+	)
+	for pi := range r.Partitions {
+		p := &r.Partitions[pi]
+		ev := PartitionEvidence{Topic: p.Topic, Partition: p.Partition, Records: p.Records, Bytes: p.Bytes}
+		ev.MessageIDs = p.MessageIDs
+		if len(ev.MessageIDs) > e.cfg.MaxMessageIDs {
+			ev.MoreMessageIDs = len(ev.MessageIDs) - e.cfg.MaxMessageIDs
+			ev.MessageIDs = ev.MessageIDs[:e.cfg.MaxMessageIDs]
+		}
+		k := partKey{p.Topic, p.Partition}
+		var (
+			cands      []int32
+			lockOwners []lockOwner
+			byOwner    = make(map[int32]bool)
+		)
+		x.overlapping(k, A, E, func(i int32) { cands = append(cands, i) })
+
+		ownIdx, matched := e.findOwn(p, cands, A, brokerStart, E)
+		waitEnd := E
+		if ownIdx >= 0 {
+			w := &x.writes[ownIdx]
+			waitEnd = max(w.start, A)
+			own = append(own, clip(interval{w.start, w.end}, whole))
+			ownEnd = max(ownEnd, w.end)
+			we := e.evidence(ownIdx)
+			we.MatchedBy = matched
+			ev.Write = &we
+			ownSlow = append(ownSlow, ownIdx)
+			// JFR: the handling thread's lock waits before its write,
+			// from when the broker took the request (before that the
+			// thread may have been busy with the connection's previous
+			// request).
+			for _, l := range x.locksOverlapping(int(w.tid), brokerStart, waitEnd) {
+				f.LockWaits = append(f.LockWaits, l)
+				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
+				blockPart = append(blockPart, iv)
+				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
+			}
+		} else {
+			allOwn = false
+		}
+		for _, i := range cands {
+			if i == ownIdx {
+				continue
+			}
+			w := &x.writes[i]
+			if w.start >= waitEnd {
+				continue
+			}
+			// The monitor's owner (JFR) writing while this thread
+			// waited for it: the write it queued behind, named.
+			for _, o := range lockOwners {
+				if o.tid != 0 && o.tid == w.tid && w.start < o.iv.b && w.end > o.iv.a {
+					byOwner[i] = true
+				}
+			}
+			conn := clip(interval{w.start, w.end}, interval{A, brokerStart})
+			part := clip(interval{w.start, w.end}, interval{brokerStart, waitEnd})
+			if conn.b-conn.a+part.b-part.a <= 0 {
+				continue
+			}
+			blockConn = append(blockConn, conn)
+			blockPart = append(blockPart, part)
+			we := e.evidence(i)
+			if byOwner[i] {
+				we.MatchedBy = MatchLockOwner
+			}
+			ev.Blocking = append(ev.Blocking, we)
+			blockers = append(blockers, i)
+		}
+		f.Partitions = append(f.Partitions, ev)
+	}
+
+	// Queued on the connection behind a slow request: the writes that
+	// request waited on held this one up too, whatever their partition.
+	if prev, ok := e.last[r.Client]; ok && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= int64(time.Millisecond) &&
+		(prev.cause == CauseSlowWrite || prev.cause == CauseLockWait) {
+		qb := &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
+		for _, i := range prev.roots {
+			w := &x.writes[i]
+			iv := clip(interval{w.start, w.end}, interval{A, brokerStart})
+			if iv.b > iv.a {
+				blockConn = append(blockConn, iv)
+				qb.Writes = append(qb.Writes, e.evidence(i))
+				blockers = append(blockers, i)
+			}
+		}
+		if len(qb.Writes) > 0 {
+			f.QueuedBehind = qb
+		}
+	}
+
+	slowWrite := unionLen(own)
+	connWait := unionLen(slices.Clone(blockConn))
+	partWait := unionLen(slices.Clone(blockPart))
+	lockWait := unionLen(append(blockConn, blockPart...))
+	storage := unionLen(append(slices.Clone(own), append(blockConn, blockPart...)...))
+	var replication int64
+	if r.Acks != nil && *r.Acks == -1 && allOwn && ownEnd > 0 {
+		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
+	}
+	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
+	response := min(int64(r.ResponseMs*1e6), L)
+	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
+		ThrottleMs: ms(throttle), ResponseSendMs: ms(response)}
+
+	need := int64(e.cfg.Share * float64(L))
+	f.Cause, f.ExplainedMs = CauseUnexplained, 0
+	best := int64(0)
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{CauseSlowWrite, slowWrite}, {CauseLockWait, lockWait}, {CauseReplication, replication}, {CauseThrottle, throttle}, {CauseResponseSend, response}} {
+		if c.v > best {
+			best, f.Cause = c.v, c.name
+		}
+	}
+	if best < need {
+		// Own write and waiting together (a wait, then a slow write of
+		// its own) still make a storage cause: the larger part names it.
+		if storage >= need && storage >= best {
+			best = storage
+			f.Cause = CauseSlowWrite
+			if lockWait > slowWrite {
+				f.Cause = CauseLockWait
+			}
+		} else {
+			f.Cause = CauseUnexplained
+		}
+	}
+	f.ExplainedMs = ms(best)
+	if f.Cause == CauseUnexplained {
+		f.ExplainedMs = 0
+	}
+
+	switch f.Cause {
+	case CauseSlowWrite:
+		rootWrites = ownSlow
+	case CauseLockWait:
+		rootWrites = blockers
+		f.Via = ViaPartitionLock
+		if connWait > partWait {
+			f.Via = ViaConnection
+		}
+	}
+	// The writes a cause rests on are those that make up most of it; a
+	// fast append that also overlapped the wait is evidence, not a root.
+	significant := rootWrites[:0:0]
+	for _, i := range rootWrites {
+		if float64(x.writes[i].dur()) >= e.cfg.Share*f.ExplainedMs*1e6 {
+			significant = append(significant, i)
+		}
+	}
+	rootWrites = significant
+	e.rootCause(f, rootWrites)
+	f.Detail = e.detail(f, L)
+	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites}
+	if count {
+		e.sum.add(f, e, rootWrites)
+	}
+	return f
+}
+
+// findOwn picks the request's own append to partition p among the writes
+// overlapping the request: by message id, else by byte count, else the
+// only write that started while the broker handled the request.
+func (e *Explainer) findOwn(p *event.Partition, cands []int32, A, brokerStart, E int64) (int32, string) {
+	x := e.idx
+	if len(p.MessageIDs) > 0 && e.lookup != nil {
+		want := make(map[string]struct{}, len(p.MessageIDs))
+		for _, id := range p.MessageIDs {
+			want[id] = struct{}{}
+		}
+		for _, i := range cands {
+			if x.writes[i].start < A {
+				continue
+			}
+			for _, id := range e.ids(i) {
+				if _, ok := want[id]; ok {
+					return i, MatchMessageID
+				}
+			}
+		}
+	}
+	if p.Bytes > 0 {
+		for _, i := range cands {
+			w := &x.writes[i]
+			if w.start >= A && w.bytes == int64(p.Bytes) {
+				return i, MatchBytes
+			}
+		}
+	}
+	found := int32(-1)
+	for _, i := range cands {
+		w := &x.writes[i]
+		if w.start >= brokerStart && w.end <= E {
+			if found >= 0 {
+				return -1, ""
+			}
+			found = i
+		}
+	}
+	if found >= 0 {
+		return found, MatchTime
+	}
+	return -1, ""
+}
+
+func (e *Explainer) evidence(i int32) WriteEvidence {
+	we := WriteEvidence{Write: e.idx.toEvent(i), idx: i}
+	if e.lookup != nil {
+		if _, ok := e.idCache[i]; ok {
+			we.MessageIDs = e.idCache[i]
+		}
+	}
+	return we
+}
+
+// rootCause looks for journal commits under the writes a storage cause
+// rests on, and the stall they belong to.
+func (e *Explainer) rootCause(f *Finding, writes []int32) {
+	x := e.idx
+	seen := make(map[time.Time]bool)
+	for _, i := range writes {
+		w := &x.writes[i]
+		if s, ok := e.stallOf[i]; ok && f.Stall == nil {
+			s := s
+			f.Stall = &s
+		}
+		dur := w.dur()
+		if dur <= 0 {
+			continue
+		}
+		for _, c := range x.commitsOverlapping(x.strs[w.dev], w.start, w.end) {
+			cs, ce := commitSpan(&c)
+			ov := clip(interval{cs, ce}, interval{w.start, w.end})
+			if float64(ov.b-ov.a) >= e.cfg.Share*float64(dur) {
+				f.Root = RootJournal
+				if !seen[c.Start] {
+					seen[c.Start] = true
+					f.Commits = append(f.Commits, c)
+				}
+			}
+		}
+	}
+}
+
+func (e *Explainer) detail(f *Finding, L int64) string {
+	switch f.Cause {
+	case CauseSlowWrite:
+		for _, p := range f.Partitions {
+			if p.Write != nil && p.Write.LatencyMs >= f.ExplainedMs/2 {
+				s := fmt.Sprintf("its append to %s-%d (tid %d) took %.1f ms", p.Topic, p.Partition, p.Write.TID, p.Write.LatencyMs)
+				return s + e.rootDetail(f)
+			}
+		}
+	case CauseLockWait:
+		if qb := f.QueuedBehind; qb != nil && f.Via == ViaConnection && len(qb.Writes) > 0 {
+			w := longest(qb.Writes)
+			return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s), whose append to %s-%d (tid %d) took %.1f ms",
+				f.ExplainedMs, qb.CorrelationID, qb.Cause, w.Topic, w.Partition, w.TID, w.LatencyMs) + e.rootDetail(f)
+		}
+		for _, p := range f.Partitions {
+			if len(p.Blocking) > 0 && (longest(p.Blocking).LatencyMs >= f.ExplainedMs/2 || len(f.LockWaits) == 0) {
+				b := longest(p.Blocking)
+				how := "behind the previous request on its connection, whose"
+				if f.Via == ViaPartitionLock {
+					how = "on the partition lock while"
+				}
+				return fmt.Sprintf("waited %.1f ms %s append to %s-%d (tid %d) took %.1f ms", f.ExplainedMs, how, p.Topic, p.Partition, b.TID, b.LatencyMs) + e.rootDetail(f)
+			}
+		}
+		if len(f.LockWaits) > 0 {
+			l := f.LockWaits[0]
+			owner := ""
+			if l.OwnerTID != 0 {
+				owner = fmt.Sprintf(", held by tid %d %s", l.OwnerTID, l.Owner)
+			}
+			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
+		}
+	case CauseReplication:
+		return fmt.Sprintf("acks=all: appended, then %.1f ms until the response (followers)", f.ExplainedMs)
+	case CauseThrottle:
+		return fmt.Sprintf("throttled %d ms by quota", f.ThrottleMs)
+	case CauseResponseSend:
+		return fmt.Sprintf("the %.1f ms response took %.1f ms to leave", f.LatencyMs, f.ResponseMs)
+	}
+	s := f.Shares
+	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f ms)",
+		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs)
+}
+
+// longest is the slowest of ws (not empty).
+func longest(ws []WriteEvidence) WriteEvidence {
+	l := ws[0]
+	for _, w := range ws[1:] {
+		if w.LatencyMs > l.LatencyMs {
+			l = w
+		}
+	}
+	return l
+}
+
+func (e *Explainer) rootDetail(f *Finding) string {
+	if f.Root != RootJournal || len(f.Commits) == 0 {
+		return ""
+	}
+	c := f.Commits[0]
+	return fmt.Sprintf("; root: %s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+}

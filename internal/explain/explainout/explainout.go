@@ -1,0 +1,308 @@
+// Package explainout writes kscope explain's findings: the joined table of
+// slow requests and the writes behind them, JSON Lines, a request's
+// timeline, and the summary.
+package explainout
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/output"
+)
+
+// Writer writes findings as they come, then the summary.
+type Writer interface {
+	Finding(f *explain.Finding) error
+	Summary(s *explain.Summary) error
+	Flush() error
+}
+
+// NewWriter returns a writer for "table" or "json". rows false writes only
+// the summary.
+func NewWriter(w io.Writer, format string, rows bool) (Writer, error) {
+	switch format {
+	case "table":
+		return &tableWriter{out: w, tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), rows: rows}, nil
+	case "json":
+		return &jsonWriter{j: output.NewJSONLines(w), rows: rows}, nil
+	}
+	return nil, output.UnknownFormat(format)
+}
+
+const clock = "15:04:05.000"
+
+var header = []string{"START TIME", "END TIME", "LATENCY", "MESSAGE_ID", "FILE", "TOPIC", "PARTITION", "BYTES", "OFF_KB", "CAUSE", "CLIENT/CORR"}
+
+type tableWriter struct {
+	out    io.Writer
+	tw     *tabwriter.Writer
+	rows   bool
+	n      int
+	header bool
+}
+
+// Finding writes one row per partition of the request: the request's
+// times and message id, and the write the cause rests on (its own, or the
+// one it waited for).
+func (t *tableWriter) Finding(f *explain.Finding) error {
+	if !t.rows {
+		return nil
+	}
+	if !t.header {
+		fmt.Fprintln(t.tw, strings.Join(header, "\t"))
+		t.header = true
+	}
+	cause := f.Cause
+	if f.Root != "" {
+		cause += "/" + f.Root
+	}
+	for _, p := range f.Partitions {
+		id := "-"
+		if len(p.MessageIDs) > 0 {
+			id = output.Escape(p.MessageIDs[0])
+			if n := len(p.MessageIDs) - 1 + p.MoreMessageIDs; n > 0 {
+				id += fmt.Sprintf(" (+%d)", n)
+			}
+		}
+		file, bytes, off := "-", strconv.Itoa(p.Bytes), "-"
+		if w := causeWrite(f, &p); w != nil {
+			file, off = w.File, strconv.FormatInt(w.Offset/1024, 10)
+		}
+		fmt.Fprintf(t.tw, "%s\t%s\t%.0f ms\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s/%d\n",
+			f.Arrival.Local().Format(clock), f.End.Local().Format(clock), f.LatencyMs, id, output.Escape(file),
+			output.Escape(p.Topic), p.Partition, bytes, off, cause, output.Escape(f.Client), f.CorrelationID)
+	}
+	t.n++
+	if t.n%256 == 0 {
+		return t.tw.Flush()
+	}
+	return nil
+}
+
+// causeWrite is the write a partition's row shows: the one the cause
+// rests on, else the request's own.
+func causeWrite(f *explain.Finding, p *explain.PartitionEvidence) *explain.WriteEvidence {
+	if f.Cause == explain.CauseLockWait && len(p.Blocking) > 0 {
+		longest := &p.Blocking[0]
+		for i := range p.Blocking {
+			if p.Blocking[i].LatencyMs > longest.LatencyMs {
+				longest = &p.Blocking[i]
+			}
+		}
+		return longest
+	}
+	return p.Write
+}
+
+func (t *tableWriter) Summary(s *explain.Summary) error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	if t.rows && t.header {
+		fmt.Fprintln(t.out)
+	}
+	return WriteSummaryTable(t.out, s)
+}
+
+func (t *tableWriter) Flush() error { return t.tw.Flush() }
+
+// WriteSummaryTable prints the summary: causes, stalls, worst partitions,
+// devices and journal commits.
+func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
+	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
+		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits; own writes matched by %s\n\n",
+		s.Writes, s.Commits, s.LockWaits, matchedBy(s.MatchedBy))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CAUSE\tREQUESTS\tSHARE\tLATENCY SUM\tEXPLAINED")
+	for _, c := range s.Causes {
+		if c.Requests == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.1f s\t%.1f s\n", c.Cause, c.Requests, 100*c.Share, c.LatencyMs/1000, c.ExplainedMs/1000)
+	}
+	if s.Journal > 0 {
+		fmt.Fprintf(tw, "  of which root journal\t%d\t%.1f%%\t\t\n", s.Journal, 100*float64(s.Journal)/float64(max(s.Slow, 1)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Stalls) > 0 {
+		fmt.Fprintln(w, "\nSTALLS (writes that hung)")
+		fmt.Fprintln(tw, "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS")
+		for _, st := range s.Stalls {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f ms\t%d\t%d\t%s\n", st.Dev, st.Start.Local().Format(clock), st.End.Local().Format(clock),
+				st.DurationMs, st.Writes, st.Requests, output.Escape(abbreviate(st.Partitions, 6)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Partitions) > 0 {
+		fmt.Fprintln(w, "\nWORST PARTITIONS")
+		fmt.Fprintln(tw, "PARTITION\tSLOW REQUESTS\tLATENCY SUM\tMAX WRITE")
+		for _, p := range s.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f s\t%.1f ms\n", output.Escape(p.Partition), p.Requests, p.LatencyMs/1000, p.MaxWriteMs)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Devices) > 0 {
+		fmt.Fprintln(w, "\nWORST DEVICES")
+		fmt.Fprintln(tw, "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE")
+		for _, d := range s.Devices {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f ms\n", d.Dev, d.Requests, d.Writes, d.MaxWriteMs)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if s.SlowWritesTotal > 0 {
+		fmt.Fprintf(w, "\nSLOW APPENDS: %d, %d of them while a journal commit was pending or running; the slowest:\n",
+			s.SlowWritesTotal, s.SlowWritesUnderCommit)
+		fmt.Fprintln(tw, "START TIME\tEND TIME\tLATENCY\tTID\tBYTES\tOFF_KB\tFILE\tJOURNAL COMMITS")
+		for _, sw := range s.SlowWrites {
+			commits := "-"
+			if len(sw.Commits) > 0 {
+				parts := make([]string, 0, len(sw.Commits))
+				for _, c := range sw.Commits {
+					parts = append(parts, fmt.Sprintf("%s %s %.1f ms", c.Kind, c.Start.Local().Format(clock), c.LatencyMs))
+				}
+				commits = abbreviate(parts, 3)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.1f ms\t%d\t%d\t%d\t%s\t%s\n", sw.Start.Local().Format(clock), sw.End.Local().Format(clock),
+				sw.LatencyMs, sw.TID, sw.Bytes, sw.Offset/1024, output.Escape(sw.File), commits)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.WorstCommits) > 0 {
+		fmt.Fprintln(w, "\nWORST JOURNAL COMMITS (under slow requests)")
+		fmt.Fprintln(tw, "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS")
+		for _, c := range s.WorstCommits {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f ms\t%d\n", c.Dev, c.Kind, c.Start.Local().Format(clock), c.End.Local().Format(clock), c.LatencyMs, c.Requests)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if s.IDLookupErrors > 0 {
+		fmt.Fprintf(w, "\n%d of %d segment lookups failed (matched by bytes and time instead); first: %s\n",
+			s.IDLookupErrors, s.IDLookups, output.Escape(s.FirstLookupError))
+	}
+	return nil
+}
+
+func matchedBy(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none found"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func abbreviate(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ",")
+	}
+	return strings.Join(items[:n], ",") + fmt.Sprintf(",... (%d)", len(items))
+}
+
+type jsonWriter struct {
+	j    *output.JSONLines
+	rows bool
+}
+
+func (j *jsonWriter) Finding(f *explain.Finding) error {
+	if !j.rows {
+		return nil
+	}
+	return j.j.Encode(f)
+}
+
+// Summary is written as one last line {"summary": {...}} so that a
+// consumer of the findings can tell it apart.
+func (j *jsonWriter) Summary(s *explain.Summary) error {
+	return j.j.Encode(struct {
+		Summary *explain.Summary `json:"summary"`
+	}{s})
+}
+
+func (j *jsonWriter) Flush() error { return j.j.Flush() }
+
+// step is one line of a timeline.
+type step struct {
+	at   time.Time
+	what string
+}
+
+// WriteTimeline prints one request's timeline: arrival, waits, writes
+// (its own and those it waited for), lock waits, journal commits, and the
+// response, with times relative to arrival.
+func WriteTimeline(w io.Writer, f *explain.Finding) error {
+	var steps []step
+	add := func(at time.Time, format string, args ...any) {
+		steps = append(steps, step{at, fmt.Sprintf(format, args...)})
+	}
+	add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
+	if f.QueuedMs > 0 {
+		add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
+	}
+	for _, p := range f.Partitions {
+		for _, b := range p.Blocking {
+			add(b.Start, "  other append to %s-%d starts: tid %d %s, %d bytes at %s:%d", output.Escape(p.Topic), p.Partition, b.TID, output.Escape(b.Thread), b.Bytes, output.Escape(b.File), b.Offset)
+			add(b.End, "  other append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, b.LatencyMs)
+		}
+		if ow := p.Write; ow != nil {
+			add(ow.Start, "own append to %s-%d starts: tid %d %s, %d bytes at %s:%d (matched by %s)", output.Escape(p.Topic), p.Partition, ow.TID, output.Escape(ow.Thread), ow.Bytes, output.Escape(ow.File), ow.Offset, ow.MatchedBy)
+			add(ow.End, "own append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, ow.LatencyMs)
+		} else {
+			add(f.Arrival, "  (no append to %s-%d found)", output.Escape(p.Topic), p.Partition)
+		}
+	}
+	for _, l := range f.LockWaits {
+		add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
+		add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
+	}
+	for _, c := range f.Commits {
+		add(c.Start, "  %s on %s starts", c.Kind, c.Dev)
+		add(c.End, "  %s on %s ends after %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+	}
+	if f.ResponseMs > 0 {
+		add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")
+	}
+	add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
+	slices.SortStableFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\t+MS\tEVENT")
+	for _, s := range steps {
+		fmt.Fprintf(tw, "%s\t%+.1f\t%s\n", s.at.Local().Format(clock), float64(s.at.Sub(f.Arrival))/1e6, s.what)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	cause := f.Cause
+	if f.Root != "" {
+		cause += " (root: " + f.Root + ")"
+	}
+	_, err := fmt.Fprintf(w, "\ncause: %s: %s\n", cause, f.Detail)
+	return err
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

@@ -1,0 +1,87 @@
+package explainout
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/explain"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.Local)
+
+func finding() *explain.Finding {
+	own := &explain.WriteEvidence{Write: event.Write{Start: t0.Add(time.Millisecond), End: t0.Add(95 * time.Millisecond), LatencyMs: 94,
+		TID: 11, Thread: "data-plane-kafk", Op: "write", Bytes: 100, Offset: 8192, File: "t-0/00000000000000000000.log", Topic: "t", Dev: "7:0"},
+		MatchedBy: explain.MatchMessageID}
+	return &explain.Finding{Arrival: t0, End: t0.Add(100 * time.Millisecond), LatencyMs: 100, BrokerMs: 100,
+		Client: "127.0.0.1:40000", ClientID: "evil\x1b[31m", CorrelationID: 7, Cause: explain.CauseSlowWrite, Root: explain.RootJournal,
+		ExplainedMs: 94, Detail: "its append took 94 ms",
+		Partitions: []explain.PartitionEvidence{{Topic: "t", Partition: 0, Bytes: 100, MessageIDs: []string{"id\n1", "id2"}, MoreMessageIDs: 3, Write: own}},
+		Commits:    []event.JournalCommit{{Kind: event.KindJBD2Commit, Start: t0, End: t0.Add(96 * time.Millisecond), LatencyMs: 96, Dev: "7:0"}}}
+}
+
+func TestTable(t *testing.T) {
+	var b bytes.Buffer
+	w, err := NewWriter(&b, "table", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finding(finding()); err != nil {
+		t.Fatal(err)
+	}
+	sum := &explain.Summary{ProduceRequests: 1000, ThresholdMs: 90, ThresholdFrom: "p99", Slow: 1, SlowLatencyMs: 100,
+		Causes: []explain.CauseStat{{Cause: explain.CauseSlowWrite, Requests: 1, Share: 1, LatencyMs: 100, ExplainedMs: 94}}, Journal: 1,
+		Stalls:    []explain.Stall{{Dev: "7:0", Start: t0, End: t0.Add(95 * time.Millisecond), DurationMs: 95, Writes: 1, Partitions: []string{"t-0"}, Requests: 1}},
+		MatchedBy: map[string]int64{explain.MatchMessageID: 1}}
+	if err := w.Summary(sum); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"START TIME", "12:00:00.000", "100 ms", `id\x0a1 (+4)`, "t-0/00000000000000000000.log", "slow-write/journal",
+		"127.0.0.1:40000/7", "8", "100.0%", "root journal", "STALLS", "7:0", "message-id 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b") || strings.Contains(out, "id\n1") {
+		t.Errorf("control characters from the wire printed raw:\n%q", out)
+	}
+}
+
+func TestJSONAndTimeline(t *testing.T) {
+	var b bytes.Buffer
+	w, _ := NewWriter(&b, "json", true)
+	w.Finding(finding())
+	w.Summary(&explain.Summary{Slow: 1})
+	w.Flush()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], `{"summary":`) {
+		t.Fatalf("%d lines: %s", len(lines), b.String())
+	}
+	var f explain.Finding
+	if err := json.Unmarshal([]byte(lines[0]), &f); err != nil || f.Cause != explain.CauseSlowWrite || f.Partitions[0].Write.MatchedBy != explain.MatchMessageID {
+		t.Fatalf("%v %+v", err, f)
+	}
+	b.Reset()
+	if err := WriteTimeline(&b, finding()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	order := []string{"request arrives", "jbd2_commit on 7:0 starts", "own append to t-0 starts", "own append to t-0 ends after 94.0 ms",
+		"jbd2_commit on 7:0 ends", "response sent", "cause: slow-write (root: journal)"}
+	pos := 0
+	for _, s := range order {
+		i := strings.Index(out[pos:], s)
+		if i < 0 {
+			t.Fatalf("timeline lacks %q after position %d:\n%s", s, pos, out)
+		}
+		pos += i
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("escape sequence printed raw")
+	}
+}

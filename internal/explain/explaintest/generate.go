@@ -1,0 +1,101 @@
+// Package explaintest generates synthetic recordings for explain's
+// benchmark (bench/explain.sh and BenchmarkExplainMillion): shaped like a
+// busy broker's, deterministic, and of any size. Not for acceptance tests,
+// which record a real broker.
+package explaintest
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+// GenerateRecording writes a synthetic recording of n produce requests and
+// n writes, shaped like a busy broker's: 64 partitions, one write per
+// request-partition, 1% of requests slowed by a slow write or queued
+// behind one, a journal commit every 5 s. Deterministic.
+func GenerateRecording(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rq, err := os.Create(filepath.Join(dir, recording.RequestsFile))
+	if err != nil {
+		return err
+	}
+	defer rq.Close()
+	wf, err := os.Create(filepath.Join(dir, recording.WritesFile))
+	if err != nil {
+		return err
+	}
+	defer wf.Close()
+	jf, err := os.Create(filepath.Join(dir, recording.JournalFile))
+	if err != nil {
+		return err
+	}
+	defer jf.Close()
+	reqs := output.NewJSONLines(bufio.NewWriterSize(rq, 1<<20))
+	writes := output.NewJSONLines(bufio.NewWriterSize(wf, 1<<20))
+	journal := output.NewJSONLines(jf)
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	offsets := make([]int64, 64)
+	var stallEnd time.Time
+	for i := range n {
+		arrival := start.Add(time.Duration(i) * 100 * time.Microsecond) // 10k requests/s
+		part := int32(i % 64)
+		bytes := 200 + rng.IntN(2000)
+		wstart := arrival.Add(200 * time.Microsecond)
+		wdur := time.Duration(5+rng.IntN(50)) * time.Microsecond
+		switch {
+		case i%100 == 0: // a slow write of its own
+			wdur = time.Duration(100+rng.IntN(400)) * time.Millisecond
+			stallEnd = wstart.Add(wdur)
+		case i%100 == 1 && stallEnd.After(wstart): // queued behind it
+			wstart = stallEnd.Add(10 * time.Microsecond)
+		}
+		end := wstart.Add(wdur + 300*time.Microsecond)
+		ids := []string{fmt.Sprintf("m-%d-0", i), fmt.Sprintf("m-%d-1", i)}
+		r := &event.Request{Arrival: arrival, End: end, LatencyMs: float64(end.Sub(arrival)) / 1e6, BrokerMs: float64(end.Sub(arrival)) / 1e6,
+			Client: fmt.Sprintf("10.0.0.%d:%d", i%7, 40000+i%100), Broker: "10.0.1.1:9092", API: "Produce", APIVersion: 11,
+			CorrelationID: int32(i), ClientID: "producer-1", RequestBytes: bytes + 100, ResponseBytes: 60, Acks: new(int16(-1)),
+			Partitions: []event.Partition{{Topic: "orders", Partition: part, Records: 2, Bytes: bytes, MessageIDs: ids}}, Answered: true}
+		if i%100 == 1 && stallEnd.After(wstart.Add(-time.Second)) {
+			r.Partitions[0].Partition = int32((i - 1) % 64) // same partition as the slow one
+			part = r.Partitions[0].Partition
+		}
+		if err := reqs.Encode(r); err != nil {
+			return err
+		}
+		w := &event.Write{Start: wstart, End: wstart.Add(wdur), LatencyMs: float64(wdur) / 1e6, TID: 100 + i%8, Thread: "data-plane-kafk",
+			Op: "write", Bytes: int64(bytes), Offset: offsets[part], File: fmt.Sprintf("orders-%d/00000000000000000000.log", part),
+			Topic: "orders", Partition: part, Dev: "259:1"}
+		offsets[part] += int64(bytes)
+		if err := writes.Encode(w); err != nil {
+			return err
+		}
+		if i%50000 == 0 {
+			c := &event.JournalCommit{Kind: event.KindJBD2Commit, Start: wstart.Add(-time.Millisecond), End: wstart.Add(wdur + time.Millisecond),
+				Dev: "259:1", FS: "ext4", TID: uint32(i)}
+			if err := journal.Encode(c); err != nil {
+				return err
+			}
+		}
+	}
+	if err := reqs.Flush(); err != nil {
+		return err
+	}
+	if err := writes.Flush(); err != nil {
+		return err
+	}
+	if err := journal.Flush(); err != nil {
+		return err
+	}
+	return recording.WriteMeta(dir, &recording.Meta{Version: recording.FormatVersion, Tool: "explain benchmark generator", Start: start})
+}

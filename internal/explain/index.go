@@ -1,0 +1,258 @@
+package explain
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// wrec is a traced write kept compactly: a million of them must fit in
+// well under a gigabyte, so strings are interned and times are integers.
+type wrec struct {
+	start, end    int64 // unix nanoseconds
+	offset, bytes int64
+	tid           int32
+	thread        int32 // interned
+	file          int32 // interned
+	dev           int32 // interned
+	op            int32 // interned
+	part          int32 // index into Index.parts
+	failed        bool
+}
+
+func (w *wrec) dur() int64 { return w.end - w.start }
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// partWrites are one partition's writes, sorted by start.
+type partWrites struct {
+	key    partKey
+	writes []int32 // indices into Index.writes
+	maxDur int64   // longest write: bounds the backward scan of overlaps
+}
+
+// Index holds the traced events explain joins requests with: writes per
+// partition, journal commits per device, lock waits per thread. Add
+// events in any order, then call Build before use.
+type Index struct {
+	writes  []wrec
+	parts   []partWrites
+	partIdx map[partKey]int32
+	strs    []string
+	strIdx  map[string]int32
+
+	commits   map[string][]event.JournalCommit // by device, sorted by start
+	locks     map[int][]event.LockWait         // by TID, sorted by start
+	maxLock   int64                            // longest lock wait, ns
+	maxCommit int64                            // longest commit span, ns
+
+	// Syncs and block requests are counted, not joined (yet).
+	Syncs, Blocks int64
+	built         bool
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{
+		partIdx: make(map[partKey]int32),
+		strIdx:  make(map[string]int32),
+		commits: make(map[string][]event.JournalCommit),
+		locks:   make(map[int][]event.LockWait),
+	}
+}
+
+func (x *Index) intern(s string) int32 {
+	if i, ok := x.strIdx[s]; ok {
+		return i
+	}
+	i := int32(len(x.strs))
+	x.strs = append(x.strs, s)
+	x.strIdx[s] = i
+	return i
+}
+
+// AddWrite adds a traced write. Fsyncs and writes that are not on a
+// partition's log are not what an append waits on and are left out.
+func (x *Index) AddWrite(w *event.Write) {
+	if w.Topic == "" || w.Partition < 0 || !isWriteOp(w.Op) {
+		return
+	}
+	k := partKey{w.Topic, w.Partition}
+	p, ok := x.partIdx[k]
+	if !ok {
+		p = int32(len(x.parts))
+		x.parts = append(x.parts, partWrites{key: k})
+		x.partIdx[k] = p
+	}
+	x.writes = append(x.writes, wrec{
+		start: w.Start.UnixNano(), end: w.End.UnixNano(),
+		offset: w.Offset, bytes: w.Bytes,
+		tid: int32(w.TID), thread: x.intern(w.Thread), file: x.intern(w.File), dev: x.intern(w.Dev), op: x.intern(w.Op),
+		part: p, failed: w.Error != "",
+	})
+	x.built = false
+}
+
+func isWriteOp(op string) bool {
+	switch op {
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2":
+		return true
+	}
+	return false
+}
+
+// AddCommit adds a journal commit (jbd2) or XFS log write.
+func (x *Index) AddCommit(c *event.JournalCommit) {
+	x.commits[c.Dev] = append(x.commits[c.Dev], *c)
+	x.built = false
+}
+
+// AddLockWait adds a JFR lock wait.
+func (x *Index) AddLockWait(l *event.LockWait) {
+	x.locks[l.TID] = append(x.locks[l.TID], *l)
+	x.maxLock = max(x.maxLock, int64(l.Latency()))
+	x.built = false
+}
+
+// Build sorts what was added. Adding more afterwards needs another Build.
+func (x *Index) Build() {
+	if x.built {
+		return
+	}
+	for i := range x.parts {
+		x.parts[i].writes = x.parts[i].writes[:0]
+		x.parts[i].maxDur = 0
+	}
+	for i := range x.writes {
+		p := &x.parts[x.writes[i].part]
+		p.writes = append(p.writes, int32(i))
+		p.maxDur = max(p.maxDur, x.writes[i].dur())
+	}
+	for i := range x.parts {
+		ws := x.parts[i].writes
+		slices.SortStableFunc(ws, func(a, b int32) int { return cmpInt64(x.writes[a].start, x.writes[b].start) })
+	}
+	x.maxCommit = 0
+	for _, cs := range x.commits {
+		slices.SortStableFunc(cs, func(a, b event.JournalCommit) int {
+			sa, _ := commitSpan(&a)
+			sb, _ := commitSpan(&b)
+			return cmpInt64(sa, sb)
+		})
+		for i := range cs {
+			s, e := commitSpan(&cs[i])
+			x.maxCommit = max(x.maxCommit, e-s)
+		}
+	}
+	for _, ls := range x.locks {
+		slices.SortStableFunc(ls, func(a, b event.LockWait) int { return a.Start.Compare(b.Start) })
+	}
+	x.built = true
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Writes is the number of writes indexed.
+func (x *Index) Writes() int { return len(x.writes) }
+
+// overlapping calls fn for the writes on partition k that overlap [a, b),
+// in start order.
+func (x *Index) overlapping(k partKey, a, b int64, fn func(i int32)) {
+	p, ok := x.partIdx[k]
+	if !ok {
+		return
+	}
+	pw := &x.parts[p]
+	ws := pw.writes
+	// The first write that may overlap starts at or after a-maxDur.
+	lo, _ := slices.BinarySearchFunc(ws, a-pw.maxDur, func(i int32, t int64) int { return cmpInt64(x.writes[i].start, t) })
+	for _, i := range ws[lo:] {
+		w := &x.writes[i]
+		if w.start >= b {
+			return
+		}
+		if w.end > a {
+			fn(i)
+		}
+	}
+}
+
+// commitSpan is the time a commit may hold writes up: from when it was
+// requested (jbd2's request delay before the commit thread started it)
+// to its end.
+func commitSpan(c *event.JournalCommit) (int64, int64) {
+	a := c.Start.UnixNano()
+	if c.Phases != nil && c.Phases.RequestDelayMs > 0 {
+		a -= int64(c.Phases.RequestDelayMs * 1e6)
+	}
+	return a, c.End.UnixNano()
+}
+
+// commitsOverlapping returns the commits on dev whose span overlaps
+// [a, b).
+func (x *Index) commitsOverlapping(dev string, a, b int64) []event.JournalCommit {
+	cs := x.commits[dev]
+	lo, _ := slices.BinarySearchFunc(cs, a-x.maxCommit, func(c event.JournalCommit, t int64) int {
+		s, _ := commitSpan(&c)
+		return cmpInt64(s, t)
+	})
+	var out []event.JournalCommit
+	for i := lo; i < len(cs); i++ {
+		s, e := commitSpan(&cs[i])
+		if s >= b {
+			break
+		}
+		if e > a {
+			out = append(out, cs[i])
+		}
+	}
+	return out
+}
+
+// locksOverlapping returns tid's lock waits overlapping [a, b).
+func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
+	ls := x.locks[tid]
+	lo, _ := slices.BinarySearchFunc(ls, a-x.maxLock, func(l event.LockWait, t int64) int { return cmpInt64(l.Start.UnixNano(), t) })
+	var out []event.LockWait
+	for _, l := range ls[lo:] {
+		if l.Start.UnixNano() >= b {
+			break
+		}
+		if l.End.UnixNano() > a {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// toEvent rebuilds the event of write i.
+func (x *Index) toEvent(i int32) event.Write {
+	w := &x.writes[i]
+	k := x.parts[w.part].key
+	ev := event.Write{
+		Start: time.Unix(0, w.start).UTC(), End: time.Unix(0, w.end).UTC(),
+		LatencyMs: float64(w.dur()) / 1e6,
+		TID:       int(w.tid), Thread: x.strs[w.thread], Op: x.strs[w.op],
+		Bytes: w.bytes, Offset: w.offset, File: x.strs[w.file],
+		Topic: k.topic, Partition: k.partition, Dev: x.strs[w.dev],
+	}
+	if w.failed {
+		ev.Error = "failed"
+	}
+	return ev
+}
+
+func (k partKey) String() string { return k.topic + "-" + strconv.Itoa(int(k.partition)) }

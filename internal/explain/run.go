@@ -1,0 +1,370 @@
+package explain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/segment"
+)
+
+// LoadIO adds the events of iotrace JSON Lines files (a recording's
+// writes.jsonl and journal.jsonl, or `kscope iotrace --format json`
+// output) to idx.
+func LoadIO(idx *Index, paths ...string) error {
+	for _, p := range paths {
+		err := recording.ReadIO(p, recording.IOHandlers{
+			Write:  func(w *event.Write) error { idx.AddWrite(w); return nil },
+			Commit: func(c *event.JournalCommit) error { idx.AddCommit(c); return nil },
+			Sync:   func(*event.FileSync) error { idx.Syncs++; return nil },
+			Block:  func(*event.BlockIO) error { idx.Blocks++; return nil },
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadLockWaits adds a lockwaits.jsonl file to idx.
+func LoadLockWaits(idx *Index, path string) error {
+	return recording.ReadLockWaits(path, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
+}
+
+// RequestID names one request: its client "ip:port" (or just the port)
+// and correlation id, as CLIENT/CORRELATION_ID.
+type RequestID struct {
+	Client        string
+	CorrelationID int32
+}
+
+// ParseRequestID parses CLIENT/CORRELATION_ID.
+func ParseRequestID(s string) (RequestID, error) {
+	i := strings.LastIndexByte(s, '/')
+	if i <= 0 {
+		return RequestID{}, fmt.Errorf("request %q: want CLIENT/CORRELATION_ID, e.g. 127.0.0.1:53412/4711", s)
+	}
+	id, err := strconv.ParseInt(s[i+1:], 10, 32)
+	if err != nil {
+		return RequestID{}, fmt.Errorf("request %q: correlation id: %w", s, err)
+	}
+	return RequestID{Client: s[:i], CorrelationID: int32(id)}, nil
+}
+
+func (id RequestID) matches(client string, corr int32) bool {
+	if corr != id.CorrelationID {
+		return false
+	}
+	if client == id.Client {
+		return true
+	}
+	_, port, err := splitPort(client)
+	return err == nil && port == id.Client
+}
+
+func splitPort(hostport string) (string, string, error) {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return "", "", errors.New("no port")
+	}
+	return hostport[:i], hostport[i+1:], nil
+}
+
+// RunOptions tune Run.
+type RunOptions struct {
+	// Top bounds the worst-of lists of the summary.
+	Top int
+}
+
+// produceKey is Kafka's API key for Produce.
+const produceKey = 0
+
+// Scan is the first pass over a requests JSON Lines file (a recording's
+// requests.jsonl, or `kscope requests --format json` output): each
+// answered produce request's latency and line position, nothing else, so
+// that a million requests cost a few megabytes. It does not need the
+// index, so it can run while the index loads.
+type Scan struct {
+	path    string
+	cands   []cand
+	only    *RequestID
+	onlyPos int64
+	conns   map[string]int32 // client "ip:port" → connection number
+}
+
+type cand struct {
+	pos  int64
+	lat  float64
+	conn int32
+}
+
+// ScanRequests reads path once. With only set, it also finds that
+// request's line.
+func ScanRequests(path string, only *RequestID) (*Scan, error) {
+	s := &Scan{path: path, only: only, onlyPos: -1, conns: make(map[string]int32)}
+	var (
+		lite struct {
+			APIKey    int16   `json:"api_key"`
+			Answered  bool    `json:"answered"`
+			LatencyMs float64 `json:"latency_ms"`
+			Client    string  `json:"client"`
+		}
+		who struct {
+			Client        string `json:"client"`
+			CorrelationID int32  `json:"correlation_id"`
+		}
+	)
+	err := recording.Lines(path, func(line []byte, pos int64) error {
+		key, answered, lat, client, ok := scanFields(line)
+		if !ok {
+			lite.APIKey, lite.Answered, lite.LatencyMs, lite.Client = -1, false, 0, ""
+			if err := json.Unmarshal(line, &lite); err != nil {
+				return err
+			}
+			key, answered, lat, client = int(lite.APIKey), lite.Answered, lite.LatencyMs, []byte(lite.Client)
+		}
+		if only != nil && s.onlyPos < 0 {
+			who.Client, who.CorrelationID = "", -1
+			if err := json.Unmarshal(line, &who); err != nil {
+				return err
+			}
+			if only.matches(who.Client, who.CorrelationID) {
+				s.onlyPos = pos
+			}
+		}
+		if key == produceKey && answered {
+			conn, ok := s.conns[string(client)]
+			if !ok {
+				conn = int32(len(s.conns))
+				s.conns[string(client)] = conn
+			}
+			s.cands = append(s.cands, cand{pos, lat, conn})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// scanFields reads api_key, answered, latency_ms and client from a request line
+// as kscope writes it, without decoding the rest (a request's partitions
+// and message ids are most of its bytes). A top-level key followed by a
+// colon cannot occur inside a JSON string, where its quotes would be
+// escaped; kscope's nested objects (partitions) have no such keys. ok is
+// false when a field is missing or odd: the caller then
+// decodes the line properly.
+func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, client []byte, ok bool) {
+	num := func(key string) ([]byte, bool) {
+		i := bytes.Index(line, []byte(key))
+		if i < 0 {
+			return nil, false
+		}
+		v := line[i+len(key):]
+		j := bytes.IndexAny(v, ",}")
+		if j <= 0 {
+			return nil, false
+		}
+		return v[:j], true
+	}
+	k, ok1 := num(`"api_key":`)
+	a, ok2 := num(`"answered":`)
+	l, ok3 := num(`"latency_ms":`)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, false, 0, nil, false
+	}
+	key, err := strconv.Atoi(string(k))
+	if err != nil {
+		return 0, false, 0, nil, false
+	}
+	lat, err := strconv.ParseFloat(string(l), 64)
+	if err != nil {
+		return 0, false, 0, nil, false
+	}
+	switch string(a) {
+	case "true":
+		answered = true
+	case "false":
+	default:
+		return 0, false, 0, nil, false
+	}
+	// "ip:port" has no character JSON escapes: it ends at the next quote.
+	const ck = `"client":"`
+	i := bytes.Index(line, []byte(ck))
+	if i < 0 {
+		return 0, false, 0, nil, false
+	}
+	c := line[i+len(ck):]
+	j := bytes.IndexByte(c, '"')
+	if j < 0 || bytes.IndexByte(c[:j], '\\') >= 0 {
+		return 0, false, 0, nil, false
+	}
+	return key, answered, lat, c[:j], true
+}
+
+// Run explains the slow produce requests of a scanned file against the
+// index, calling emit for each in file order: only the slow requests'
+// lines are read again and decoded.
+func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
+	path := scan.path
+	lats := make([]float64, len(scan.cands))
+	for i, c := range scan.cands {
+		lats[i] = c.lat
+	}
+	threshold, from := Threshold(e.cfg, lats)
+
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf []byte
+	read := func(pos int64) (*event.Request, error) {
+		line, err := recording.ReadLineAt(f, pos, buf)
+		if err != nil {
+			return nil, fmt.Errorf("%s (byte %d): %w", path, pos, err)
+		}
+		buf = line[:0]
+		var r event.Request
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("%s (byte %d): %w", path, pos, err)
+		}
+		return &r, nil
+	}
+	// prev[i] is the previous produce request on cand i's connection.
+	prev := make([]int32, len(scan.cands))
+	lastOn := make([]int32, len(scan.conns))
+	for i := range lastOn {
+		lastOn[i] = -1
+	}
+	for i, c := range scan.cands {
+		prev[i] = lastOn[c.conn]
+		lastOn[c.conn] = int32(i)
+	}
+	explained := make(map[int32]bool)
+	// context explains, without counting, the requests before cand i on
+	// its connection that it may have queued behind, oldest first, so
+	// that a chain of pipelined requests leads back to the one that was
+	// held up (at most maxChain back).
+	const maxChain = 16
+	context := func(i int32) error {
+		var chain []int32
+		for p := prev[i]; p >= 0 && len(chain) < maxChain && !explained[p]; p = prev[p] {
+			chain = append(chain, p)
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			r, err := read(scan.cands[chain[k]].pos)
+			if err != nil {
+				return err
+			}
+			e.explain(r, false)
+			explained[chain[k]] = true
+		}
+		return nil
+	}
+	explainAt := func(i int32, pos int64) error {
+		r, err := read(pos)
+		if err != nil {
+			return err
+		}
+		if r.APIKey != produceKey || !r.Answered || r.End.IsZero() {
+			what := "a " + r.API + " request"
+			if !r.Answered {
+				what += " without a response"
+			}
+			return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", r.Client, r.CorrelationID, what)
+		}
+		if i >= 0 && r.QueuedMs > 0 {
+			if err := context(i); err != nil {
+				return err
+			}
+		}
+		if i >= 0 {
+			explained[i] = true
+		}
+		return emit(e.Explain(r))
+	}
+	if scan.only != nil {
+		if scan.onlyPos < 0 {
+			return nil, fmt.Errorf("request %s/%d is not in %s", scan.only.Client, scan.only.CorrelationID, path)
+		}
+		i := int32(-1)
+		for k, c := range scan.cands {
+			if c.pos == scan.onlyPos {
+				i = int32(k)
+			}
+		}
+		if err := explainAt(i, scan.onlyPos); err != nil {
+			return nil, err
+		}
+	} else {
+		limit := ms(int64(threshold))
+		for i, c := range scan.cands {
+			if c.lat >= limit {
+				if err := explainAt(int32(i), c.pos); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return e.Summary(int64(len(scan.cands)), threshold, from, opts.Top), nil
+}
+
+// Threshold is cfg.Slow, or cfg.Percentile of latencies (milliseconds,
+// nearest rank), with where it came from ("--slow" or "p99").
+func Threshold(cfg Config, latencies []float64) (time.Duration, string) {
+	cfg.defaults()
+	if cfg.Slow > 0 {
+		return cfg.Slow, "--slow"
+	}
+	from := "p" + strconv.FormatFloat(cfg.Percentile, 'f', -1, 64)
+	if len(latencies) == 0 {
+		return 0, from
+	}
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	rank := int(math.Ceil(cfg.Percentile*float64(len(sorted))/100 - 1e-9))
+	rank = min(max(rank, 1), len(sorted))
+	return time.Duration(sorted[rank-1] * float64(time.Millisecond)), from
+}
+
+// SegmentLookup returns an IDLookup that reads the message ids (record
+// header header) of a write's bytes from the segment file, found under
+// the log directories when the write names it relatively.
+func SegmentLookup(logDirs []string, header string) IDLookup {
+	dec := new(records.Decoder)
+	return func(file string, offset, n int64) ([]string, error) {
+		path := file
+		if !filepath.IsAbs(file) {
+			path = ""
+			for _, d := range logDirs {
+				p := filepath.Join(d, file)
+				if _, err := os.Stat(p); err == nil {
+					path = p
+					break
+				}
+			}
+			if path == "" {
+				return nil, fmt.Errorf("%s: not found under %s", file, strings.Join(logDirs, ", "))
+			}
+		}
+		res, err := segment.Lookup(path, offset, n, header, dec)
+		var ids []string
+		for _, m := range res.Matches {
+			ids = append(ids, m.MessageIDs...)
+		}
+		return ids, err
+	}
+}

@@ -1,0 +1,453 @@
+// Package recording is kscope's recording directory: what `kscope record`
+// writes and `kscope explain` (and later report) reads. A recording is a
+// directory of JSON Lines files in the shared event encodings (package
+// event) and a meta.json that says where, when and how it was taken and
+// what was lost:
+//
+//	meta.json         Meta
+//	requests.jsonl    event.Request, as `kscope requests --format json`
+//	writes.jsonl      event.Write, as `kscope iotrace --format json`
+//	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO (by "kind")
+//	lockwaits.jsonl   event.LockWait, from a JFR recording (optional)
+//	capture.pcapng    the raw capture (optional, record --pcap)
+//	broker.jfr        the broker's flight recording (optional, record --jfr)
+//
+// Readers stream: no file is loaded whole, and a line longer than
+// MaxLineBytes is an error naming the file and line.
+package recording
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/output"
+)
+
+// The files of a recording directory.
+const (
+	MetaFile      = "meta.json"
+	RequestsFile  = "requests.jsonl"
+	WritesFile    = "writes.jsonl"
+	JournalFile   = "journal.jsonl"
+	LockWaitsFile = "lockwaits.jsonl"
+	CaptureFile   = "capture.pcapng"
+	JFRFile       = "broker.jfr"
+)
+
+// FormatVersion is the version of the directory layout and meta.json.
+const FormatVersion = 1
+
+// MaxLineBytes bounds one JSON line when reading. Requests with many
+// message ids are the longest lines; 64 MiB is far above any real one.
+const MaxLineBytes = 64 << 20
+
+// Meta describes a recording: the host, the broker, its log directories
+// and file systems, the clocks, and the loss counters of every source.
+type Meta struct {
+	Version   int       `json:"version"`
+	Tool      string    `json:"tool"` // "kscope record"
+	Host      string    `json:"host"`
+	Kernel    string    `json:"kernel"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Interface string    `json:"interface"`
+	Ports     []uint16  `json:"ports"`
+
+	Broker Broker `json:"broker"`
+
+	// Clock: packet timestamps are the kernel's CLOCK_REALTIME at
+	// capture; traced events are timed on CLOCK_MONOTONIC and converted;
+	// TraceClockUncertaintyNs bounds that conversion's error.
+	Clock Clock `json:"clock"`
+
+	Capture CaptureCounters `json:"capture"`
+	Trace   TraceCounters   `json:"trace"`
+	// LockWaits counts lock waits read from a JFR file, when one was given.
+	LockWaits *LockWaitCounters `json:"lock_waits,omitempty"`
+
+	// Files lists the data files present, by name.
+	Files []string `json:"files"`
+}
+
+// Broker is the traced broker process.
+type Broker struct {
+	PID     int      `json:"pid"`
+	Version string   `json:"version,omitempty"` // from its kafka-clients jar; empty when unknown
+	LogDirs []LogDir `json:"log_dirs"`
+}
+
+// LogDir is one broker log directory and the file system it is on.
+type LogDir struct {
+	Path       string `json:"path"`
+	Device     string `json:"device"` // major:minor, as in writes' "dev"
+	FSType     string `json:"fs_type"`
+	Source     string `json:"source"` // e.g. /dev/loop3
+	MountPoint string `json:"mount_point"`
+	// Options are the mount's and the super block's options, e.g.
+	// "rw,relatime,data=ordered".
+	Options string `json:"options"`
+}
+
+// Clock says how the sources' times relate.
+type Clock struct {
+	CaptureClock            string `json:"capture_clock"` // "CLOCK_REALTIME"
+	TraceClock              string `json:"trace_clock"`   // "CLOCK_MONOTONIC, converted to CLOCK_REALTIME"
+	TraceClockUncertaintyNs int64  `json:"trace_clock_uncertainty_ns"`
+}
+
+// CaptureCounters are the live capture's and the wire decoder's counters.
+type CaptureCounters struct {
+	Packets       int64  `json:"packets"`
+	KernelDrops   int64  `json:"kernel_drops"`
+	Requests      int64  `json:"requests"`
+	Answered      int64  `json:"answered"`
+	Unanswered    int64  `json:"unanswered"`
+	SkippedBytes  int64  `json:"skipped_bytes"`
+	Gaps          int64  `json:"gaps"`
+	DecodeErrors  int64  `json:"decode_errors"`
+	PcapPackets   int64  `json:"pcap_packets,omitempty"` // written to capture.pcapng
+	FooterSummary string `json:"footer"`                 // the same counters as `kscope requests` prints
+}
+
+// TraceCounters are iotrace's counters, losses included.
+type TraceCounters struct {
+	Writes              int64    `json:"writes"`
+	JournalEvents       int64    `json:"journal_events"`
+	OtherFiles          int64    `json:"other_files"`
+	Unnamed             int64    `json:"unnamed"`
+	RingbufDrops        int64    `json:"ringbuf_drops"`
+	JournalRingbufDrops int64    `json:"journal_ringbuf_drops"`
+	HistFull            int64    `json:"hist_full"`
+	StartFull           int64    `json:"start_full"`
+	MinLatencyNs        int64    `json:"min_latency_ns"`
+	JournalAttached     []string `json:"journal_attached,omitempty"`
+	JournalSkipped      []string `json:"journal_skipped,omitempty"`
+}
+
+// LockWaitCounters say what was read from a JFR file.
+type LockWaitCounters struct {
+	Source    string `json:"source"`
+	LockWaits int64  `json:"lock_waits"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Writer writes a recording directory. Its methods may be called from
+// different goroutines for different files (requests from the capture
+// loop, writes and journal events from the tracer), but each file's
+// method from one goroutine at a time.
+type Writer struct {
+	dir      string
+	files    []*os.File
+	requests *output.JSONLines
+	writes   *output.JSONLines
+	journal  *output.JSONLines
+	locks    *output.JSONLines
+}
+
+// Create makes dir (which must not exist, or be empty) and opens its data
+// files.
+func Create(dir string) (*Writer, error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("recording directory %s is not empty", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("recording directory: %w", err)
+	}
+	w := &Writer{dir: dir}
+	open := func(name string) (*output.JSONLines, error) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		w.files = append(w.files, f)
+		return output.NewJSONLines(f), nil
+	}
+	var err error
+	if w.requests, err = open(RequestsFile); err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	if w.writes, err = open(WritesFile); err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	if w.journal, err = open(JournalFile); err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Dir is the recording's directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// Request appends a request event.
+func (w *Writer) Request(r *event.Request) error { return w.requests.Encode(r) }
+
+// Write appends a traced write.
+func (w *Writer) Write(e *event.Write) error { return w.writes.Encode(e) }
+
+// Commit appends a journal commit.
+func (w *Writer) Commit(c *event.JournalCommit) error { return w.journal.Encode(c) }
+
+// Sync appends an ext4 fsync.
+func (w *Writer) Sync(s *event.FileSync) error { return w.journal.Encode(s) }
+
+// Block appends a block request.
+func (w *Writer) Block(b *event.BlockIO) error { return w.journal.Encode(b) }
+
+// LockWait appends a lock wait, creating lockwaits.jsonl on first use.
+func (w *Writer) LockWait(l *event.LockWait) error {
+	if w.locks == nil {
+		f, err := os.Create(filepath.Join(w.dir, LockWaitsFile))
+		if err != nil {
+			return err
+		}
+		w.files = append(w.files, f)
+		w.locks = output.NewJSONLines(f)
+	}
+	return w.locks.Encode(l)
+}
+
+// Close flushes and closes the data files and writes meta.json, listing
+// the files present.
+func (w *Writer) Close(meta *Meta) error {
+	var errs []error
+	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks} {
+		if j != nil {
+			errs = append(errs, j.Flush())
+		}
+	}
+	errs = append(errs, w.closeFiles())
+	if meta != nil {
+		meta.Version = FormatVersion
+		meta.Files = meta.Files[:0]
+		for _, name := range []string{RequestsFile, WritesFile, JournalFile, LockWaitsFile, CaptureFile, JFRFile} {
+			if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
+				meta.Files = append(meta.Files, name)
+			}
+		}
+		errs = append(errs, WriteMeta(w.dir, meta))
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Writer) closeFiles() error {
+	var errs []error
+	for _, f := range w.files {
+		errs = append(errs, f.Close())
+	}
+	w.files = nil
+	return errors.Join(errs...)
+}
+
+// WriteMeta writes meta.json into dir.
+func WriteMeta(dir string, meta *Meta) error {
+	b, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, MetaFile), append(b, '\n'), 0o644)
+}
+
+// ReadMeta reads dir's meta.json.
+func ReadMeta(dir string) (*Meta, error) {
+	path := filepath.Join(dir, MetaFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.Version != FormatVersion {
+		return nil, fmt.Errorf("%s: format version %d, this kscope reads %d", path, m.Version, FormatVersion)
+	}
+	return &m, nil
+}
+
+// LineError is a bad line in a JSON Lines file.
+type LineError struct {
+	Path string
+	Line int64
+	Pos  int64 // byte position of the line's start
+	Err  error
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("%s:%d (byte %d): %v", e.Path, e.Line, e.Pos, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Lines calls fn for every non-empty line of the JSON Lines file at path,
+// with the line's byte position (for ReadLineAt). The line is valid only
+// during the call. Errors from fn stop the scan and are returned wrapped
+// in a LineError.
+func Lines(path string, fn func(line []byte, pos int64) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return lines(path, f, fn)
+}
+
+func lines(path string, r io.Reader, fn func(line []byte, pos int64) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var (
+		pos, n int64
+		long   []byte // a line longer than the buffer, assembled
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > MaxLineBytes {
+				return &LineError{Path: path, Line: n + 1, Pos: pos, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			if len(long)+len(chunk) > MaxLineBytes {
+				return &LineError{Path: path, Line: n + 1, Pos: pos, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+			}
+			line = append(long, chunk...)
+			long = nil
+		}
+		if len(line) > 0 {
+			n++
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				if ferr := fn(trimmed, pos); ferr != nil {
+					return &LineError{Path: path, Line: n, Pos: pos, Err: ferr}
+				}
+			}
+			pos += int64(len(line))
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+}
+
+// ReadLineAt reads the line that starts at pos in f (a position Lines
+// reported), up to MaxLineBytes.
+func ReadLineAt(f *os.File, pos int64, buf []byte) ([]byte, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, pos, MaxLineBytes), 64<<10)
+	buf = buf[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if err == nil || errors.Is(err, io.EOF) {
+			return bytes.TrimSpace(buf), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// IOHandlers receive the events of an iotrace JSON Lines file; a nil
+// handler skips its kind.
+type IOHandlers struct {
+	Write  func(*event.Write) error
+	Commit func(*event.JournalCommit) error
+	Sync   func(*event.FileSync) error
+	Block  func(*event.BlockIO) error
+}
+
+// ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or
+// the output of `kscope iotrace --format json`, where both are mixed):
+// lines with a "kind" are journal, fsync or block events, the others
+// writes.
+func ReadIO(path string, h IOHandlers) error {
+	var (
+		w  event.Write
+		c  event.JournalCommit
+		s  event.FileSync
+		b  event.BlockIO
+		kd struct {
+			Kind string `json:"kind"`
+		}
+	)
+	return Lines(path, func(line []byte, _ int64) error {
+		kind := ""
+		// Kind is the first field as kscope writes it; anything else
+		// (a hand-edited file) is looked up properly.
+		if rest, ok := bytes.CutPrefix(line, []byte(`{"kind":"`)); ok {
+			if i := bytes.IndexByte(rest, '"'); i >= 0 {
+				kind = string(rest[:i])
+			}
+		} else if bytes.Contains(line, []byte(`"kind"`)) {
+			kd.Kind = ""
+			if err := json.Unmarshal(line, &kd); err != nil {
+				return err
+			}
+			kind = kd.Kind
+		}
+		switch kind {
+		case "":
+			if h.Write == nil {
+				return nil
+			}
+			w = event.Write{}
+			if err := json.Unmarshal(line, &w); err != nil {
+				return err
+			}
+			return h.Write(&w)
+		case event.KindJBD2Commit, event.KindXlogWrite:
+			if h.Commit == nil {
+				return nil
+			}
+			c = event.JournalCommit{}
+			if err := json.Unmarshal(line, &c); err != nil {
+				return err
+			}
+			return h.Commit(&c)
+		case event.KindExt4Fsync:
+			if h.Sync == nil {
+				return nil
+			}
+			s = event.FileSync{}
+			if err := json.Unmarshal(line, &s); err != nil {
+				return err
+			}
+			return h.Sync(&s)
+		case event.KindBlockIO:
+			if h.Block == nil {
+				return nil
+			}
+			b = event.BlockIO{}
+			if err := json.Unmarshal(line, &b); err != nil {
+				return err
+			}
+			return h.Block(&b)
+		}
+		return nil // a kind from a newer kscope: skipped
+	})
+}
+
+// ReadLockWaits reads a lockwaits.jsonl file.
+func ReadLockWaits(path string, fn func(*event.LockWait) error) error {
+	var l event.LockWait
+	return Lines(path, func(line []byte, _ int64) error {
+		l = event.LockWait{}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		return fn(&l)
+	})
+}

@@ -1,0 +1,140 @@
+package recording
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+func TestWriteAndRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	w.Request(&event.Request{Arrival: now, End: now.Add(time.Millisecond), API: "Produce", Answered: true})
+	w.Write(&event.Write{Start: now, End: now.Add(time.Millisecond), Op: "write", Topic: "t", File: "t-0/0.log"})
+	w.Commit(&event.JournalCommit{Kind: event.KindJBD2Commit, Start: now, End: now, Dev: "7:0"})
+	w.Sync(&event.FileSync{Kind: event.KindExt4Fsync, Start: now, End: now, Dev: "7:0"})
+	w.Block(&event.BlockIO{Kind: event.KindBlockIO, Start: now, End: now, Dev: "7:0", Op: "write"})
+	w.LockWait(&event.LockWait{Start: now, End: now.Add(time.Millisecond), TID: 7, Monitor: "java.lang.Object"})
+	if err := w.Close(&Meta{Tool: "test", Start: now, End: now.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMeta(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != FormatVersion || strings.Join(m.Files, ",") != "requests.jsonl,writes.jsonl,journal.jsonl,lockwaits.jsonl" {
+		t.Errorf("meta %+v", m)
+	}
+	var n [5]int
+	for _, f := range []string{WritesFile, JournalFile} {
+		err := ReadIO(filepath.Join(dir, f), IOHandlers{
+			Write:  func(*event.Write) error { n[0]++; return nil },
+			Commit: func(*event.JournalCommit) error { n[1]++; return nil },
+			Sync:   func(*event.FileSync) error { n[2]++; return nil },
+			Block:  func(*event.BlockIO) error { n[3]++; return nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ReadLockWaits(filepath.Join(dir, LockWaitsFile), func(l *event.LockWait) error { n[4]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != [5]int{1, 1, 1, 1, 1} {
+		t.Errorf("read back %v", n)
+	}
+	if _, err := Create(dir); err == nil {
+		t.Error("Create on a non-empty directory: want an error")
+	}
+}
+
+func TestReadIOKinds(t *testing.T) {
+	// Hand-edited lines: kind not first, unknown kinds skipped.
+	in := `{"start":"2026-11-21T12:00:00Z","end":"2026-11-21T12:00:00Z","op":"write","topic":"t","partition":0}
+{"dev":"7:0","kind":"jbd2_commit","start":"2026-11-21T12:00:00Z","end":"2026-11-21T12:00:00Z"}
+{"kind":"from_the_future","x":1}
+
+{"kind":"block_io","dev":"7:0","start":"2026-11-21T12:00:00Z","end":"2026-11-21T12:00:00Z"}
+`
+	path := filepath.Join(t.TempDir(), "io.jsonl")
+	os.WriteFile(path, []byte(in), 0o644)
+	var writes, commits, blocks int
+	err := ReadIO(path, IOHandlers{
+		Write:  func(*event.Write) error { writes++; return nil },
+		Commit: func(*event.JournalCommit) error { commits++; return nil },
+		Block:  func(*event.BlockIO) error { blocks++; return nil },
+	})
+	if err != nil || writes != 1 || commits != 1 || blocks != 1 {
+		t.Errorf("%v: %d writes %d commits %d blocks", err, writes, commits, blocks)
+	}
+}
+
+func TestLineErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(path, []byte("{\"op\":\"write\"}\n{\"op\":\n"), 0o644)
+	err := ReadIO(path, IOHandlers{Write: func(*event.Write) error { return nil }})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || le.Pos != 15 || !strings.Contains(err.Error(), "bad.jsonl:2 (byte 15)") {
+		t.Fatalf("%v", err)
+	}
+	// A line over the limit is refused without holding more than it.
+	long := filepath.Join(t.TempDir(), "long.jsonl")
+	f, _ := os.Create(long)
+	f.Write(bytes.Repeat([]byte("x"), MaxLineBytes+10))
+	f.Close()
+	err = Lines(long, func([]byte, int64) error { return nil })
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("long line: %v", err)
+	}
+}
+
+func TestReadLineAt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.jsonl")
+	long := strings.Repeat("y", 200<<10)
+	os.WriteFile(path, []byte("a\n"+long+"\nc"), 0o644)
+	var pos []int64
+	Lines(path, func(_ []byte, p int64) error { pos = append(pos, p); return nil })
+	if len(pos) != 3 {
+		t.Fatalf("positions %v", pos)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	for i, want := range []string{"a", long, "c"} {
+		got, err := ReadLineAt(f, pos[i], nil)
+		if err != nil || string(got) != want {
+			t.Errorf("line %d: %v, %d bytes", i, err, len(got))
+		}
+	}
+}
+
+// FuzzReadIO: any bytes are read without panic; errors name the line.
+func FuzzReadIO(f *testing.F) {
+	f.Add([]byte(`{"kind":"jbd2_commit","start":"2026-11-21T12:00:00Z"}` + "\n" + `{"op":"write"}`))
+	f.Add([]byte("{\"kind\":\"\n\x00\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "f.jsonl")
+		os.WriteFile(path, data, 0o644)
+		h := IOHandlers{
+			Write:  func(*event.Write) error { return nil },
+			Commit: func(*event.JournalCommit) error { return nil },
+			Sync:   func(*event.FileSync) error { return nil },
+			Block:  func(*event.BlockIO) error { return nil },
+		}
+		if err := ReadIO(path, h); err != nil {
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("error without a line: %v", err)
+			}
+		}
+	})
+}
