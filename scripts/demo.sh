@@ -55,9 +55,9 @@ echo "== starting a Kafka broker on 127.0.0.1:$port, log dir on that file system
 "${java[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$port" --create --if-not-exists \
   --topic payments --partitions 6 >/dev/null
 
-echo "== kscope record --port $port --iface lo --pcap --out $work/rec (live capture + eBPF)"
+echo "== kscope record --port $port --iface lo --pcap --jfr start --out $work/rec (live capture + eBPF + JFR lock waits)"
 rm -rf "$work/rec"
-"$kscope" record --port "$port" --iface lo --pcap --out "$work/rec" 2>"$work/record.err" &
+"$kscope" record --port "$port" --iface lo --pcap --jfr start --out "$work/rec" 2>"$work/record.err" &
 record_pid=$!
 for _ in $(seq 100); do grep -q "record: broker pid" "$work/record.err" && break; sleep 0.1; done
 cat "$work/record.err"

@@ -33,6 +33,7 @@ type explainOptions struct {
 	percentile      float64
 	share           float64
 	stall           time.Duration
+	slowWrite       time.Duration
 	request         string
 	format          string
 	summary         bool
@@ -83,6 +84,7 @@ DIR is a recording made by 'kscope record'. Without one, give a capture
 	f.Float64Var(&o.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
 	f.Float64Var(&o.share, "share", 0.5, "part of a request's latency a cause must account for")
 	f.DurationVar(&o.stall, "stall", 50*time.Millisecond, "writes at least this long are grouped into stalls per device")
+	f.DurationVar(&o.slowWrite, "slow-write", 10*time.Millisecond, "appends at least this long are listed with the journal commits that overlapped them")
 	f.StringVar(&o.request, "request", "", "show the timeline of one request, CLIENT/CORRELATION_ID (client ip:port or port)")
 	f.StringVar(&o.format, "format", "table", "output format: table or json (JSON Lines: one object per slow request, then {\"summary\":...})")
 	f.BoolVar(&o.summary, "summary", false, "print only the summary")
@@ -194,7 +196,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if !o.noSegments && len(logDirs) > 0 && o.messageIDHeader != "" {
 		lookup = explain.SegmentLookup(logDirs, o.messageIDHeader)
 	}
-	e := explain.New(explain.Config{Slow: o.slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall}, idx, lookup)
+	e := explain.New(explain.Config{Slow: o.slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}, idx, lookup)
 
 	if only != nil {
 		var found *explain.Finding

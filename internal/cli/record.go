@@ -174,12 +174,10 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		}
 	}
 
-	var raw func(ci gopacket.CaptureInfo, data []byte)
+	var raw func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte)
 	var pcapOut *pcapSink
 	if o.pcap {
-		if pcapOut, err = newPcapSink(filepath.Join(o.out, recording.CaptureFile)); err != nil {
-			return err
-		}
+		pcapOut = &pcapSink{path: filepath.Join(o.out, recording.CaptureFile)}
 		raw = pcapOut.write
 	}
 
@@ -283,8 +281,10 @@ func brokerPID(s string) (int, error) {
 	return pid, nil
 }
 
-// pcapSink keeps the raw capture of a recording.
+// pcapSink keeps the raw capture of a recording. The file is created
+// with the first packet, whose link type it takes.
 type pcapSink struct {
+	path    string
 	f       *os.File
 	buf     *bufio.Writer
 	w       *capture.PcapNGWriter
@@ -292,26 +292,26 @@ type pcapSink struct {
 	packets int64
 }
 
-func newPcapSink(path string) (*pcapSink, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
+func (s *pcapSink) write(link layers.LinkType, ci gopacket.CaptureInfo, data []byte) {
+	if s.err != nil {
+		return
 	}
-	s := &pcapSink{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
-	if s.w, err = capture.NewPcapNGWriter(s.buf, layers.LinkTypeEthernet, capture.MaxPacketBytes); err != nil {
-		f.Close()
-		return nil, err
+	if s.w == nil {
+		if s.f, s.err = os.Create(s.path); s.err != nil {
+			return
+		}
+		s.buf = bufio.NewWriterSize(s.f, 1<<20)
+		if s.w, s.err = capture.NewPcapNGWriter(s.buf, link, capture.MaxPacketBytes); s.err != nil {
+			return
+		}
 	}
-	return s, nil
-}
-
-func (s *pcapSink) write(ci gopacket.CaptureInfo, data []byte) {
-	if s.err == nil {
-		s.err = s.w.WritePacket(ci, data)
-		s.packets++
-	}
+	s.err = s.w.WritePacket(ci, data)
+	s.packets++
 }
 
 func (s *pcapSink) close() error {
+	if s.w == nil {
+		return s.err
+	}
 	return errors.Join(s.err, s.w.Flush(), s.buf.Flush(), s.f.Close())
 }

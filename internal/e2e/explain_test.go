@@ -84,7 +84,7 @@ func TestExplain(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			return ws
-		}, "--jfr", "start")
+		}, "--jfr", "start", "--pcap")
 		for _, w := range windows {
 			t.Logf("injected: %s", w)
 		}
@@ -125,6 +125,35 @@ func TestExplain(t *testing.T) {
 		// end when they resumed, each within 10 ms.
 		_, sum := runExplain(t, dir, "--summary")
 		checkStalls(t, sum.Stalls, windows, dev)
+
+		// Without a recording: the kept capture and the iotrace JSON give
+		// the same answer.
+		t.Run("pcap-and-io", func(t *testing.T) {
+			fromDir, sumDir := runExplain(t, dir)
+			port := b.Addr()[strings.LastIndexByte(b.Addr(), ':')+1:]
+			var out, errOut bytes.Buffer
+			args := []string{"explain", "--pcap", filepath.Join(dir, recording.CaptureFile), "--port", port,
+				"--io", filepath.Join(dir, recording.WritesFile), "--io", filepath.Join(dir, recording.JournalFile),
+				"--jfr", filepath.Join(dir, recording.JFRFile), "--log-dirs", logDir, "--format", "json", "-q"}
+			if code := cli.Main(args, &out, &errOut); code != 0 {
+				t.Fatalf("explain --pcap: exit %d: %s", code, errOut.String())
+			}
+			var fromPcap []string
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var f explain.Finding
+				if !strings.HasPrefix(line, `{"summary"`) && json.Unmarshal([]byte(line), &f) == nil {
+					fromPcap = append(fromPcap, fmt.Sprintf("%s/%d %s", f.Client, f.CorrelationID, f.Cause))
+				}
+			}
+			var want []string
+			for _, f := range fromDir {
+				want = append(want, fmt.Sprintf("%s/%d %s", f.Client, f.CorrelationID, f.Cause))
+			}
+			if strings.Join(fromPcap, "\n") != strings.Join(want, "\n") {
+				t.Errorf("explain --pcap --io found\n%s\nthe recording\n%s", strings.Join(fromPcap, "\n"), strings.Join(want, "\n"))
+			}
+			t.Logf("explain --pcap --io: the same %d slow requests and causes as the recording (%d produce requests)", len(fromPcap), sumDir.ProduceRequests)
+		})
 
 		// A request's timeline names its cause.
 		findings, _ := runExplain(t, dir)

@@ -207,6 +207,9 @@ type Explainer struct {
 	idCache map[int32][]string
 	sum     Summary
 	stallOf map[int32]int // write → stall
+	// followers: the capture shows followers fetching (replica fetcher
+	// connections); without them acks=all cannot wait on replication.
+	followers bool
 	// last is each connection's latest finding, for requests queued
 	// behind it.
 	last map[string]connLast
@@ -368,7 +371,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			// thread may have been busy with the connection's previous
 			// request).
 			for _, l := range x.locksOverlapping(int(w.tid), brokerStart, waitEnd) {
-				f.LockWaits = append(f.LockWaits, l)
+				// A request's partitions are appended by one thread:
+				// its waits show up once per partition.
+				if !slices.ContainsFunc(f.LockWaits, func(o event.LockWait) bool { return o.TID == l.TID && o.Start.Equal(l.Start) }) {
+					f.LockWaits = append(f.LockWaits, l)
+				}
 				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
 				blockPart = append(blockPart, iv)
 				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
@@ -433,7 +440,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	lockWait := unionLen(append(blockConn, blockPart...))
 	storage := unionLen(append(slices.Clone(own), append(blockConn, blockPart...)...))
 	var replication int64
-	if r.Acks != nil && *r.Acks == -1 && allOwn && ownEnd > 0 {
+	if e.followers && r.Acks != nil && *r.Acks == -1 && allOwn && ownEnd > 0 {
 		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
 	}
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
@@ -522,7 +529,10 @@ func (e *Explainer) findOwn(p *event.Partition, cands []int32, A, brokerStart, E
 	if p.Bytes > 0 {
 		for _, i := range cands {
 			w := &x.writes[i]
-			if w.start >= A && w.bytes == int64(p.Bytes) {
+			// Not before the broker took the request: until then it
+			// was busy with the connection's previous one, whose
+			// batches often have the same size.
+			if w.start >= brokerStart && w.bytes == int64(p.Bytes) {
 				return i, MatchBytes
 			}
 		}

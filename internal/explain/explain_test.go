@@ -48,16 +48,17 @@ func commit(a, b float64) *event.JournalCommit {
 
 func TestExplainCauses(t *testing.T) {
 	tests := []struct {
-		name    string
-		writes  []*event.Write
-		commits []*event.JournalCommit
-		locks   []*event.LockWait
-		req     *event.Request
-		lookup  IDLookup
-		cause   string
-		root    string
-		via     string
-		matched string
+		name      string
+		writes    []*event.Write
+		commits   []*event.JournalCommit
+		locks     []*event.LockWait
+		req       *event.Request
+		lookup    IDLookup
+		followers bool
+		cause     string
+		root      string
+		via       string
+		matched   string
 	}{
 		{
 			name:    "slow write of its own",
@@ -155,10 +156,26 @@ func TestExplainCauses(t *testing.T) {
 			matched: MatchTime,
 		},
 		{
-			name:   "replication: acks=all, append early, answer late",
+			name:      "replication: acks=all, append early, answer late",
+			writes:    []*event.Write{wr(11, 1, 1.2, 100)},
+			req:       req(7, 0, 100, func(r *event.Request) { r.Acks = i16(-1) }),
+			followers: true,
+			cause:     CauseReplication, matched: MatchBytes,
+		},
+		{
+			name:   "acks=all on a cluster without followers fetching is no replication",
 			writes: []*event.Write{wr(11, 1, 1.2, 100)},
 			req:    req(7, 0, 100, func(r *event.Request) { r.Acks = i16(-1) }),
-			cause:  CauseReplication, matched: MatchBytes,
+			cause:  CauseUnexplained, matched: MatchBytes,
+		},
+		{
+			name: "an equal-sized append before the broker took the request is not its own",
+			// the previous request on the connection appended 100 bytes
+			// from 10 to 79 ms; this one was taken at 80 ms and appended
+			// at 81.
+			writes: []*event.Write{wr(12, 10, 79, 100), wr(11, 81, 81.1, 100)},
+			req:    req(17, 0, 100, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 80, 20 }),
+			cause:  CauseLockWait, via: ViaConnection, matched: MatchBytes,
 		},
 		{
 			name:   "acks=1 with the same timeline is unexplained",
@@ -230,6 +247,7 @@ func TestExplainCauses(t *testing.T) {
 				idx.AddLockWait(l)
 			}
 			e := New(Config{}, idx, tt.lookup)
+			e.followers = tt.followers
 			f := e.Explain(tt.req)
 			if f.Cause != tt.cause || f.Root != tt.root || f.Via != tt.via {
 				t.Errorf("cause %q root %q via %q, want %q %q %q; %s; shares %+v", f.Cause, f.Root, f.Via, tt.cause, tt.root, tt.via, f.Detail, f.Shares)

@@ -87,8 +87,11 @@ type RunOptions struct {
 	Top int
 }
 
-// produceKey is Kafka's API key for Produce.
-const produceKey = 0
+// Kafka's API keys for Produce and Fetch.
+const (
+	produceKey = 0
+	fetchKey   = 1
+)
 
 // Scan is the first pass over a requests JSON Lines file (a recording's
 // requests.jsonl, or `kscope requests --format json` output): each
@@ -101,6 +104,9 @@ type Scan struct {
 	only    *RequestID
 	onlyPos int64
 	conns   map[string]int32 // client "ip:port" → connection number
+	// FollowerFetches counts Fetch requests from replica fetchers (client
+	// id broker-N-fetcher-M): evidence that acks=all waits on followers.
+	FollowerFetches int64
 }
 
 type cand struct {
@@ -142,6 +148,9 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			if only.matches(who.Client, who.CorrelationID) {
 				s.onlyPos = pos
 			}
+		}
+		if key == fetchKey && bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`)) {
+			s.FollowerFetches++
 		}
 		if key == produceKey && answered {
 			conn, ok := s.conns[string(client)]
@@ -219,6 +228,8 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 // lines are read again and decoded.
 func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
 	path := scan.path
+	e.followers = scan.FollowerFetches > 0
+	e.sum.FollowerFetches = scan.FollowerFetches
 	lats := make([]float64, len(scan.cands))
 	for i, c := range scan.cands {
 		lats[i] = c.lat

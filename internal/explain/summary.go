@@ -122,6 +122,9 @@ type Summary struct {
 	Devices               []DeviceStat    `json:"worst_devices"`
 	WorstCommits          []CommitStat    `json:"worst_commits"`
 
+	// FollowerFetches counts the replica fetchers' Fetch requests seen:
+	// without any, replication is never named.
+	FollowerFetches  int64            `json:"follower_fetches"`
 	Writes           int64            `json:"writes"`
 	Commits          int64            `json:"commits"`
 	LockWaits        int64            `json:"lock_waits"`

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
@@ -20,9 +21,9 @@ const liveDrainMax = time.Second
 // Live captures on an interface until ctx ends, and decodes like
 // ReadFiles: emit is called for every request, from the goroutine that
 // called Live. raw, when not nil, is given every packet the kernel filter
-// kept, before it is decoded (the bytes are valid only during the call),
-// e.g. for a PcapNGWriter with the capture's link type (Ethernet unless
-// cfg.Interface is a raw-IP interface).
+// kept with its link type, before it is decoded (the bytes are valid only
+// during the call), e.g. for a PcapNGWriter (Ethernet unless cfg.Interface
+// is a raw-IP interface).
 //
 // The broker ports are cfg.Ports, or opts.Wire.Ports when cfg.Ports is
 // empty (and the other way round). When ctx ends, the packets captured
@@ -31,7 +32,7 @@ const liveDrainMax = time.Second
 // Result is returned with a nil error. An error opening or reading the
 // socket is returned with the Result so far.
 func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*event.Request),
-	raw func(ci gopacket.CaptureInfo, data []byte)) (Result, error) {
+	raw func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte)) (Result, error) {
 	var res Result
 	if len(cfg.Ports) == 0 {
 		cfg.Ports = opts.Wire.Ports
@@ -62,7 +63,7 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 }
 
 func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder,
-	raw func(gopacket.CaptureInfo, []byte)) error {
+	raw func(layers.LinkType, gopacket.CaptureInfo, []byte)) error {
 	done := ctx.Done()
 	var stopAt, deadline time.Time
 	for {
@@ -90,7 +91,7 @@ func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *
 			return nil // captured after ctx ended
 		}
 		if raw != nil {
-			raw(ci, data)
+			raw(link, ci, data)
 		}
 		if s, ok := seg.Decode(data, link); ok {
 			dec.Packet(s, ci)

@@ -131,7 +131,10 @@ func TestLiveDecodesRequests(t *testing.T) {
 		cfg.Ports = nil // taken from the capture config
 		res, err := Live(ctx, capture.LiveConfig{Interface: "lo", Ports: []uint16{uint16(port)}}, Options{Wire: cfg},
 			func(r *event.Request) { reqs = append(reqs, r) },
-			func(ci gopacket.CaptureInfo, data []byte) {
+			func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte) {
+				if link != layers.LinkTypeEthernet {
+					t.Errorf("link type %v on lo", link)
+				}
 				if err := pw.WritePacket(ci, data); err != nil {
 					t.Error(err)
 				}
