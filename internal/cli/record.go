@@ -243,7 +243,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
 		MinLatencyNs: int64(o.minLatency), JournalAttached: attached, JournalSkipped: skipped}
 	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
-		TraceClock: "CLOCK_MONOTONIC, converted to CLOCK_REALTIME", TraceClockUncertaintyNs: int64(tr.ClockUncertainty())}
+		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
+		TraceClockOffsetNs: int64(tr.ClockOffset()), TraceClockUncertaintyNs: int64(tr.ClockUncertainty())}
 	errs = append(errs, tr.Close())
 	closed = true
 	errs = append(errs, rec.Close(meta))

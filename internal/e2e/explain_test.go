@@ -52,16 +52,7 @@ func (w freezeWindow) overlaps(a, b time.Time, slack time.Duration) bool {
 // and find every freeze as a stall within 10 ms; a control run without
 // freezes must show no stall at all.
 func TestExplain(t *testing.T) {
-	iotRequire(t)
-	libs := labtest.RequireKafka(t)
-	mnt, dev := iotLoopFS(t, "ext4")
-	logDir := filepath.Join(mnt, "data")
-	b := labtest.Broker(t, lab.BrokerConfig{
-		Dir:        filepath.Join(t.TempDir(), "broker"),
-		LibsDir:    libs,
-		LogDirs:    []string{logDir},
-		ExtraProps: map[string]string{"num.partitions": "4"},
-	})
+	b, mnt, dev, logDir := explainBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "explain-stall"
@@ -190,6 +181,23 @@ func TestExplain(t *testing.T) {
 	})
 }
 
+// explainBroker starts a broker with its log dir on a fresh ext4 loop
+// device (made with mkfsArgs), topics of 4 partitions.
+func explainBroker(t *testing.T, mkfsArgs ...string) (b *lab.Broker, mnt, dev, logDir string) {
+	t.Helper()
+	iotRequire(t)
+	libs := labtest.RequireKafka(t)
+	mnt, dev = iotLoopFS(t, "ext4", mkfsArgs...)
+	logDir = filepath.Join(mnt, "data")
+	b = labtest.Broker(t, lab.BrokerConfig{
+		Dir:        filepath.Join(t.TempDir(), "broker"),
+		LibsDir:    libs,
+		LogDirs:    []string{logDir},
+		ExtraProps: map[string]string{"num.partitions": "4"},
+	})
+	return b, mnt, dev, logDir
+}
+
 // recordScenario runs `kscope record` on b while two clients produce to
 // topic, calls inject, and ends the recording with SIGINT.
 func recordScenario(ctx context.Context, t *testing.T, b *lab.Broker, logDir, dir, topic string, inject func(context.Context) []freezeWindow, recordArgs ...string) []freezeWindow {
@@ -316,7 +324,7 @@ func checkMeta(t *testing.T, m *recording.Meta, b *lab.Broker, dev string) {
 	if ld := m.Broker.LogDirs[0]; ld.Device != dev || ld.FSType != "ext4" || !strings.HasPrefix(ld.Source, "/dev/loop") {
 		t.Errorf("meta log dir: %+v, want ext4 on %s from a loop device", ld, dev)
 	}
-	if m.Kernel == "" || m.Start.IsZero() || !m.End.After(m.Start) || m.Clock.TraceClockUncertaintyNs <= 0 {
+	if m.Kernel == "" || m.Start.IsZero() || !m.End.After(m.Start) || m.Clock.TraceClockUncertaintyNs <= 0 || m.Clock.TraceClockOffsetNs <= 0 {
 		t.Errorf("meta: kernel %q, %v..%v, clock %+v", m.Kernel, m.Start, m.End, m.Clock)
 	}
 	if m.Capture.Requests == 0 || m.Trace.Writes == 0 {
@@ -462,17 +470,8 @@ func checkStalls(t *testing.T, stalls []explain.Stall, windows []freezeWindow, d
 // must tie each slow write it rests a slow request on to the commit that
 // overlapped it.
 func TestExplainJournal(t *testing.T) {
-	iotRequire(t)
-	libs := labtest.RequireKafka(t)
 	// The smallest journal: a running transaction fills up fast.
-	mnt, dev := iotLoopFS(t, "ext4", "-J", "size=4")
-	logDir := filepath.Join(mnt, "data")
-	b := labtest.Broker(t, lab.BrokerConfig{
-		Dir:        filepath.Join(t.TempDir(), "broker"),
-		LibsDir:    libs,
-		LogDirs:    []string{logDir},
-		ExtraProps: map[string]string{"num.partitions": "4"},
-	})
+	b, mnt, dev, logDir := explainBroker(t, "-J", "size=4")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "rec")

@@ -83,7 +83,7 @@ func testLive(t *testing.T, b *lab.Broker, port int, iface string) {
 		}
 		ifindex = ifc.Index
 	}
-	waitLiveSocket(ctx, t, ifindex, func() error {
+	labtest.WaitLiveSocket(ctx, t, ifindex, func() error {
 		select {
 		case r := <-done:
 			returned = true
@@ -128,7 +128,7 @@ func testLive(t *testing.T, b *lab.Broker, port int, iface string) {
 	t.Logf("kernel: %d packets kept by the socket filter, %d dropped, ring full %d times; %d read",
 		res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes, res.Capture.Packets)
 
-	entries := liveLogEntries(t, b, port, captureStart, captureEnd)
+	entries := brokerLogEntries(t, b, port, captureStart, captureEnd)
 	if len(entries) < 50 {
 		t.Fatalf("request log has only %d requests on port %d in the traffic's window", len(entries), port)
 	}
@@ -253,9 +253,9 @@ func liveProduce(ctx context.Context, t *testing.T, addr, topic, codec string, n
 	}
 }
 
-// liveLogEntries parses the broker's request log: the requests on port
+// brokerLogEntries parses the broker's request log: the requests on port
 // logged within [from, to].
-func liveLogEntries(t *testing.T, b *lab.Broker, port int, from, to time.Time) []requestlog.Entry {
+func brokerLogEntries(t *testing.T, b *lab.Broker, port int, from, to time.Time) []requestlog.Entry {
 	t.Helper()
 	f, err := os.Open(b.RequestLogPath())
 	if err != nil {
@@ -275,41 +275,3 @@ func liveLogEntries(t *testing.T, b *lab.Broker, port int, from, to time.Time) [
 	return ours
 }
 
-// waitLiveSocket waits until this process has an AF_PACKET socket bound to
-// every protocol on ifindex (0: all interfaces) and running, as
-// /proc/net/packet lists it: capture.OpenLive binds it so only once its
-// filter is attached, so from then on every packet is captured.
-func waitLiveSocket(ctx context.Context, t *testing.T, ifindex int, failed func() error) {
-	t.Helper()
-	for !haveLiveSocket(ifindex) {
-		if err := failed(); err != nil {
-			t.Fatalf("live capture ended before it was ready: %v", err)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no live packet socket appeared in /proc/net/packet")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-func haveLiveSocket(ifindex int) bool {
-	ours := map[string]bool{}
-	fds, _ := os.ReadDir("/proc/self/fd")
-	for _, fd := range fds {
-		l, err := os.Readlink("/proc/self/fd/" + fd.Name())
-		if err == nil && strings.HasPrefix(l, "socket:[") {
-			ours[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	b, _ := os.ReadFile("/proc/net/packet")
-	lines := strings.Split(string(b), "\n")
-	for _, line := range lines[min(1, len(lines)):] {
-		// sk RefCnt Type Proto Iface R Rmem User Inode
-		f := strings.Fields(line)
-		if len(f) >= 9 && f[3] == "0003" && f[4] == strconv.Itoa(ifindex) && f[5] == "1" && ours[f[8]] {
-			return true
-		}
-	}
-	return false
-}

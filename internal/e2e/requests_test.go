@@ -93,25 +93,10 @@ func recordTraffic(t *testing.T) capturedRun {
 	time.Sleep(time.Second)
 	stop()
 
-	f, err := os.Open(b.RequestLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	entries, err := requestlog.Parse(f)
-	if err != nil {
-		t.Fatalf("request log: %v", err)
-	}
-	var ours []requestlog.Entry
-	for _, e := range entries {
-		// Only the PLAINTEXT listener is captured; the controller
-		// listener carries the broker's own KRaft traffic.
-		// Requests before the capture started (the broker's readiness
-		// probe) are not in it.
-		if strings.HasSuffix(e.BrokerAddr, ":"+portStr) && !e.Time.Before(captureStart) {
-			ours = append(ours, e)
-		}
-	}
+	// Only the PLAINTEXT listener is captured; the controller listener
+	// carries the broker's own KRaft traffic. Requests before the capture
+	// started (the broker's readiness probe) are not in it.
+	ours := brokerLogEntries(t, b, port, captureStart, time.Now())
 	if len(ours) < 200 {
 		t.Fatalf("request log has only %d requests on port %d", len(ours), port)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -178,4 +179,20 @@ func versionFromClasspath(cp, cwd string) string {
 		}
 	}
 	return ""
+}
+
+// JDKTool finds a JDK program (java, jcmd, ...): $JAVA_HOME/bin/NAME when
+// it exists, else NAME on PATH.
+func JDKTool(name string) (string, error) {
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		p := filepath.Join(home, "bin", name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found (it comes with a JDK; set JAVA_HOME or put %s on PATH)", name, name)
+	}
+	return p, nil
 }

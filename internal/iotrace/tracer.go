@@ -242,6 +242,10 @@ func (t *Tracer) LogDirs() []string { return append([]string(nil), t.cfg.LogDirs
 // conversion measured at Open.
 func (t *Tracer) ClockUncertainty() time.Duration { return t.clock.uncertainty }
 
+// ClockOffset is CLOCK_REALTIME - CLOCK_MONOTONIC as measured when the
+// tracer opened: what is added to the kernel's times.
+func (t *Tracer) ClockOffset() time.Duration { return time.Duration(t.clock.realMinusMono) }
+
 // Handlers receive the events of RunAll; a nil handler drops its kind.
 // RunAll calls them from one goroutine at a time.
 type Handlers struct {

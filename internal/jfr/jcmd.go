@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/hostinfo"
 )
 
 // Recording is a flight recording that Start started on a running JVM.
@@ -156,19 +158,7 @@ func jcmd(ctx context.Context, pid int, args ...string) (string, error) {
 }
 
 // jcmdPath finds jcmd next to $JAVA_HOME/bin/java, else on PATH.
-func jcmdPath() (string, error) {
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		p := filepath.Join(home, "bin", "jcmd")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("jcmd")
-	if err != nil {
-		return "", errors.New("jcmd not found (it comes with a JDK, not a JRE; set JAVA_HOME or put jcmd on PATH)")
-	}
-	return p, nil
-}
+func jcmdPath() (string, error) { return hostinfo.JDKTool("jcmd") }
 
 // message is the gist of jcmd's output on one line: without the "PID:"
 // line jcmd starts with, or for an exception, its first line.

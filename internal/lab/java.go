@@ -2,25 +2,19 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/kscope-dev/kscope/internal/hostinfo"
 )
 
 // JavaPath returns the java binary: $JAVA_HOME/bin/java when it exists,
 // else java on PATH.
 func JavaPath() (string, error) {
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		p := filepath.Join(home, "bin", "java")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("java")
+	p, err := hostinfo.JDKTool("java")
 	if err != nil {
-		return "", errors.New("lab: java not found (set JAVA_HOME or put java on PATH)")
+		return "", fmt.Errorf("lab: %w", err)
 	}
 	return p, nil
 }

@@ -98,9 +98,12 @@ type LogDir struct {
 
 // Clock says how the sources' times relate.
 type Clock struct {
-	CaptureClock            string `json:"capture_clock"` // "CLOCK_REALTIME"
-	TraceClock              string `json:"trace_clock"`   // "CLOCK_MONOTONIC, converted to CLOCK_REALTIME"
-	TraceClockUncertaintyNs int64  `json:"trace_clock_uncertainty_ns"`
+	CaptureClock string `json:"capture_clock"` // "CLOCK_REALTIME"
+	TraceClock   string `json:"trace_clock"`   // "CLOCK_MONOTONIC, converted to CLOCK_REALTIME"
+	// TraceClockOffsetNs is CLOCK_REALTIME - CLOCK_MONOTONIC, added to
+	// the kernel's times.
+	TraceClockOffsetNs      int64 `json:"trace_clock_offset_ns"`
+	TraceClockUncertaintyNs int64 `json:"trace_clock_uncertainty_ns"`
 }
 
 // CaptureCounters are the live capture's and the wire decoder's counters.
