@@ -274,4 +274,3 @@ func brokerLogEntries(t *testing.T, b *lab.Broker, port int, from, to time.Time)
 	}
 	return ours
 }
-

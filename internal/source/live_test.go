@@ -268,4 +268,3 @@ func TestLiveCancelledBeforeTraffic(t *testing.T) {
 		t.Error("no error for a missing interface")
 	}
 }
-
