@@ -48,6 +48,10 @@ jbd2 commits with their phases, ext4 fsyncs, XFS log writes and forces, and
 block requests, with the same --min-latency; --summary adds their
 percentiles per device.
 
+With --auto it follows the broker across restarts: when the process exits,
+it detaches and attaches to the next kafka.Kafka JVM (--summary adds both
+up); with --pid it ends when that process exits.
+
 Runs until --duration passes, or SIGINT or SIGTERM; then detaches. Needs
 root, or CAP_BPF and CAP_PERFMON (and CAP_SYS_ADMIN if tracefs must be
 mounted). See docs/iotrace.md.`,
@@ -94,16 +98,17 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	} else if o.format != "table" && o.format != "json" {
 		return badInput(fmt.Errorf("--summary prints table or json, not %q", o.format))
 	}
-	pid := o.pid
+	fc := iotrace.FollowConfig{
+		Config:    iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal},
+		Summaries: o.summary,
+	}
 	if o.auto {
-		p, err := iotrace.FindBroker()
-		if err != nil {
-			return err
-		}
-		pid = p
+		// --auto follows the broker across restarts.
+		fc.Find = iotrace.FindBroker
 	}
 
-	// Stop on SIGINT and SIGTERM; the deferred Close detaches everything.
+	// Stop on SIGINT and SIGTERM; every tracer is closed before Follow
+	// returns.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.duration > 0 {
@@ -111,15 +116,14 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-
-	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal})
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	if !o.quiet {
+	mode := iotrace.ProbeFunctionMode()
+	fc.OnAttach = func(tr *iotrace.Tracer) {
+		if o.quiet {
+			return
+		}
+		fmt.Fprintf(stderr, "iotrace: mode: %s\n", mode)
 		fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
-			pid, strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+			tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
 		if o.journal {
 			attached, skipped := tr.JournalGroups()
 			fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
@@ -129,12 +133,17 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 			fmt.Fprintln(stderr)
 		}
 	}
+	fc.OnExit = func(pid int) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "iotrace: broker pid %d exited; waiting for the next one (kafka.Kafka)\n", pid)
+		}
+	}
 
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
 		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block}
 	}
-	err = tr.RunAll(ctx, h)
+	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {
 		if ferr := writer.Flush(); ferr != nil && err == nil {
 			err = ferr
@@ -143,19 +152,15 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if err != nil {
 		return err
 	}
+	if n := len(sessions); n > 0 && sessions[n-1].Exited && fc.Find == nil && !o.quiet {
+		fmt.Fprintf(stderr, "iotrace: broker pid %d exited\n", sessions[n-1].PID)
+	}
 	if o.summary {
-		sums, unnamed, err := tr.Summaries()
-		if err != nil {
-			return err
-		}
+		sums, unnamed, devSums := iotrace.MergeSummaries(sessions)
 		if err := ioout.WriteSummaries(stdout, o.format, sums); err != nil {
 			return err
 		}
 		if o.journal {
-			devSums, err := tr.DeviceSummaries()
-			if err != nil {
-				return err
-			}
 			if o.format == "table" {
 				fmt.Fprintln(stdout)
 			}
@@ -167,12 +172,9 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 			fmt.Fprintf(stderr, "iotrace: %d calls on files that could not be named (closed and deleted)\n", unnamed)
 		}
 	}
-	st, err := tr.Stats()
-	if err != nil {
-		return err
-	}
-	if err := tr.Close(); err != nil {
-		return err
+	var st iotrace.Stats
+	for _, s := range sessions {
+		iotrace.AddStats(&st, s.Stats)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "iotrace: %d calls >= %v seen, %d on reported files, %d on other files, %d on unnamed files; detached\n",

@@ -159,11 +159,60 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		defer cancel()
 	}
 
-	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: logDirs, MinLatency: o.minLatency, Journal: true})
-	if err != nil {
-		return err
+	// The tracer follows the broker across restarts with --pid auto. The
+	// first attach happens before anything else starts, so that a tracer
+	// that cannot attach ends the command before the capture opens.
+	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true}}
+	if o.pid == "auto" || o.pid == "" {
+		fc.Find = iotrace.FindBroker
 	}
-	defer tr.Close()
+	type attachInfo struct {
+		pid               int
+		offset, uncertain time.Duration
+		attached, skipped []string
+	}
+	var (
+		attachMu sync.Mutex
+		attaches []attachInfo
+	)
+	firstAttach := make(chan struct{})
+	fc.OnAttach = func(tr *iotrace.Tracer) {
+		a, s := tr.JournalGroups()
+		attachMu.Lock()
+		attaches = append(attaches, attachInfo{tr.PID(), tr.ClockOffset(), tr.ClockUncertainty(), a, s})
+		n := len(attaches)
+		attachMu.Unlock()
+		if n == 1 {
+			close(firstAttach)
+		} else if !o.quiet {
+			fmt.Fprintf(stderr, "record: tracing the new broker, pid %d\n", tr.PID())
+		}
+	}
+	fc.OnExit = func(pid int) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "record: broker pid %d exited\n", pid)
+		}
+	}
+	var (
+		wg        sync.WaitGroup
+		traceErr  error
+		sessions  []iotrace.Session
+		traceDone = make(chan struct{})
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(traceDone)
+		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block})
+	}()
+	select {
+	case <-firstAttach:
+	case <-traceDone:
+		if traceErr == nil {
+			traceErr = errors.New("record: ended before the tracer attached")
+		}
+		return traceErr
+	}
 	var jfrRec *jfr.Recording
 	if o.jfr == "start" {
 		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -187,13 +236,6 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
 	}
 
-	var wg sync.WaitGroup
-	var traceErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		traceErr = tr.RunAll(ctx, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block})
-	}()
 	var reqErr error
 	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
 		if reqErr == nil {
@@ -235,17 +277,22 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Capture = recording.CaptureCounters{Packets: res.Capture.Packets, KernelDrops: res.Capture.KernelDrops,
 		Requests: w.Requests, Answered: w.Responses, Unanswered: w.Unanswered, SkippedBytes: w.SkippedBytes, Gaps: w.Gaps,
 		DecodeErrors: w.DecodeErrors, PcapPackets: pcapPackets, FooterSummary: res.FormatFooter()}
-	st, serr := tr.Stats()
-	errs = append(errs, serr)
-	attached, skipped := tr.JournalGroups()
+	var st iotrace.Stats
+	var pids []int
+	for _, se := range sessions {
+		iotrace.AddStats(&st, se.Stats)
+		pids = append(pids, se.PID)
+	}
+	first := attaches[0]
+	meta.Broker.PIDs = pids
 	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
 		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
 		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
-		MinLatencyNs: int64(o.minLatency), JournalAttached: attached, JournalSkipped: skipped}
+		MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,
+		Mode: iotrace.ProbeFunctionMode().String()}
 	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
-		TraceClockOffsetNs: int64(tr.ClockOffset()), TraceClockUncertaintyNs: int64(tr.ClockUncertainty())}
-	errs = append(errs, tr.Close())
+		TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}
 	closed = true
 	errs = append(errs, rec.Close(meta))
 	if err := errors.Join(errs...); err != nil {

@@ -43,12 +43,13 @@ func TestIotrace(t *testing.T) {
 	iotRequire(t)
 	libs := labtest.RequireKafka(t)
 	mnt, _ := iotLoopFS(t, "ext4")
-	b := labtest.Broker(t, lab.BrokerConfig{
+	cfg := lab.BrokerConfig{
 		Dir:        filepath.Join(t.TempDir(), "broker"),
 		LibsDir:    libs,
 		LogDirs:    []string{filepath.Join(mnt, "data")},
 		ExtraProps: map[string]string{"num.partitions": "3"},
-	})
+	}
+	b := labtest.Broker(t, cfg)
 	logDir := filepath.Join(mnt, "data")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -59,6 +60,89 @@ func TestIotrace(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run("leak-"+sig.String(), func(t *testing.T) { testIotraceProcessLeak(ctx, t, b, logDir, sig) })
 	}
+	// Last: it restarts the broker.
+	t.Run("follow-restart", func(t *testing.T) { testIotraceFollow(ctx, t, b, cfg) })
+}
+
+// testIotraceFollow: `kscope iotrace --auto` follows the broker across a
+// restart: writes of both processes are reported, each by its own
+// threads, and no program of ours is left afterwards.
+func testIotraceFollow(ctx context.Context, t *testing.T, b *lab.Broker, cfg lab.BrokerConfig) {
+	c := iotStartCLI(ctx, t, "--auto", "--min-latency", "0", "--format", "json", "--journal=false")
+	first := b.PID()
+	if err := traffic.ProduceFranz(ctx, b.Addr(), "iotrace-follow-1", 200, "none", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := lab.StartBroker(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nb.Stop() })
+	want := fmt.Sprintf("iotrace: tracing pid %d,", nb.PID())
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.errOut(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("kscope iotrace did not attach to the new broker (pid %d): %s", nb.PID(), c.errOut())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ours := iotProgramsOf(t, c.cmd.Process.Pid)
+	if err := traffic.ProduceFranz(ctx, nb.Addr(), "iotrace-follow-2", 200, "none", false); err != nil {
+		t.Fatal(err)
+	}
+	secondTIDs := threadsOf(t, nb.PID())
+	if err := c.stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("kscope iotrace on SIGINT: %v: %s", err, c.errOut())
+	}
+	iotNoneLoaded(t, ours)
+	errOut := c.errOut()
+	if !strings.Contains(errOut, fmt.Sprintf("broker pid %d exited; waiting", first)) {
+		t.Errorf("no word of the broker exiting: %s", errOut)
+	}
+	writes := map[string]int{}
+	sc := bufio.NewScanner(&c.stdout)
+	for sc.Scan() {
+		var w event.Write
+		if json.Unmarshal(sc.Bytes(), &w) != nil || w.Op == "" {
+			continue
+		}
+		switch w.Topic {
+		case "iotrace-follow-1":
+			// Threads of the first broker (some are born during its
+			// shutdown, so they are not listed ahead).
+			if secondTIDs[w.TID] {
+				t.Errorf("write to %s by tid %d, a thread of the second broker", w.Topic, w.TID)
+			}
+		case "iotrace-follow-2":
+			if !secondTIDs[w.TID] {
+				t.Errorf("write to %s by tid %d, not a thread of the second broker", w.Topic, w.TID)
+			}
+		}
+		writes[w.Topic]++
+	}
+	if writes["iotrace-follow-1"] == 0 || writes["iotrace-follow-2"] == 0 {
+		t.Errorf("writes per topic: %v, want both brokers' writes", writes)
+	}
+	t.Logf("followed pid %d then %d: %v; stderr: %s", first, nb.PID(), writes, strings.TrimSpace(errOut))
+}
+
+// threadsOf lists the thread ids of process pid.
+func threadsOf(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tids := map[int]bool{}
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids[tid] = true
+		}
+	}
+	return tids
 }
 
 // iotRequire checks root, BPF ring buffers and the loop-device tools.

@@ -52,6 +52,10 @@ func findBroker(procRoot string, self int) (int, error) {
 	return 0, fmt.Errorf("iotrace: %d processes run %s (pids %v): choose one with --pid", len(pids), kafkaMainClass, pids)
 }
 
+// ErrNoLogDirs: the broker has no log directory open (yet: a starting
+// broker opens them after a few seconds).
+var ErrNoLogDirs = errors.New("no log directory")
+
 // LogDirsOf returns the log directories of the broker pid, found from its
 // open files: Kafka holds a lock on LOGDIR/.lock in every log directory,
 // and keeps the segments of its partitions open.
@@ -72,7 +76,7 @@ func LogDirsOf(pid int) ([]string, error) {
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, errors.New("iotrace: no log directory among the open files of pid " + strconv.Itoa(pid) + " (give --log-dirs)")
+		return nil, fmt.Errorf("iotrace: %w among the open files of pid %d (give --log-dirs)", ErrNoLogDirs, pid)
 	}
 	slices.Sort(dirs)
 	return dirs, nil

@@ -107,9 +107,14 @@ func (t *Tracer) Summaries() ([]Summary, uint64, error) {
 	for _, s := range groups {
 		out = append(out, *s)
 	}
+	sortSummaries(out)
+	return out, unnamed, nil
+}
+
+// sortSummaries orders summaries by topic, partition, operation, device.
+func sortSummaries(out []Summary) {
 	slices.SortFunc(out, func(a, b Summary) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition),
 			cmp.Compare(a.Op, b.Op), cmp.Compare(a.Dev, b.Dev))
 	})
-	return out, unnamed, nil
 }

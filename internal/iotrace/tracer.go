@@ -238,6 +238,9 @@ func loadObjects(spec *ebpf.CollectionSpec, objs any, prefix string) error {
 // LogDirs returns the log directories whose files are reported.
 func (t *Tracer) LogDirs() []string { return append([]string(nil), t.cfg.LogDirs...) }
 
+// PID is the traced process.
+func (t *Tracer) PID() int { return t.cfg.PID }
+
 // ClockUncertainty is the error bound of the monotonic to wall clock
 // conversion measured at Open.
 func (t *Tracer) ClockUncertainty() time.Duration { return t.clock.uncertainty }

@@ -79,7 +79,10 @@ type Meta struct {
 
 // Broker is the traced broker process.
 type Broker struct {
-	PID     int      `json:"pid"`
+	PID int `json:"pid"`
+	// PIDs are every broker process traced, in order, when it restarted
+	// during the recording (record follows it with --pid auto).
+	PIDs    []int    `json:"pids,omitempty"`
 	Version string   `json:"version,omitempty"` // from its kafka-clients jar; empty when unknown
 	LogDirs []LogDir `json:"log_dirs"`
 }
@@ -133,6 +136,8 @@ type TraceCounters struct {
 	MinLatencyNs        int64    `json:"min_latency_ns"`
 	JournalAttached     []string `json:"journal_attached,omitempty"`
 	JournalSkipped      []string `json:"journal_skipped,omitempty"`
+	// Mode is how writes were timed (iotrace.Mode).
+	Mode string `json:"mode"`
 }
 
 // LockWaitCounters say what was read from a JFR file.
