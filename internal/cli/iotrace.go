@@ -27,6 +27,7 @@ type iotraceOptions struct {
 	format     string
 	summary    bool
 	journal    bool
+	waits      bool
 	quiet      bool
 }
 
@@ -74,6 +75,7 @@ mounted). See docs/iotrace.md.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.BoolVar(&o.summary, "summary", false, "print counts and latency per topic-partition and operation at the end instead of rows")
 	f.BoolVar(&o.journal, "journal", true, "also trace jbd2 commits, ext4 fsyncs, XFS log writes and block requests on the log dirs' devices")
+	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
 	return cmd
 }
@@ -99,7 +101,8 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		return badInput(fmt.Errorf("--summary prints table or json, not %q", o.format))
 	}
 	fc := iotrace.FollowConfig{
-		Config:    iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal},
+		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
+			Waits: o.waits},
 		Summaries: o.summary,
 	}
 	if o.auto {
@@ -141,7 +144,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
-		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block}
+		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait}
 	}
 	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {

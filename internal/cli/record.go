@@ -39,6 +39,7 @@ type recordOptions struct {
 	out             string
 	duration        time.Duration
 	minLatency      time.Duration
+	waitMinLatency  time.Duration
 	pcap            bool
 	messageIDHeader string
 	quiet           bool
@@ -89,6 +90,7 @@ CAP_BPF and CAP_PERFMON).
 	f.StringVar(&o.out, "out", "", "recording directory to create (must not exist or be empty)")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
+	f.DurationVar(&o.waitMinLatency, "wait-min-latency", time.Millisecond, "record the broker threads' uninterruptible kernel waits at least this long")
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
@@ -162,7 +164,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// The tracer follows the broker across restarts with --pid auto. The
 	// first attach happens before anything else starts, so that a tracer
 	// that cannot attach ends the command before the capture opens.
-	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true}}
+	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true,
+		Waits: true, WaitMinLatency: o.waitMinLatency}}
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
 	}
@@ -203,7 +206,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	go func() {
 		defer wg.Done()
 		defer close(traceDone)
-		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block})
+		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait})
 	}()
 	select {
 	case <-firstAttach:
@@ -286,6 +289,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	first := attaches[0]
 	meta.Broker.PIDs = pids
 	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
+		KernelWaits: int64(st.WaitEvents), WaitRingbufDrops: int64(st.WaitRingbufDrops),
 		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
 		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
 		MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,

@@ -100,6 +100,25 @@ func TestExplain(t *testing.T) {
 		} else {
 			t.Logf("JFR: %d lock waits from %s", meta.LockWaits.LockWaits, meta.LockWaits.Source)
 		}
+		// The tracer saw the handlers sleep in the frozen file system:
+		// the freeze's signature (sb_start_write's per-CPU rwsem) is
+		// in the slow writes' evidence.
+		t.Run("kernel-waits", func(t *testing.T) {
+			findings, _ := runExplain(t, dir)
+			frozen := 0
+			for _, f := range findings {
+				for _, k := range f.KernelWaits {
+					if strings.Contains(strings.Join(k.Stack, " "), "percpu_rwsem") {
+						frozen++
+						break
+					}
+				}
+			}
+			t.Logf("%d kernel waits recorded; %d of %d slow requests carry a wait on the frozen file system", meta.Trace.KernelWaits, frozen, len(findings))
+			if meta.Trace.KernelWaits == 0 || frozen == 0 {
+				t.Errorf("no kernel wait on the frozen file system in the evidence")
+			}
+		})
 		// The measure: the slow requests by the recording's p99.
 		t.Run("p99", func(t *testing.T) {
 			findings, sum := runExplain(t, dir)

@@ -110,3 +110,23 @@ type BlockIO struct {
 	// Error is the block status as an errno name when the request failed.
 	Error string `json:"error,omitempty"`
 }
+
+// KindKernelWait marks a KernelWait.
+const KindKernelWait = "kernel_wait"
+
+// KernelWait is a broker thread's stay off the CPU after it went to sleep
+// uninterruptibly (D state) in the kernel, traced by kscope iotrace
+// (bpf/iowait.bpf.c): where a thread blocked outside a write call, such as
+// a page fault on a memory-mapped index file of a frozen file system, or
+// a journal handle. It runs from the switch away to the switch back, so it
+// includes the wait for a CPU after the wake-up.
+type KernelWait struct {
+	Kind      string    `json:"kind"` // KindKernelWait
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LatencyMs float64   `json:"latency_ms"`
+	TID       int       `json:"tid"`
+	Thread    string    `json:"thread"`
+	// Stack is the kernel stack it slept on, innermost function first.
+	Stack []string `json:"stack,omitempty"`
+}

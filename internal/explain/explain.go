@@ -25,6 +25,7 @@ package explain
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -151,7 +152,10 @@ type Finding struct {
 	// writes are this request's too.
 	QueuedBehind *QueuedBehind         `json:"queued_behind,omitempty"`
 	Commits      []event.JournalCommit `json:"commits,omitempty"`
-	LockWaits    []event.LockWait      `json:"lock_waits,omitempty"`
+	// KernelWaits are uninterruptible sleeps in the file system of the
+	// handler thread (outside its write calls) or of a lock's owner.
+	KernelWaits []event.KernelWait `json:"kernel_waits,omitempty"`
+	LockWaits   []event.LockWait   `json:"lock_waits,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -221,6 +225,7 @@ type connLast struct {
 	corr  int32
 	end   int64
 	cause string
+	ivs   []interval // the time its cause rests on
 	roots []int32
 }
 
@@ -366,6 +371,19 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			we.MatchedBy = matched
 			ev.Write = &we
 			ownSlow = append(ownSlow, ownIdx)
+			// The handler blocked in the file system outside its
+			// write call (a page fault on a memory-mapped index, a
+			// journal handle): part of appending, too.
+			for _, kw := range x.waitsOverlapping(int(w.tid), brokerStart, E) {
+				if !isFSWait(kw.Stack) {
+					continue
+				}
+				iv := clip(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, interval{brokerStart, E})
+				own = append(own, iv)
+				if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
+					f.KernelWaits = append(f.KernelWaits, kw)
+				}
+			}
 			// JFR: the handling thread's lock waits before its write,
 			// from when the broker took the request (before that the
 			// thread may have been busy with the connection's previous
@@ -379,6 +397,14 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
 				blockPart = append(blockPart, iv)
 				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
+				// Where the owner was stuck meanwhile, if in the kernel.
+				if l.OwnerTID != 0 {
+					for _, kw := range x.waitsOverlapping(l.OwnerTID, l.Start.UnixNano(), l.End.UnixNano()) {
+						if isFSWait(kw.Stack) && !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
+							f.KernelWaits = append(f.KernelWaits, kw)
+						}
+					}
+				}
 			}
 		} else {
 			allOwn = false
@@ -424,12 +450,20 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			w := &x.writes[i]
 			iv := clip(interval{w.start, w.end}, interval{A, brokerStart})
 			if iv.b > iv.a {
-				blockConn = append(blockConn, iv)
 				qb.Writes = append(qb.Writes, e.evidence(i))
 				blockers = append(blockers, i)
 			}
 		}
-		if len(qb.Writes) > 0 {
+		// The time it rests on: writes, and kernel waits or lock waits
+		// that have no write of their own.
+		held := int64(0)
+		for _, iv := range prev.ivs {
+			if c := clip(iv, interval{A, brokerStart}); c.b > c.a {
+				blockConn = append(blockConn, c)
+				held += c.b - c.a
+			}
+		}
+		if held > 0 {
 			f.QueuedBehind = qb
 		}
 	}
@@ -498,7 +532,14 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	rootWrites = significant
 	e.rootCause(f, rootWrites)
 	f.Detail = e.detail(f, L)
-	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites}
+	var causeIvs []interval
+	switch f.Cause {
+	case CauseSlowWrite:
+		causeIvs = own
+	case CauseLockWait:
+		causeIvs = append(slices.Clone(blockConn), blockPart...)
+	}
+	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}
@@ -574,6 +615,12 @@ func (e *Explainer) rootCause(f *Finding, writes []int32) {
 			s := s
 			f.Stall = &s
 		}
+		// Where the write's thread slept in the kernel meanwhile.
+		for _, kw := range x.waitsOverlapping(int(w.tid), w.start, w.end) {
+			if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
+				f.KernelWaits = append(f.KernelWaits, kw)
+			}
+		}
 		dur := w.dur()
 		if dur <= 0 {
 			continue
@@ -601,11 +648,17 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 				return s + e.rootDetail(f)
 			}
 		}
+		if k, ok := longestWait(f.KernelWaits); ok {
+			return fmt.Sprintf("its handler (tid %d) blocked %.1f ms in the file system outside its write call, at %s", k.TID, k.LatencyMs, frames(k.Stack))
+		}
 	case CauseLockWait:
-		if qb := f.QueuedBehind; qb != nil && f.Via == ViaConnection && len(qb.Writes) > 0 {
-			w := longest(qb.Writes)
-			return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s), whose append to %s-%d (tid %d) took %.1f ms",
-				f.ExplainedMs, qb.CorrelationID, qb.Cause, w.Topic, w.Partition, w.TID, w.LatencyMs) + e.rootDetail(f)
+		if qb := f.QueuedBehind; qb != nil && f.Via == ViaConnection {
+			if len(qb.Writes) > 0 {
+				w := longest(qb.Writes)
+				return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s), whose append to %s-%d (tid %d) took %.1f ms",
+					f.ExplainedMs, qb.CorrelationID, qb.Cause, w.Topic, w.Partition, w.TID, w.LatencyMs) + e.rootDetail(f)
+			}
+			return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s)", f.ExplainedMs, qb.CorrelationID, qb.Cause)
 		}
 		for _, p := range f.Partitions {
 			if len(p.Blocking) > 0 && (longest(p.Blocking).LatencyMs >= f.ExplainedMs/2 || len(f.LockWaits) == 0) {
@@ -622,6 +675,9 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 			owner := ""
 			if l.OwnerTID != 0 {
 				owner = fmt.Sprintf(", held by tid %d %s", l.OwnerTID, l.Owner)
+			}
+			if k, ok := longestWait(f.KernelWaits); ok && k.TID == l.OwnerTID {
+				owner += fmt.Sprintf(", blocked %.1f ms in the file system at %s", k.LatencyMs, frames(k.Stack))
 			}
 			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
 		}
@@ -649,9 +705,61 @@ func longest(ws []WriteEvidence) WriteEvidence {
 }
 
 func (e *Explainer) rootDetail(f *Finding) string {
+	s := ""
+	if k, ok := longestWait(f.KernelWaits); ok && k.LatencyMs >= f.ExplainedMs/2 {
+		s = fmt.Sprintf("; tid %d blocked at %s", k.TID, frames(k.Stack))
+	}
 	if f.Root != RootJournal || len(f.Commits) == 0 {
-		return ""
+		return s
 	}
 	c := f.Commits[0]
-	return fmt.Sprintf("; root: %s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+	return s + fmt.Sprintf("; root: %s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+}
+
+// fsFrames are kernel function name prefixes that put a wait in the file
+// system or the page cache under it.
+var fsFrames = []string{"ext4_", "xfs_", "jbd2", "__jbd2", "sb_start", "__sb_start", "percpu_rwsem", "__percpu_down",
+	"do_page_mkwrite", "filemap_", "folio_wait", "__folio_lock", "wait_on_page", "__filemap", "io_schedule", "blk_"}
+
+// isFSWait reports whether a kernel stack is in the file system.
+func isFSWait(stack []string) bool {
+	for _, fr := range stack {
+		for _, p := range fsFrames {
+			if strings.HasPrefix(fr, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// longestWait is the longest of ws.
+func longestWait(ws []event.KernelWait) (event.KernelWait, bool) {
+	if len(ws) == 0 {
+		return event.KernelWait{}, false
+	}
+	l := ws[0]
+	for _, w := range ws[1:] {
+		if w.LatencyMs > l.LatencyMs {
+			l = w
+		}
+	}
+	return l, true
+}
+
+// frames names the innermost file-system frames of a stack, under the
+// scheduler's.
+func frames(stack []string) string {
+	var out []string
+	for _, fr := range stack {
+		if strings.HasPrefix(fr, "__schedule") || strings.HasPrefix(fr, "schedule") || strings.HasPrefix(fr, "io_schedule") ||
+			strings.HasPrefix(fr, "do_syscall") || strings.HasPrefix(fr, "entry_SYSCALL") {
+			continue
+		}
+		out = append(out, fr)
+		if len(out) == 4 {
+			break
+		}
+	}
+	return strings.Join(out, " < ")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -573,5 +574,34 @@ func TestRunQueuedBehindFastEnough(t *testing.T) {
 	}
 	if sum.Slow != 1 || sum.ProduceRequests != 3 {
 		t.Errorf("summary slow %d of %d", sum.Slow, sum.ProduceRequests)
+	}
+}
+
+// TestKernelWaits: a handler that blocked in the file system outside its
+// write call (a page fault on the index) is a slow write; a wait outside
+// the file system is not; a request queued behind it on the connection is
+// a lock-wait.
+func TestKernelWaits(t *testing.T) {
+	fault := []string{"__schedule", "schedule", "percpu_rwsem_wait", "__percpu_down_read", "ext4_page_mkwrite", "do_page_mkwrite", "handle_mm_fault"}
+	other := []string{"__schedule", "schedule", "futex_wait_queue", "futex_wait"}
+	idx := NewIndex()
+	idx.AddWrite(wr(11, 1, 1.1, 100)) // its own append: fast
+	idx.AddWait(&event.KernelWait{Kind: event.KindKernelWait, Start: at(2), End: at(95), LatencyMs: 93, TID: 11, Stack: fault})
+	idx.AddWrite(wr(12, 200, 200.1, 100, func(w *event.Write) { w.Partition = 1 }))
+	idx.AddWait(&event.KernelWait{Kind: event.KindKernelWait, Start: at(201), End: at(290), LatencyMs: 89, TID: 12, Stack: other})
+	idx.AddWrite(wr(13, 96, 96.1, 100, func(w *event.Write) { w.Partition = 2 }))
+	e := New(Config{}, idx, nil)
+	f := e.Explain(req(1, 0, 96))
+	if f.Cause != CauseSlowWrite || len(f.KernelWaits) != 1 || !strings.Contains(f.Detail, "ext4_page_mkwrite") {
+		t.Fatalf("page fault: %s, %d waits: %s", f.Cause, len(f.KernelWaits), f.Detail)
+	}
+	// Queued on the same connection behind it.
+	f2 := e.Explain(req(2, 5, 97, func(r *event.Request) { r.Partitions[0].Partition = 2; r.QueuedMs, r.BrokerMs = 91, 1 }))
+	if f2.Cause != CauseLockWait || f2.Via != ViaConnection || f2.QueuedBehind == nil {
+		t.Fatalf("queued behind a kernel wait: %s %s: %s", f2.Cause, f2.Via, f2.Detail)
+	}
+	f3 := e.Explain(req(3, 199, 291, func(r *event.Request) { r.Client = "127.0.0.1:40001"; r.Partitions[0].Partition = 1 }))
+	if f3.Cause != CauseUnexplained || len(f3.KernelWaits) != 0 {
+		t.Fatalf("futex wait counted: %s: %s", f3.Cause, f3.Detail)
 	}
 }

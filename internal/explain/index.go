@@ -48,8 +48,10 @@ type Index struct {
 
 	commits   map[string][]event.JournalCommit // by device, sorted by start
 	locks     map[int][]event.LockWait         // by TID, sorted by start
-	maxLock   int64                            // longest lock wait, ns
-	maxCommit int64                            // longest commit span, ns
+	waits     map[int][]event.KernelWait       // by TID, sorted by start
+	maxWait   int64
+	maxLock   int64 // longest lock wait, ns
+	maxCommit int64 // longest commit span, ns
 
 	// Syncs and block requests are counted, not joined (yet).
 	Syncs, Blocks int64
@@ -63,6 +65,7 @@ func NewIndex() *Index {
 		strIdx:  make(map[string]int32),
 		commits: make(map[string][]event.JournalCommit),
 		locks:   make(map[int][]event.LockWait),
+		waits:   make(map[int][]event.KernelWait),
 	}
 }
 
@@ -119,6 +122,13 @@ func (x *Index) AddLockWait(l *event.LockWait) {
 	x.built = false
 }
 
+// AddWait adds a broker thread's kernel wait.
+func (x *Index) AddWait(k *event.KernelWait) {
+	x.waits[k.TID] = append(x.waits[k.TID], *k)
+	x.maxWait = max(x.maxWait, int64(k.End.Sub(k.Start)))
+	x.built = false
+}
+
 // Build sorts what was added. Adding more afterwards needs another Build.
 func (x *Index) Build() {
 	if x.built {
@@ -151,6 +161,9 @@ func (x *Index) Build() {
 	}
 	for _, ls := range x.locks {
 		slices.SortStableFunc(ls, func(a, b event.LockWait) int { return a.Start.Compare(b.Start) })
+	}
+	for _, ws := range x.waits {
+		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
 	x.built = true
 }
@@ -233,6 +246,22 @@ func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
 		}
 		if l.End.UnixNano() > a {
 			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitsOverlapping returns tid's kernel waits overlapping [a, b).
+func (x *Index) waitsOverlapping(tid int, a, b int64) []event.KernelWait {
+	ws := x.waits[tid]
+	lo, _ := slices.BinarySearchFunc(ws, a-x.maxWait, func(k event.KernelWait, t int64) int { return cmpInt64(k.Start.UnixNano(), t) })
+	var out []event.KernelWait
+	for _, k := range ws[lo:] {
+		if k.Start.UnixNano() >= b {
+			break
+		}
+		if k.End.UnixNano() > a {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -29,6 +29,7 @@ func LoadIO(idx *Index, paths ...string) error {
 			Commit: func(c *event.JournalCommit) error { idx.AddCommit(c); return nil },
 			Sync:   func(*event.FileSync) error { idx.Syncs++; return nil },
 			Block:  func(*event.BlockIO) error { idx.Blocks++; return nil },
+			Wait:   func(k *event.KernelWait) error { idx.AddWait(k); return nil },
 		})
 		if err != nil {
 			return err

@@ -274,6 +274,10 @@ func AddStats(a *Stats, b Stats) {
 	a.JournalRingbufDrops += b.JournalRingbufDrops
 	a.JournalHistFull += b.JournalHistFull
 	a.JournalStartFull += b.JournalStartFull
+	a.WaitEvents += b.WaitEvents
+	a.WaitRingbufDrops += b.WaitRingbufDrops
+	a.WaitStartFull += b.WaitStartFull
+	a.WaitStackLost += b.WaitStackLost
 }
 
 // alive reports whether process pid exists (and is not a zombie).

@@ -8,3 +8,4 @@ package iotrace
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iotrace_event -type iotrace_hist_key -type iotrace_hist iotrace ../../bpf/iotrace.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iojournal_event -type iojournal_hist_key -type iojournal_hist iojournal ../../bpf/iojournal.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iowait_event iowait ../../bpf/iowait.bpf.c -- -I../../bpf

@@ -45,6 +45,13 @@ type Config struct {
 	// (bpf/iojournal.bpf.c), with the same MinLatency. See RunAll and
 	// DeviceSummaries.
 	Journal bool
+	// Waits also traces the broker's threads' uninterruptible sleeps (D
+	// state) of at least MinLatency, with their kernel stacks
+	// (bpf/iowait.bpf.c): where a thread blocked outside a write call,
+	// e.g. in a page fault on a memory-mapped index.
+	Waits bool
+	// WaitMinLatency is the threshold for waits (0: MinLatency).
+	WaitMinLatency time.Duration
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -59,6 +66,7 @@ type Tracer struct {
 	files   *fileResolver
 	threads *threadNames
 	journal *journal // nil without Config.Journal
+	waits   *waits   // nil without Config.Waits
 
 	mu    sync.Mutex
 	stats Stats
@@ -85,6 +93,11 @@ type Stats struct {
 	JournalRingbufDrops uint64
 	JournalHistFull     uint64
 	JournalStartFull    uint64
+	// With Config.Waits: waits read, and bpf/iowait.bpf.c's losses.
+	WaitEvents       uint64
+	WaitRingbufDrops uint64
+	WaitStartFull    uint64
+	WaitStackLost    uint64
 }
 
 // tracepoints pairs each tracepoint with its program.
@@ -198,6 +211,15 @@ func Open(cfg Config) (_ *Tracer, err error) {
 			return nil, err
 		}
 	}
+	if cfg.Waits {
+		wmin := cfg.WaitMinLatency
+		if wmin <= 0 {
+			wmin = cfg.MinLatency
+		}
+		if t.waits, err = openWaits(cfg.PID, wmin); err != nil {
+			return nil, err
+		}
+	}
 	if t.clock, err = measureClockOffset(); err != nil {
 		return nil, err
 	}
@@ -256,6 +278,7 @@ type Handlers struct {
 	Commit func(*event.JournalCommit) error // jbd2 commits, XFS iclog writes
 	Sync   func(*event.FileSync) error      // ext4 fsyncs
 	Block  func(*event.BlockIO) error       // block requests
+	Wait   func(*event.KernelWait) error    // uninterruptible sleeps (Config.Waits)
 }
 
 // Run passes every traced call on a file in the log directories to fn, in
@@ -279,6 +302,9 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		_ = t.rd.Flush()
 		if t.journal != nil {
 			_ = t.journal.rd.Flush()
+		}
+		if t.waits != nil {
+			_ = t.waits.rd.Flush()
 		}
 	})
 	defer stop()
@@ -305,6 +331,10 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	if t.journal != nil {
 		readers++
 		go func() { errc <- t.readJournal(h, deliver) }()
+	}
+	if t.waits != nil {
+		readers++
+		go func() { errc <- t.readWaits(h, deliver) }()
 	}
 	// The first error is returned as it is (a handler's error unwrapped);
 	// the other reader then only drains.
@@ -466,6 +496,11 @@ func (t *Tracer) Stats() (Stats, error) {
 			return s, err
 		}
 	}
+	if t.waits != nil {
+		if err := sumCounters(t.waits.objs.KsioWcounters, &s.WaitRingbufDrops, &s.WaitStartFull, &s.WaitStackLost); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
@@ -511,6 +546,11 @@ func (t *Tracer) detach() error {
 		errs = append(errs, t.journal.detach())
 		t.mu.Unlock()
 	}
+	if t.waits != nil {
+		t.mu.Lock()
+		errs = append(errs, t.waits.detach())
+		t.mu.Unlock()
+	}
 	return errors.Join(errs...)
 }
 
@@ -525,6 +565,9 @@ func (t *Tracer) Close() error {
 		errs = append(errs, t.objs.Close())
 		if t.journal != nil {
 			errs = append(errs, t.journal.close())
+		}
+		if t.waits != nil {
+			errs = append(errs, t.waits.close())
 		}
 		if err := errors.Join(errs...); err != nil {
 			t.closeErr = fmt.Errorf("iotrace: close: %w", err)

@@ -7,7 +7,7 @@
 //	meta.json         Meta
 //	requests.jsonl    event.Request, as `kscope requests --format json`
 //	writes.jsonl      event.Write, as `kscope iotrace --format json`
-//	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO (by "kind")
+//	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO, event.KernelWait (by "kind")
 //	lockwaits.jsonl   event.LockWait, from a JFR recording (optional)
 //	capture.pcapng    the raw capture (optional, record --pcap)
 //	broker.jfr        the broker's flight recording (optional, record --jfr)
@@ -126,6 +126,8 @@ type CaptureCounters struct {
 // TraceCounters are iotrace's counters, losses included.
 type TraceCounters struct {
 	Writes              int64    `json:"writes"`
+	KernelWaits         int64    `json:"kernel_waits"`
+	WaitRingbufDrops    int64    `json:"wait_ringbuf_drops"`
 	JournalEvents       int64    `json:"journal_events"`
 	OtherFiles          int64    `json:"other_files"`
 	Unnamed             int64    `json:"unnamed"`
@@ -211,6 +213,9 @@ func (w *Writer) Sync(s *event.FileSync) error { return w.journal.Encode(s) }
 
 // Block appends a block request.
 func (w *Writer) Block(b *event.BlockIO) error { return w.journal.Encode(b) }
+
+// Wait appends a broker thread's kernel wait.
+func (w *Writer) Wait(k *event.KernelWait) error { return w.journal.Encode(k) }
 
 // LockWait appends a lock wait, creating lockwaits.jsonl on first use.
 func (w *Writer) LockWait(l *event.LockWait) error {
@@ -375,6 +380,7 @@ type IOHandlers struct {
 	Commit func(*event.JournalCommit) error
 	Sync   func(*event.FileSync) error
 	Block  func(*event.BlockIO) error
+	Wait   func(*event.KernelWait) error
 }
 
 // ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or
@@ -387,6 +393,7 @@ func ReadIO(path string, h IOHandlers) error {
 		c  event.JournalCommit
 		s  event.FileSync
 		b  event.BlockIO
+		k  event.KernelWait
 		kd struct {
 			Kind string `json:"kind"`
 		}
@@ -443,6 +450,15 @@ func ReadIO(path string, h IOHandlers) error {
 				return err
 			}
 			return h.Block(&b)
+		case event.KindKernelWait:
+			if h.Wait == nil {
+				return nil
+			}
+			k = event.KernelWait{}
+			if err := json.Unmarshal(line, &k); err != nil {
+				return err
+			}
+			return h.Wait(&k)
 		}
 		return nil // a kind from a newer kscope: skipped
 	})

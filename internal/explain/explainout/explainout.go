@@ -280,6 +280,10 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 		add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
 		add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
 	}
+	for _, k := range f.KernelWaits {
+		add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
+		add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
+	}
 	for _, c := range f.Commits {
 		add(c.Start, "  %s on %s starts", c.Kind, c.Dev)
 		add(c.End, "  %s on %s ends after %.1f ms", c.Kind, c.Dev, c.LatencyMs)

@@ -25,6 +25,7 @@ type Writer interface {
 	Commit(c *event.JournalCommit) error
 	Sync(s *event.FileSync) error
 	Block(b *event.BlockIO) error
+	Wait(k *event.KernelWait) error
 	Flush() error
 }
 
@@ -47,6 +48,7 @@ func (j jsonWriter) Write(w *event.Write) error          { return j.Encode(w) }
 func (j jsonWriter) Commit(c *event.JournalCommit) error { return j.Encode(c) }
 func (j jsonWriter) Sync(s *event.FileSync) error        { return j.Encode(s) }
 func (j jsonWriter) Block(b *event.BlockIO) error        { return j.Encode(b) }
+func (j jsonWriter) Wait(k *event.KernelWait) error      { return j.Encode(k) }
 
 var tableHeader = []string{"START TIME", "END TIME", "LATENCY(ms)", "TID", "THREAD", "OP", "BYTES", "OFF_KB", "FILE"}
 
@@ -83,6 +85,7 @@ func (t *tableWriter) Write(w *event.Write) error          { return t.row(Row(w)
 func (t *tableWriter) Commit(c *event.JournalCommit) error { return t.row(CommitRow(c)) }
 func (t *tableWriter) Sync(s *event.FileSync) error        { return t.row(SyncRow(s)) }
 func (t *tableWriter) Block(b *event.BlockIO) error        { return t.row(BlockRow(b)) }
+func (t *tableWriter) Wait(k *event.KernelWait) error      { return t.row(WaitRow(k)) }
 
 func (t *tableWriter) row(cells []string) error {
 	if _, err := fmt.Fprintln(t.tw, strings.Join(cells, "\t")); err != nil {
@@ -118,6 +121,7 @@ func (c *csvWriter) Write(w *event.Write) error {
 func (c *csvWriter) Commit(j *event.JournalCommit) error { return c.w.Write(commitRecord(j)) }
 func (c *csvWriter) Sync(s *event.FileSync) error        { return c.w.Write(syncRecord(s)) }
 func (c *csvWriter) Block(b *event.BlockIO) error        { return c.w.Write(blockRecord(b)) }
+func (c *csvWriter) Wait(k *event.KernelWait) error      { return c.w.Write(waitRecord(k)) }
 
 func (c *csvWriter) Flush() error {
 	c.w.Flush()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,6 +66,18 @@ func BlockRow(b *event.BlockIO) []string {
 		"-", "-", "blk-" + b.Op, bytes, strconv.FormatUint(b.Sector/2, 10), "dev " + b.Dev + " " + b.RWBS}
 }
 
+// WaitRow is a kernel wait in the table's columns: OP "wait-D", FILE the
+// innermost kernel frames.
+func WaitRow(k *event.KernelWait) []string {
+	return []string{timeOfDay(k.Start), timeOfDay(k.End), strconv.FormatFloat(k.LatencyMs, 'f', 3, 64),
+		strconv.Itoa(k.TID), output.Escape(k.Thread), "wait-D", "-", "-", stackSummary(k.Stack)}
+}
+
+// stackSummary is up to five kernel frames, innermost first.
+func stackSummary(stack []string) string {
+	return output.Escape(strings.Join(stack[:min(len(stack), 5)], "<"))
+}
+
 func timeOfDay(t time.Time) string { return t.Local().Format(output.TimeOfDay) }
 
 // The journal events in the CSV columns (csvHeader): RFC 3339 times, the
@@ -83,6 +96,11 @@ func syncRecord(s *event.FileSync) []string {
 func blockRecord(b *event.BlockIO) []string {
 	return csvRecord(b.Start, b.End, b.LatencyMs, "", "", "blk-"+b.Op, b.Bytes, int64(b.Sector)*512,
 		"dev "+b.Dev+" "+b.RWBS, "", -1, b.Dev, b.Error)
+}
+
+func waitRecord(k *event.KernelWait) []string {
+	return csvRecord(k.Start, k.End, k.LatencyMs, strconv.Itoa(k.TID), output.Escape(k.Thread), "wait-D", 0, -1,
+		stackSummary(k.Stack), "", -1, "", "")
 }
 
 func csvRecord(start, end time.Time, latMs float64, tid, thread, op string, bytes, offset int64,

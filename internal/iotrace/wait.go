@@ -1,0 +1,209 @@
+package iotrace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// waitFrames is how many kernel frames of a wait are kept, innermost
+// first: enough to see the file system call under the scheduler's.
+const waitFrames = 12
+
+// waits is bpf/iowait.bpf.c loaded and attached: the broker's threads'
+// uninterruptible sleeps with their kernel stacks.
+type waits struct {
+	objs iowaitObjects
+	l    link.Link
+	rd   *ringbuf.Reader
+	syms *kallsyms
+}
+
+func openWaits(pid int, minLatency time.Duration) (_ *waits, err error) {
+	spec, err := loadIowait()
+	if err != nil {
+		return nil, fmt.Errorf("iotrace: waits: %w", err)
+	}
+	if err := spec.Variables["targ_tgid"].Set(uint32(pid)); err != nil {
+		return nil, fmt.Errorf("iotrace: waits: set pid: %w", err)
+	}
+	if err := spec.Variables["min_latency_ns"].Set(uint64(minLatency)); err != nil {
+		return nil, fmt.Errorf("iotrace: waits: set minimum latency: %w", err)
+	}
+	if err := checkFormat(tracefsEvents, "sched", "sched_switch", []tpField{
+		{"prev_pid", 24, 4}, {"prev_state", 32, 8}, {"next_pid", 56, 4},
+	}); err != nil {
+		return nil, fmt.Errorf("iotrace: waits: %w", err)
+	}
+	w := &waits{}
+	if err := loadObjects(spec, &w.objs, "iotrace: waits"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	if w.l, err = link.Tracepoint("sched", "sched_switch", w.objs.KsioSchedSwitch, nil); err != nil {
+		return nil, fmt.Errorf("iotrace: attach to tracepoint sched:sched_switch: %w", err)
+	}
+	if w.rd, err = ringbuf.NewReader(w.objs.KsioWevents); err != nil {
+		return nil, fmt.Errorf("iotrace: waits ring buffer reader: %w", err)
+	}
+	w.syms, _ = loadKallsyms("/proc/kallsyms") // without symbols, addresses are printed
+	return w, nil
+}
+
+func (w *waits) detach() error {
+	if w.l == nil {
+		return nil
+	}
+	err := w.l.Close()
+	w.l = nil
+	return err
+}
+
+func (w *waits) close() error {
+	errs := []error{w.detach()}
+	if w.rd != nil {
+		errs = append(errs, w.rd.Close())
+	}
+	errs = append(errs, w.objs.Close())
+	return errors.Join(errs...)
+}
+
+const waitEventSize = 24
+
+func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
+	var ev iowaitIowaitEvent
+	if len(b) < waitEventSize {
+		return ev, false
+	}
+	ev.StartNs = binary.LittleEndian.Uint64(b[0:])
+	ev.EndNs = binary.LittleEndian.Uint64(b[8:])
+	ev.Tid = binary.LittleEndian.Uint32(b[16:])
+	ev.StackId = int32(binary.LittleEndian.Uint32(b[20:]))
+	return ev, true
+}
+
+func (t *Tracer) readWaits(h Handlers, deliver func(func() error) error) error {
+	return readRing(t.waits.rd, func(b []byte) error {
+		ev, ok := decodeWaitEvent(b)
+		if !ok {
+			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)
+		}
+		t.count(func(s *Stats) { s.WaitEvents++ })
+		kw := &event.KernelWait{Kind: event.KindKernelWait, Start: t.clock.wall(ev.StartNs), End: t.clock.wall(ev.EndNs),
+			TID: int(ev.Tid), Thread: t.threads.name(int(ev.Tid)), Stack: t.waitStack(ev.StackId)}
+		kw.LatencyMs = float64(kw.End.Sub(kw.Start)) / float64(time.Millisecond)
+		if h.Wait == nil {
+			return nil
+		}
+		return deliver(func() error { return h.Wait(kw) })
+	})
+}
+
+// waitStack symbolizes a stack of ksio_wstacks, innermost frame first.
+func (t *Tracer) waitStack(id int32) []string {
+	if id < 0 {
+		return nil
+	}
+	var ips [32]uint64
+	if err := t.waits.objs.KsioWstacks.Lookup(uint32(id), &ips); err != nil {
+		return nil
+	}
+	var out []string
+	for _, ip := range ips {
+		if ip == 0 || len(out) == waitFrames {
+			break
+		}
+		out = append(out, t.waits.syms.name(ip))
+	}
+	return out
+}
+
+// kallsyms maps kernel addresses to function names (/proc/kallsyms, which
+// shows real addresses to root).
+type kallsyms struct {
+	addrs []uint64
+	names []string
+}
+
+func loadKallsyms(path string) (*kallsyms, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	type sym struct {
+		addr uint64
+		name string
+	}
+	var syms []sym
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// "ffffffff81000000 T _stext" (and " [module]" after the name)
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 {
+			continue
+		}
+		switch fields[1] {
+		case "T", "t", "W", "w":
+		default:
+			continue
+		}
+		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		syms = append(syms, sym{addr, fields[2]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(syms) == 0 {
+		return nil, errors.New("no kernel symbols with addresses (kptr_restrict?)")
+	}
+	slices.SortFunc(syms, func(a, b sym) int { return cmpUint64(a.addr, b.addr) })
+	k := &kallsyms{addrs: make([]uint64, len(syms)), names: make([]string, len(syms))}
+	for i, s := range syms {
+		k.addrs[i], k.names[i] = s.addr, s.name
+	}
+	return k, nil
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// name is the function holding ip, or ip in hex without symbols.
+func (k *kallsyms) name(ip uint64) string {
+	if k != nil {
+		i, found := slices.BinarySearch(k.addrs, ip)
+		if !found {
+			i--
+		}
+		if i >= 0 {
+			return k.names[i]
+		}
+	}
+	return "0x" + strconv.FormatUint(ip, 16)
+}
