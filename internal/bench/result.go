@@ -107,6 +107,14 @@ type Totals struct {
 	// message in ClientCPUPerMsgUs.
 	ClientCPUSeconds  float64 `json:"client_cpu_seconds"`
 	ClientCPUPerMsgUs float64 `json:"client_cpu_per_msg_us"`
+
+	// Added by the engine (issue 6): ConsumedUnacked is messages consumed
+	// but never acknowledged (the produce failed or was unanswered, yet
+	// the message was written): neither lost nor duplicated. Foreign is
+	// records in the topics without this run's message id (earlier runs,
+	// other producers), ignored.
+	ConsumedUnacked int64 `json:"consumed_unacked"`
+	Foreign         int64 `json:"foreign"`
 }
 
 // Latency is one latency series: percentiles in microseconds and the

@@ -1,0 +1,447 @@
+// Package compare decides whether two kscope bench runs differ: for
+// throughput and every latency percentile, the two values, the change,
+// and a verdict (regression, improvement or no change) that a CI job can
+// act on. It also loads RESULT.json files, which it treats as untrusted.
+//
+// # When is a difference real
+//
+// A verdict other than "no change" needs two things:
+//
+//   - the change (B−A)/A is beyond Options.Threshold (default 5%): small
+//     differences do not matter even when they are certain, and
+//   - a two-sided Mann–Whitney U test over the runs' per-second samples
+//     rejects "same distribution" at Options.Alpha (default 0.05), and the
+//     samples shift in the same direction as the change: a large change
+//     from a few unlucky seconds is not a verdict.
+//
+// The unit of evidence is the second, not the message: messages are not
+// independent (one broker stall delays thousands of consecutive ones), so
+// a test over messages would call almost any difference significant.
+// Mann–Whitney makes no assumption about the shape of the per-second
+// distribution, which for latency percentiles is skewed and heavy-tailed.
+// The p-value is exact (the permutation distribution of the rank sum,
+// counted with ties) when the smaller sample is small enough that the
+// normal approximation would be poor (min(nA,nB)·(nA+nB) ≤ 3000), and
+// otherwise from the normal approximation with tie and continuity
+// corrections. With 3 seconds per run no difference can be significant at
+// 0.05 (the smallest exact two-sided p-value of 3 against 3 is 0.1); 4
+// against 4 is the least that can be.
+//
+// A comparison runs one test per distinct per-second sample: two for
+// throughput and three per latency series (p50, p99, max; see below),
+// about a dozen. At 0.05 each, comparisons of two runs of the same code
+// would find something in a good share of CI jobs, so the p-values are
+// adjusted by Holm's step-down method, which keeps the chance of any false
+// verdict in a comparison at or below Alpha. Row.Test.P is the raw
+// p-value, Row.PAdjusted the one the verdict uses.
+//
+// # Which per-second sample stands for which value
+//
+// The values compared are the run's own: Totals.MsgsPerSec and MBPerSec
+// for throughput (higher is an improvement), and the percentiles of the
+// whole run's histogram for latency (higher is a regression). The test
+// runs on the per-second sample that measures the same thing:
+//
+//	throughput msgs/s, MB/s      per-second acknowledged msgs/s, MB/s
+//	p50                          per-second p50
+//	p90, p99                     per-second p99
+//	p99.9, p99.99, max           per-second max
+//
+// RESULT.json has per-second p50, p99 and max only. For p90, p99.9 and
+// p99.99 the stand-in is the nearest per-second statistic at or beyond it
+// in the tail, because what moves those percentiles in practice (stalls,
+// queueing, GC) moves the tail of the seconds it happens in. A bootstrap
+// was not used: resampling seconds needs per-second histograms, and
+// resampling messages from the run's histogram treats messages as
+// independent (see above). The cost of the stand-in: a change confined to
+// the body of the distribution between p50 and p90 that leaves each
+// second's p99 alone is reported as not significant (conservative).
+// Seconds with no latency of a series are left out of its sample.
+//
+// # Other checks
+//
+// Load verifies each latency histogram against the percentiles stored
+// beside it (a damaged file is an error), and Compare warns when the
+// workloads or client configurations of the two runs differ, when a run
+// was interrupted, lost or duplicated messages, or had produce errors.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kscope-dev/kscope/internal/bench"
+)
+
+// Verdict is the outcome for one metric.
+type Verdict string
+
+// Verdicts.
+const (
+	Regression  Verdict = "regression"
+	Improvement Verdict = "improvement"
+	NoChange    Verdict = "no change"
+)
+
+// Defaults of Options.
+const (
+	DefaultThreshold = 0.05
+	DefaultAlpha     = 0.05
+)
+
+// Options tune the verdicts.
+type Options struct {
+	// Threshold is the smallest relative change that can be a verdict, as
+	// a fraction (0.05 is 5%). Zero means DefaultThreshold; to judge by
+	// significance alone use a tiny value such as 1e-12.
+	Threshold float64
+	// Alpha is the significance level of the test. Zero means
+	// DefaultAlpha.
+	Alpha float64
+}
+
+// Row is one metric of a comparison.
+type Row struct {
+	// Metric is "throughput" or a latency series (bench.Latency*).
+	Metric string `json:"metric"`
+	// Stat is "msgs/s" or "MB/s" for throughput, else the percentile:
+	// "p50", "p90", "p99", "p99.9", "p99.99" or "max".
+	Stat string `json:"stat"`
+	// Unit of A and B: "msgs/s", "MB/s" or "us".
+	Unit string  `json:"unit"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+	// ChangePct is (B−A)/A in percent; nil when A is 0.
+	ChangePct *float64 `json:"change_pct"`
+	// Sample names the per-second sample the test ran on.
+	Sample string            `json:"sample"`
+	Test   MannWhitneyResult `json:"test"`
+	// PAdjusted is the test's p-value adjusted for the other tests of
+	// the comparison (Holm); Significant is PAdjusted < Alpha.
+	PAdjusted   float64 `json:"p_adjusted"`
+	Significant bool    `json:"significant"`
+	Verdict     Verdict `json:"verdict"`
+	// Reason says why a row with a change is "no change".
+	Reason string `json:"reason,omitempty"`
+}
+
+// Comparison is the result of Compare.
+type Comparison struct {
+	// NameA and NameB label the runs in output (the file names); Compare
+	// leaves them empty.
+	NameA     string  `json:"a"`
+	NameB     string  `json:"b"`
+	Threshold float64 `json:"threshold"`
+	Alpha     float64 `json:"alpha"`
+	Rows      []Row   `json:"rows"`
+	// Warnings: the runs are not like for like (workload or client
+	// config differs), or one of them is suspect (interrupted, lost
+	// messages, produce errors).
+	Warnings []string `json:"warnings"`
+	// Notes: environment differences (often the point of the
+	// comparison: another broker version, kernel or file system).
+	Notes []string `json:"notes"`
+}
+
+// Regressions returns the rows whose verdict is a regression.
+func (c *Comparison) Regressions() []Row {
+	var out []Row
+	for _, r := range c.Rows {
+		if r.Verdict == Regression {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// latencySeries is the order latency rows appear in.
+var latencySeries = []string{bench.LatencyService, bench.LatencyResponse, bench.LatencyEndToEnd, bench.LatencySyncWait, bench.LatencyBrokerRTT}
+
+// Compare compares run B against run A (the baseline).
+func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
+	if a == nil || b == nil {
+		return nil, errors.New("compare: nil result")
+	}
+	if opts.Threshold == 0 {
+		opts.Threshold = DefaultThreshold
+	}
+	if opts.Alpha == 0 {
+		opts.Alpha = DefaultAlpha
+	}
+	if !(opts.Threshold > 0) || math.IsInf(opts.Threshold, 0) {
+		return nil, fmt.Errorf("compare: threshold %v: want a positive fraction", opts.Threshold)
+	}
+	if !(opts.Alpha > 0 && opts.Alpha < 1) {
+		return nil, fmt.Errorf("compare: alpha %v: want (0, 1)", opts.Alpha)
+	}
+	c := &Comparison{Threshold: opts.Threshold, Alpha: opts.Alpha, Warnings: []string{}, Notes: []string{}}
+
+	perSecond := func(r *bench.Result, f func(bench.Second) float64) []float64 {
+		out := make([]float64, len(r.Series))
+		for i, s := range r.Series {
+			out[i] = f(s)
+		}
+		return out
+	}
+	// The tests first, one per distinct per-second sample (p90 and p99
+	// share one, as do p99.9, p99.99 and max), then the verdicts.
+	tests := map[string]*MannWhitneyResult{}
+	test := func(row *Row, sa, sb func() []float64) {
+		key := row.Metric + "\x00" + row.Sample
+		if tests[key] == nil {
+			r := MannWhitney(sa(), sb())
+			tests[key] = &r
+		}
+		row.Test = *tests[key]
+	}
+	for _, m := range []struct {
+		stat string
+		a, b float64
+		get  func(bench.Second) float64
+	}{
+		{"msgs/s", a.Totals.MsgsPerSec, b.Totals.MsgsPerSec, func(s bench.Second) float64 { return s.MsgsPerSec }},
+		{"MB/s", a.Totals.MBPerSec, b.Totals.MBPerSec, func(s bench.Second) float64 { return s.MBPerSec }},
+	} {
+		row := Row{Metric: "throughput", Stat: m.stat, Unit: m.stat, A: m.a, B: m.b, Sample: "per-second " + m.stat}
+		test(&row, func() []float64 { return perSecond(a, m.get) }, func() []float64 { return perSecond(b, m.get) })
+		c.Rows = append(c.Rows, row)
+	}
+
+	for _, name := range seriesOrder(a, b) {
+		la, lb := a.Latency[name], b.Latency[name]
+		switch {
+		case present(la) && present(lb):
+		case present(la):
+			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q is only in A", name))
+			continue
+		case present(lb):
+			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q is only in B", name))
+			continue
+		default:
+			continue
+		}
+		for _, q := range quantiles {
+			pick := standIn(q.name)
+			row := Row{Metric: name, Stat: q.name, Unit: "us", A: float64(q.get(la)), B: float64(q.get(lb)), Sample: "per-second " + pick.name}
+			test(&row, func() []float64 { return latencySample(a, name, pick.get) }, func() []float64 { return latencySample(b, name, pick.get) })
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	adjusted := holm(tests)
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		r.PAdjusted = adjusted[r.Metric+"\x00"+r.Sample]
+		judge(opts, r, r.Unit != "us") // by unit: a series could be named "throughput"
+	}
+
+	c.Warnings = append(c.Warnings, configWarnings(a, b)...)
+	c.Warnings = append(c.Warnings, runWarnings("A", a)...)
+	c.Warnings = append(c.Warnings, runWarnings("B", b)...)
+	if d := diffFields(a.Environment, b.Environment); len(d) > 0 {
+		c.Notes = append(c.Notes, "environment differs: "+strings.Join(d, "; "))
+	}
+	return c, nil
+}
+
+func present(l *bench.Latency) bool { return l != nil && l.Count > 0 }
+
+// seriesOrder lists the latency series of either run: the known ones in
+// their order, then any others sorted.
+func seriesOrder(a, b *bench.Result) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range latencySeries {
+		if a.Latency[n] != nil || b.Latency[n] != nil {
+			add(n)
+		}
+	}
+	for _, r := range []*bench.Result{a, b} {
+		for _, n := range sortedKeys(r.Latency) {
+			add(n)
+		}
+	}
+	return out
+}
+
+type perSecondStat struct {
+	name string
+	get  func(bench.SecondLatency) float64
+}
+
+// standIn maps an overall percentile to the per-second statistic tested
+// for it (see the package comment).
+func standIn(stat string) perSecondStat {
+	switch stat {
+	case "p50":
+		return perSecondStat{"p50", func(s bench.SecondLatency) float64 { return float64(s.P50Us) }}
+	case "p90", "p99":
+		return perSecondStat{"p99", func(s bench.SecondLatency) float64 { return float64(s.P99Us) }}
+	}
+	return perSecondStat{"max", func(s bench.SecondLatency) float64 { return float64(s.MaxUs) }}
+}
+
+func latencySample(r *bench.Result, series string, get func(bench.SecondLatency) float64) []float64 {
+	var out []float64
+	for _, s := range r.Series {
+		if l, ok := s.Latency[series]; ok && l.Count > 0 {
+			out = append(out, get(l))
+		}
+	}
+	return out
+}
+
+// holm adjusts the p-values of a comparison's tests by Holm's step-down
+// method. A comparison runs a dozen or more tests; at 0.05 each, two
+// identical runs would get some verdict in a good part of comparisons (a
+// flaky CI job). Holm keeps the chance of any false verdict at or below
+// alpha, and unlike Bonferroni costs little power when some differences
+// are real.
+func holm(tests map[string]*MannWhitneyResult) map[string]float64 {
+	keys := make([]string, 0, len(tests))
+	for k := range tests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if pi, pj := tests[keys[i]].P, tests[keys[j]].P; pi != pj {
+			return pi < pj
+		}
+		return keys[i] < keys[j]
+	})
+	out := make(map[string]float64, len(keys))
+	m, running := len(keys), 0.0
+	for i, k := range keys {
+		running = max(running, min(1, float64(m-i)*tests[k].P))
+		out[k] = running
+	}
+	return out
+}
+
+// judge fills in the verdict of row from its change and its adjusted
+// p-value. higherIsBetter is true for throughput, false for latency.
+func judge(opts Options, row *Row, higherIsBetter bool) {
+	row.Significant = row.PAdjusted < opts.Alpha
+	row.Verdict = NoChange
+	if row.A == 0 {
+		if row.B != 0 {
+			row.Reason = "A is 0"
+		}
+		return
+	}
+	change := (row.B - row.A) / row.A
+	if pct := change * 100; !math.IsInf(pct, 0) && !math.IsNaN(pct) {
+		row.ChangePct = &pct
+	}
+	switch {
+	case row.B == row.A:
+		return
+	case math.Abs(change) <= opts.Threshold:
+		row.Reason = "within threshold"
+		return
+	case row.Test.NA == 0 || row.Test.NB == 0:
+		row.Reason = "no per-second samples"
+		return
+	case !row.Significant:
+		row.Reason = "not significant"
+		return
+	case (change > 0) != (row.Test.U > float64(row.Test.NA*row.Test.NB)/2):
+		// Significant, but the seconds moved the other way: the overall
+		// value was decided by a few outliers.
+		row.Reason = "per-second samples shift the other way"
+		return
+	}
+	if (change > 0) == higherIsBetter {
+		row.Verdict = Improvement
+	} else {
+		row.Verdict = Regression
+	}
+}
+
+func configWarnings(a, b *bench.Result) []string {
+	var out []string
+	if d := diffFields(a.Workload, b.Workload); len(d) > 0 {
+		out = append(out, "workloads differ: "+strings.Join(d, "; "))
+	}
+	if d := diffFields(a.Client, b.Client); len(d) > 0 {
+		out = append(out, "client configs differ: "+strings.Join(d, "; "))
+	}
+	return out
+}
+
+func runWarnings(name string, r *bench.Result) []string {
+	var out []string
+	if r.Interrupted {
+		out = append(out, name+" was interrupted")
+	}
+	t := r.Totals
+	if t.Lost > 0 || t.Duplicated > 0 {
+		out = append(out, fmt.Sprintf("%s lost %d and duplicated %d messages", name, t.Lost, t.Duplicated))
+	}
+	if t.Failed > 0 {
+		out = append(out, fmt.Sprintf("%s had %d produce errors", name, t.Failed))
+	}
+	return out
+}
+
+// diffFields lists the fields (by JSON name) of two structs of the same
+// type that differ, as "name: A → B". Reflection keeps it right as fields
+// are added to the schema.
+func diffFields(a, b any) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	t := va.Type()
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		x, y := va.Field(i).Interface(), vb.Field(i).Interface()
+		if reflect.DeepEqual(x, y) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, fmt.Sprintf("%s: %s → %s", name, show(x), show(y)))
+	}
+	return out
+}
+
+// show formats a value from a file; strings are quoted (which also escapes
+// control characters) and long values cut.
+func show(v any) string {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = strconv.Quote(v)
+	case []string:
+		q := make([]string, len(v))
+		for i, s := range v {
+			q[i] = strconv.Quote(s)
+		}
+		s = "[" + strings.Join(q, " ") + "]"
+	default:
+		s = fmt.Sprint(v)
+	}
+	const maxShow = 80
+	if len(s) > maxShow {
+		cut := maxShow
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}

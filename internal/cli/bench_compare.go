@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/bench/benchout"
+	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/output"
+)
+
+// regressionError is compare's exit status 1: the comparison was printed
+// and found a regression, which a CI job should fail on.
+func regressionError(rows []compare.Row) error {
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = output.Escape(r.Metric) + " " + r.Stat
+	}
+	noun := "regressions"
+	if len(rows) == 1 {
+		noun = "regression"
+	}
+	return &exitError{code: ExitFailure, err: fmt.Errorf("%d %s: %s", len(rows), noun, strings.Join(names, ", "))}
+}
+
+// benchFlagError makes flag errors bad input, as the root command does,
+// also when the command runs on its own (tests).
+func benchFlagError(c *cobra.Command, err error) error {
+	return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+}
+
+// thresholdFlag is --threshold: a percentage ("5%") or a fraction
+// ("0.05").
+type thresholdFlag float64
+
+func (t *thresholdFlag) String() string {
+	return strconv.FormatFloat(float64(*t)*100, 'g', -1, 64) + "%"
+}
+
+func (t *thresholdFlag) Type() string { return "percent" }
+
+func (t *thresholdFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	num, percent := strings.CutSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("%q: want a percentage (5%%) or a fraction (0.05)", s)
+	}
+	if percent {
+		v /= 100
+	} else if v >= 1 {
+		// "5" is more likely 5% than 500%: make the user say which.
+		return fmt.Errorf("%q: a fraction must be below 1; for a percentage write %s%%", s, s)
+	}
+	if v == 0 {
+		v = 1e-12 // compare.Options reads 0 as the default; this is "any change"
+	}
+	*t = thresholdFlag(v)
+	return nil
+}
+
+type benchCompareOptions struct {
+	threshold thresholdFlag
+	alpha     float64
+	format    string
+}
+
+func newBenchCompareCmd() *cobra.Command {
+	o := benchCompareOptions{threshold: compare.DefaultThreshold}
+	cmd := &cobra.Command{
+		Use:   "compare A.json B.json",
+		Short: "Say whether run B is a regression against run A",
+		Long: `Compares two results of 'kscope bench run', A the baseline and B the new
+run: for throughput (msgs/s, MB/s) and each latency percentile of every
+series both runs have, A, B, the change and a verdict.
+
+A verdict of regression or improvement needs the change beyond --threshold
+and a Mann-Whitney U test over the runs' per-second samples significant at
+--alpha (p-values adjusted for the number of tests, Holm), so a difference
+is only called when it is both large enough to matter and more than the
+noise between seconds. Higher throughput is better, higher latency worse.
+Differences between the runs' workloads or client configs are warned about.
+
+Exit status: 0 no regression, 1 a regression (after printing the
+comparison), 2 bad input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return badInput(fmt.Errorf("want two result files, A.json B.json (got %d)", len(args)))
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBenchCompare(cmd, args, &o)
+		},
+	}
+	cmd.SetFlagErrorFunc(benchFlagError)
+	f := cmd.Flags()
+	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05); 0: any significant change")
+	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the test")
+	f.StringVar(&o.format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func runBenchCompare(cmd *cobra.Command, args []string, o *benchCompareOptions) error {
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return badInput(fmt.Errorf("--alpha %v: want a level in (0, 1)", o.alpha))
+	}
+	if o.format != "table" && o.format != "json" {
+		return badInput(output.UnknownFormat(o.format))
+	}
+	a, err := compare.Load(args[0])
+	if err != nil {
+		return badInput(err)
+	}
+	b, err := compare.Load(args[1])
+	if err != nil {
+		return badInput(err)
+	}
+	c, err := compare.Compare(a, b, compare.Options{Threshold: float64(o.threshold), Alpha: o.alpha})
+	if err != nil {
+		return badInput(err)
+	}
+	c.NameA, c.NameB = args[0], args[1]
+	if err := benchout.WriteComparison(cmd.OutOrStdout(), c, o.format); err != nil {
+		return err
+	}
+	if regs := c.Regressions(); len(regs) > 0 {
+		return regressionError(regs)
+	}
+	return nil
+}
+
+func newBenchReportCmd() *cobra.Command {
+	var merged bool
+	cmd := &cobra.Command{
+		Use:   "report RESULT.json...",
+		Short: "Print one or more runs side by side",
+		Long: `Prints results of 'kscope bench run' as a table, one column per run: the
+workload and client config, where it ran, the achieved rate, the exact
+accounting (lost, duplicated), client CPU per message, and the latency
+percentiles of every series. With --merged, a last column has the runs'
+counts summed and their latency histograms merged.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return badInput(errors.New("want at least one result file"))
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs := make([]benchout.Run, len(args))
+			for i, p := range args {
+				r, err := compare.Load(p)
+				if err != nil {
+					return badInput(err)
+				}
+				runs[i] = benchout.Run{Name: p, Result: r}
+			}
+			err := benchout.WriteReport(cmd.OutOrStdout(), runs, benchout.ReportOptions{Merged: merged})
+			if errors.Is(err, benchout.ErrMerge) {
+				return badInput(err)
+			}
+			return err
+		},
+	}
+	cmd.SetFlagErrorFunc(benchFlagError)
+	cmd.Flags().BoolVar(&merged, "merged", false, "add a column for all runs together (latency histograms merged)")
+	return cmd
+}

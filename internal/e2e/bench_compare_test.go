@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/cli"
+	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
+)
+
+// TestBenchCompare is issue 6's comparison check on a real broker: two
+// runs of the same workload compare as "no change" (exit 0); a run
+// against the same broker throttled by a produce quota compares as a
+// regression (exit 1).
+func TestBenchCompare(t *testing.T) {
+	b := labtest.Broker(t, lab.BrokerConfig{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	workload := func(topic string) bench.Config {
+		return bench.Config{
+			Bootstrap: []string{b.Addr()}, Topics: []string{topic}, Partitions: 4,
+			Producers: 2, Consumers: 1, Rate: 2000, Duration: 12 * time.Second, Warmup: 2 * time.Second,
+			MessageSize: "1024", Acks: "all", Idempotent: true, Linger: 5 * time.Millisecond,
+		}
+	}
+	save := func(name string, res *bench.Result) string {
+		p := filepath.Join(dir, name)
+		raw, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	compare := func(a, b string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := cli.Main([]string{"bench", "compare", a, b}, &out, &errOut)
+		t.Logf("kscope bench compare %s %s: exit %d\n%s%s", filepath.Base(a), filepath.Base(b), code, out.String(), errOut.String())
+		return code, out.String()
+	}
+
+	a := save("a.json", benchRun(t, ctx, workload("bench-cmp-a")))
+	same := save("b.json", benchRun(t, ctx, workload("bench-cmp-b")))
+	if code, out := compare(a, same); code != 0 || strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
+		t.Errorf("two runs of one workload: exit %d, want 0 and no regression", code)
+	}
+
+	// Throttle every client id to 256 KiB/s of produce: an eighth of the
+	// offered 2 MB/s.
+	setProduceQuota(t, b.Addr(), 256<<10)
+	t.Cleanup(func() { setProduceQuota(t, b.Addr(), 0) })
+	throttled := save("c.json", benchRun(t, ctx, workload("bench-cmp-c")))
+	code, out := compare(a, throttled)
+	if code != 1 || !strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
+		t.Errorf("against a throttled broker: exit %d, want 1 with a regression", code)
+	}
+
+	var report, errOut bytes.Buffer
+	if code := cli.Main([]string{"bench", "report", a, same, throttled}, &report, &errOut); code != 0 {
+		t.Errorf("kscope bench report: exit %d: %s", code, errOut.String())
+	}
+	t.Logf("kscope bench report:\n%s", report.String())
+}
+
+// setProduceQuota sets the default client id's producer_byte_rate (0
+// removes it).
+func setProduceQuota(t *testing.T, addr string, bytesPerSec float64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	entry := kmsg.NewAlterClientQuotasRequestEntry()
+	entity := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	entity.Type = "client-id" // Name nil: the default for every client id
+	entry.Entity = append(entry.Entity, entity)
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key = "producer_byte_rate"
+	op.Value = bytesPerSec
+	op.Remove = bytesPerSec == 0
+	entry.Ops = append(entry.Ops, op)
+	req.Entries = append(req.Entries, entry)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("alter client quotas: %v", err)
+	}
+	for _, e := range resp.Entries {
+		if e.ErrorCode != 0 {
+			t.Fatalf("alter client quotas: error code %d: %v", e.ErrorCode, e.ErrorMessage)
+		}
+	}
+	// Quotas reach the broker through the metadata log: give it a moment.
+	time.Sleep(2 * time.Second)
+}
