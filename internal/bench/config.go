@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kscope-dev/kscope/internal/cluster"
 )
 
 // Config is one `kscope bench run`: the workload, the client settings and
@@ -307,17 +309,9 @@ func parseKeys(spec string, n int) (keyDist, error) {
 }
 
 func parseCodec(name string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(name) {
-	case "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	c, err := cluster.Codec(name)
+	if err != nil {
+		return c, fmt.Errorf("--%w", err)
 	}
-	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
+	return c, nil
 }

@@ -23,6 +23,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -286,7 +287,7 @@ func clip(iv interval, to interval) interval {
 
 // unionLen is the length of the union of ivs (which it sorts).
 func unionLen(ivs []interval) int64 {
-	slices.SortFunc(ivs, func(x, y interval) int { return cmpInt64(x.a, y.a) })
+	slices.SortFunc(ivs, func(x, y interval) int { return cmp.Compare(x.a, y.a) })
 	var total, curA, curB int64
 	started := false
 	for _, iv := range ivs {

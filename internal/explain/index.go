@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -145,14 +146,14 @@ func (x *Index) Build() {
 	}
 	for i := range x.parts {
 		ws := x.parts[i].writes
-		slices.SortStableFunc(ws, func(a, b int32) int { return cmpInt64(x.writes[a].start, x.writes[b].start) })
+		slices.SortStableFunc(ws, func(a, b int32) int { return cmp.Compare(x.writes[a].start, x.writes[b].start) })
 	}
 	x.maxCommit = 0
 	for _, cs := range x.commits {
 		slices.SortStableFunc(cs, func(a, b event.JournalCommit) int {
 			sa, _ := commitSpan(&a)
 			sb, _ := commitSpan(&b)
-			return cmpInt64(sa, sb)
+			return cmp.Compare(sa, sb)
 		})
 		for i := range cs {
 			s, e := commitSpan(&cs[i])
@@ -168,16 +169,6 @@ func (x *Index) Build() {
 	x.built = true
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Writes is the number of writes indexed.
 func (x *Index) Writes() int { return len(x.writes) }
 
@@ -191,7 +182,7 @@ func (x *Index) overlapping(k partKey, a, b int64, fn func(i int32)) {
 	pw := &x.parts[p]
 	ws := pw.writes
 	// The first write that may overlap starts at or after a-maxDur.
-	lo, _ := slices.BinarySearchFunc(ws, a-pw.maxDur, func(i int32, t int64) int { return cmpInt64(x.writes[i].start, t) })
+	lo, _ := slices.BinarySearchFunc(ws, a-pw.maxDur, func(i int32, t int64) int { return cmp.Compare(x.writes[i].start, t) })
 	for _, i := range ws[lo:] {
 		w := &x.writes[i]
 		if w.start >= b {
@@ -220,7 +211,7 @@ func (x *Index) commitsOverlapping(dev string, a, b int64) []event.JournalCommit
 	cs := x.commits[dev]
 	lo, _ := slices.BinarySearchFunc(cs, a-x.maxCommit, func(c event.JournalCommit, t int64) int {
 		s, _ := commitSpan(&c)
-		return cmpInt64(s, t)
+		return cmp.Compare(s, t)
 	})
 	var out []event.JournalCommit
 	for i := lo; i < len(cs); i++ {
@@ -238,7 +229,7 @@ func (x *Index) commitsOverlapping(dev string, a, b int64) []event.JournalCommit
 // locksOverlapping returns tid's lock waits overlapping [a, b).
 func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
 	ls := x.locks[tid]
-	lo, _ := slices.BinarySearchFunc(ls, a-x.maxLock, func(l event.LockWait, t int64) int { return cmpInt64(l.Start.UnixNano(), t) })
+	lo, _ := slices.BinarySearchFunc(ls, a-x.maxLock, func(l event.LockWait, t int64) int { return cmp.Compare(l.Start.UnixNano(), t) })
 	var out []event.LockWait
 	for _, l := range ls[lo:] {
 		if l.Start.UnixNano() >= b {
@@ -254,7 +245,7 @@ func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
 // waitsOverlapping returns tid's kernel waits overlapping [a, b).
 func (x *Index) waitsOverlapping(tid int, a, b int64) []event.KernelWait {
 	ws := x.waits[tid]
-	lo, _ := slices.BinarySearchFunc(ws, a-x.maxWait, func(k event.KernelWait, t int64) int { return cmpInt64(k.Start.UnixNano(), t) })
+	lo, _ := slices.BinarySearchFunc(ws, a-x.maxWait, func(k event.KernelWait, t int64) int { return cmp.Compare(k.Start.UnixNano(), t) })
 	var out []event.KernelWait
 	for _, k := range ws[lo:] {
 		if k.Start.UnixNano() >= b {

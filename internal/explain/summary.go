@@ -34,7 +34,7 @@ func (e *Explainer) findStalls() {
 		}
 	}
 	// In start order, so stalls come out in start order too.
-	slices.SortFunc(long, func(a, b int32) int { return cmpInt64(x.writes[a].start, x.writes[b].start) })
+	slices.SortFunc(long, func(a, b int32) int { return cmp.Compare(x.writes[a].start, x.writes[b].start) })
 	open := make(map[int32]int) // device → its latest stall
 	ends := []int64{}
 	parts := []map[string]bool{}
@@ -84,7 +84,7 @@ func (e *Explainer) slowWrites() {
 		}
 	}
 	slices.SortFunc(slow, func(a, b int32) int {
-		return cmp.Or(cmpInt64(x.writes[b].dur(), x.writes[a].dur()), cmpInt64(x.writes[a].start, x.writes[b].start))
+		return cmp.Or(cmp.Compare(x.writes[b].dur(), x.writes[a].dur()), cmp.Compare(x.writes[a].start, x.writes[b].start))
 	})
 	for n, i := range slow {
 		w := &x.writes[i]

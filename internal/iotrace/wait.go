@@ -2,6 +2,7 @@ package iotrace
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -176,22 +177,12 @@ func loadKallsyms(path string) (*kallsyms, error) {
 	if len(syms) == 0 {
 		return nil, errors.New("no kernel symbols with addresses (kptr_restrict?)")
 	}
-	slices.SortFunc(syms, func(a, b sym) int { return cmpUint64(a.addr, b.addr) })
+	slices.SortFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
 	k := &kallsyms{addrs: make([]uint64, len(syms)), names: make([]string, len(syms))}
 	for i, s := range syms {
 		k.addrs[i], k.names[i] = s.addr, s.name
 	}
 	return k, nil
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // name is the function holding ip, or ip in hex without symbols.

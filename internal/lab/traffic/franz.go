@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kscope-dev/kscope/internal/cluster"
 )
 
 // MessageIDHeader is the record header ProduceFranz sets, with values
@@ -14,23 +16,9 @@ import (
 const MessageIDHeader = "message-id"
 
 // Codecs returns the codec names ProduceFranz and JavaProducerPerf accept.
-func Codecs() []string { return []string{"none", "gzip", "snappy", "lz4", "zstd"} }
+func Codecs() []string { return cluster.Codecs() }
 
-func franzCodec(codec string) (kgo.CompressionCodec, error) {
-	switch codec {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, fmt.Errorf("traffic: unknown codec %q", codec)
-}
+func franzCodec(codec string) (kgo.CompressionCodec, error) { return cluster.Codec(codec) }
 
 // ProduceFranz produces n records to topic (auto-created) with franz-go,
 // batch-compressed with codec. Record i has key "key-<i>", value
