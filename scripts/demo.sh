@@ -117,3 +117,7 @@ echo "== the segment of orders-0 (kscope segment dump $orders)"
 head -6 "$work/segment.txt"
 echo "== kscope segment verify $mnt/broker/data"
 "$kscope" segment verify "$mnt/broker/data" | tail -3
+
+echo
+echo "== kscope report $work/rec -o $work/report.html (open it in a browser)"
+"$kscope" report "$work/rec" -o "$work/report.html"

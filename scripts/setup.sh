@@ -28,6 +28,7 @@ declare -A pkgs=(
   [util-linux]=flock
   [maven]=mvn # scripts/kafka-jars.sh resolves the Kafka jars with it
   [ethtool]=ethtool # bench/requests.sh turns off loopback offloads in its namespace
+  [chromium]=chromium # the report screenshot test (headless)
 )
 missing=()
 for p in "${!pkgs[@]}"; do

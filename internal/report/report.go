@@ -1,0 +1,436 @@
+// Package report turns a kscope recording into one self-contained HTML
+// page that people look at rather than read (`kscope report`): the
+// produce-latency heatmap over time, percentiles over time per API, the
+// slowest produce requests with the causes explain names for them, the
+// share of each cause, a write-latency heatmap per device and the journal
+// commits. The charts are SVG drawn here, the styles inline: the page
+// loads nothing from anywhere.
+//
+// The recording's files are streamed once each (requests.jsonl twice:
+// once here, once by explain's scan) into fixed-size histograms, so
+// memory is bounded by the number of time columns, latency rows, APIs and
+// devices, not by the recording's length; explain's own index of writes
+// is what it always is.
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+// The latency range of every heatmap and percentile chart: 100 µs to 30 s,
+// log-scaled. Values outside are clamped into the first or last row.
+const (
+	MinLatencyMs = 0.1
+	MaxLatencyMs = 30000
+)
+
+// Scale is a log scale of latency buckets from MinLatencyMs to
+// MaxLatencyMs with PerDecade buckets per power of ten.
+type Scale struct{ PerDecade int }
+
+// Rows is the number of buckets.
+func (s Scale) Rows() int {
+	return int(math.Ceil(math.Log10(MaxLatencyMs/MinLatencyMs) * float64(s.PerDecade)))
+}
+
+// Row is the bucket of a latency in milliseconds, clamped to the range.
+func (s Scale) Row(ms float64) int {
+	if !(ms > MinLatencyMs) { // also NaN
+		return 0
+	}
+	r := int(math.Floor(math.Log10(ms/MinLatencyMs) * float64(s.PerDecade)))
+	return min(max(r, 0), s.Rows()-1)
+}
+
+// Lower is the lower bound of row r in milliseconds (Lower(Rows()) is
+// the top of the last row).
+func (s Scale) Lower(r int) float64 {
+	return MinLatencyMs * math.Pow(10, float64(r)/float64(s.PerDecade))
+}
+
+// Heatmap counts latencies in time columns and log-scaled latency rows.
+// Columns start at Step wide; when there would be more than MaxCols, pairs
+// of columns are merged and Step doubles, so that a recording of any
+// length ends with at most MaxCols columns.
+type Heatmap struct {
+	Scale   Scale
+	MaxCols int
+	Origin  time.Time     // start of column 0
+	Step    time.Duration // width of a column
+	Cols    [][]int64     // Cols[c][r]
+	Total   int64
+	MaxMs   float64 // largest latency added
+}
+
+// NewHeatmap returns an empty heatmap; origin may be zero (then the first
+// event's time, truncated to step, is used).
+func NewHeatmap(scale Scale, origin time.Time, step time.Duration, maxCols int) *Heatmap {
+	if step <= 0 {
+		step = time.Second
+	}
+	if maxCols < 2 {
+		maxCols = 2
+	}
+	return &Heatmap{Scale: scale, MaxCols: maxCols, Origin: origin, Step: step}
+}
+
+// Add counts one latency at time t.
+func (h *Heatmap) Add(t time.Time, ms float64) {
+	if t.IsZero() {
+		return
+	}
+	if h.Origin.IsZero() {
+		h.Origin = t.Truncate(h.Step)
+	}
+	if t.Before(h.Origin) { // out of order: prepend whole columns
+		for int64((h.Origin.Sub(t)+h.Step-1)/h.Step)+int64(len(h.Cols)) > int64(h.MaxCols) {
+			h.merge()
+		}
+		k := int((h.Origin.Sub(t) + h.Step - 1) / h.Step)
+		pre := make([][]int64, k, k+len(h.Cols))
+		h.Cols = append(pre, h.Cols...)
+		h.Origin = h.Origin.Add(-time.Duration(k) * h.Step)
+	}
+	c := int(t.Sub(h.Origin) / h.Step)
+	for c >= h.MaxCols || len(h.Cols) > h.MaxCols {
+		h.merge()
+		c = int(t.Sub(h.Origin) / h.Step)
+	}
+	for len(h.Cols) <= c {
+		h.Cols = append(h.Cols, nil)
+	}
+	if h.Cols[c] == nil {
+		h.Cols[c] = make([]int64, h.Scale.Rows())
+	}
+	h.Cols[c][h.Scale.Row(ms)]++
+	h.Total++
+	h.MaxMs = max(h.MaxMs, ms)
+}
+
+// merge halves the columns: pairs counted from the origin become one.
+func (h *Heatmap) merge() {
+	n := (len(h.Cols) + 1) / 2
+	out := make([][]int64, n)
+	for i := range n {
+		a := h.Cols[2*i]
+		var b []int64
+		if 2*i+1 < len(h.Cols) {
+			b = h.Cols[2*i+1]
+		}
+		switch {
+		case a == nil:
+			out[i] = b
+		case b != nil:
+			for r := range a {
+				a[r] += b[r]
+			}
+			fallthrough
+		default:
+			out[i] = a
+		}
+	}
+	h.Cols = out
+	h.Step *= 2
+}
+
+// End is the end of the last column.
+func (h *Heatmap) End() time.Time { return h.Origin.Add(time.Duration(len(h.Cols)) * h.Step) }
+
+// MaxCount is the largest cell.
+func (h *Heatmap) MaxCount() int64 {
+	var m int64
+	for _, col := range h.Cols {
+		for _, v := range col {
+			m = max(m, v)
+		}
+	}
+	return m
+}
+
+// Quantile is the q-quantile (0..1) of column c in milliseconds (the
+// geometric middle of the bucket it falls in), and false for an empty
+// column.
+func (h *Heatmap) Quantile(c int, q float64) (float64, bool) {
+	col := h.Cols[c]
+	var n int64
+	for _, v := range col {
+		n += v
+	}
+	if n == 0 {
+		return 0, false
+	}
+	rank := int64(math.Ceil(q * float64(n)))
+	rank = max(rank, 1)
+	var seen int64
+	for r, v := range col {
+		seen += v
+		if seen >= rank {
+			return math.Sqrt(h.Scale.Lower(r) * h.Scale.Lower(r+1)), true
+		}
+	}
+	return h.Scale.Lower(len(col)), true
+}
+
+// Options say what to put in the report.
+type Options struct {
+	// Explain configures explain (Slow, Percentile, Share, ...).
+	Explain explain.Config
+	// Top is how many of the slowest explained requests are listed (and
+	// the length of the other worst-of lists).
+	Top int
+	// MaxCols bounds the time columns of every chart (default 200).
+	MaxCols int
+	// Title is the page's title (default: the recording's host and start).
+	Title string
+}
+
+// Data is everything the page shows, aggregated.
+type Data struct {
+	Title string
+	Dir   string
+	Meta  *recording.Meta
+
+	Requests    int64 // request lines read
+	Produce     *Heatmap
+	APIs        []APISeries // by request count, most first
+	Summary     *explain.Summary
+	Slowest     []*explain.Finding // slowest first
+	Devices     []DeviceSeries     // by device name
+	Commits     []event.JournalCommit
+	CommitsSeen int64
+	Start, End  time.Time
+}
+
+// APISeries is one API's latencies over time (a fine heatmap, for
+// percentiles).
+type APISeries struct {
+	API  string
+	Hist *Heatmap
+}
+
+// DeviceSeries is one device's writes (and fsyncs), and its journal
+// commits, over time.
+type DeviceSeries struct {
+	Dev     string
+	Writes  *Heatmap
+	Commits *Heatmap
+}
+
+// Scales of the heatmaps and of the percentile charts.
+var (
+	HeatScale       = Scale{PerDecade: 8}
+	PercentileScale = Scale{PerDecade: 40}
+)
+
+// maxAPIs bounds the APIs tracked (Kafka has fewer; a damaged capture
+// could invent more).
+const maxAPIs = 64
+
+// Build reads the recording in dir and aggregates it.
+func Build(dir string, o Options) (*Data, error) {
+	meta, err := recording.ReadMeta(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a kscope recording: %w", dir, err)
+	}
+	if o.Top <= 0 {
+		o.Top = 50
+	}
+	if o.MaxCols <= 0 {
+		o.MaxCols = 200
+	}
+	d := &Data{Dir: dir, Meta: meta, Title: o.Title}
+	if d.Title == "" {
+		d.Title = "kscope report"
+		if meta.Host != "" {
+			d.Title += ": " + meta.Host
+		}
+	}
+	// One time axis for all charts when meta.json has one: a step that
+	// gives about MaxCols columns over the recording.
+	origin, step := meta.Start, time.Second
+	if !meta.Start.IsZero() && meta.End.After(meta.Start) {
+		step = max(meta.End.Sub(meta.Start)/time.Duration(o.MaxCols), time.Millisecond)
+		step = step.Round(time.Millisecond) + time.Millisecond
+	}
+	newHeat := func(s Scale) *Heatmap { return NewHeatmap(s, origin, step, o.MaxCols) }
+	d.Produce = newHeat(HeatScale)
+
+	// Requests: the produce heatmap and every API's series.
+	apis := map[string]*APISeries{}
+	var req struct {
+		Arrival   time.Time `json:"arrival"`
+		LatencyMs float64   `json:"latency_ms"`
+		API       string    `json:"api"`
+		APIKey    int16     `json:"api_key"`
+		Answered  bool      `json:"answered"`
+	}
+	reqPath := filepath.Join(dir, recording.RequestsFile)
+	err = recording.Lines(reqPath, func(line []byte, _ int64) error {
+		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, 0, "", -1, false
+		if err := json.Unmarshal(line, &req); err != nil {
+			return err
+		}
+		d.Requests++
+		if !req.Answered {
+			return nil
+		}
+		if req.APIKey == 0 {
+			d.Produce.Add(req.Arrival, req.LatencyMs)
+		}
+		s := apis[req.API]
+		if s == nil {
+			if len(apis) >= maxAPIs {
+				return nil
+			}
+			s = &APISeries{API: req.API, Hist: newHeat(PercentileScale)}
+			apis[req.API] = s
+		}
+		s.Hist.Add(req.Arrival, req.LatencyMs)
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, s := range apis {
+		d.APIs = append(d.APIs, *s)
+	}
+	slices.SortFunc(d.APIs, func(a, b APISeries) int {
+		return cmp.Or(cmp.Compare(b.Hist.Total, a.Hist.Total), cmp.Compare(a.API, b.API))
+	})
+
+	// Writes and journal: per-device heatmaps, the slowest commits, and
+	// explain's index, in one pass.
+	idx := explain.NewIndex()
+	devs := map[string]*DeviceSeries{}
+	dev := func(name string) *DeviceSeries {
+		s := devs[name]
+		if s == nil {
+			s = &DeviceSeries{Dev: name, Writes: newHeat(HeatScale), Commits: newHeat(HeatScale)}
+			devs[name] = s
+		}
+		return s
+	}
+	h := recording.IOHandlers{
+		Write: func(w *event.Write) error {
+			idx.AddWrite(w)
+			dev(w.Dev).Writes.Add(w.Start, w.LatencyMs)
+			return nil
+		},
+		Commit: func(c *event.JournalCommit) error {
+			idx.AddCommit(c)
+			dev(c.Dev).Commits.Add(c.Start, c.LatencyMs)
+			d.CommitsSeen++
+			d.Commits = keepSlowest(d.Commits, *c, o.Top)
+			return nil
+		},
+		Sync:  func(*event.FileSync) error { idx.Syncs++; return nil },
+		Block: func(*event.BlockIO) error { idx.Blocks++; return nil },
+		Wait:  func(k *event.KernelWait) error { idx.AddWait(k); return nil },
+	}
+	for _, name := range []string{recording.WritesFile, recording.JournalFile} {
+		if err := recording.ReadIO(filepath.Join(dir, name), h); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if p := filepath.Join(dir, recording.LockWaitsFile); fileExists(p) {
+		if err := explain.LoadLockWaits(idx, p); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range devs {
+		d.Devices = append(d.Devices, *s)
+	}
+	slices.SortFunc(d.Devices, func(a, b DeviceSeries) int { return cmp.Compare(a.Dev, b.Dev) })
+	slices.SortFunc(d.Commits, func(a, b event.JournalCommit) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+
+	// Explain: the slowest Top findings, and the summary.
+	if fileExists(reqPath) {
+		scan, err := explain.ScanRequests(reqPath, nil)
+		if err != nil {
+			return nil, err
+		}
+		e := explain.New(o.Explain, idx, nil)
+		sum, err := e.Run(scan, explain.RunOptions{Top: o.Top}, func(f *explain.Finding) error {
+			d.Slowest = keepSlowestFinding(d.Slowest, f, o.Top)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.Summary = sum
+		slices.SortFunc(d.Slowest, func(a, b *explain.Finding) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+	}
+
+	// The common time axis: everything drawn.
+	span := func(h *Heatmap) {
+		if len(h.Cols) == 0 {
+			return
+		}
+		if d.Start.IsZero() || h.Origin.Before(d.Start) {
+			d.Start = h.Origin
+		}
+		if h.End().After(d.End) {
+			d.End = h.End()
+		}
+	}
+	span(d.Produce)
+	for _, s := range d.APIs {
+		span(s.Hist)
+	}
+	for _, s := range d.Devices {
+		span(s.Writes)
+		span(s.Commits)
+	}
+	return d, nil
+}
+
+// keepSlowest keeps the n slowest commits (unordered; n is small, so a
+// linear scan for the fastest is fine).
+func keepSlowest(cs []event.JournalCommit, c event.JournalCommit, n int) []event.JournalCommit {
+	if len(cs) < n {
+		return append(cs, c)
+	}
+	i := 0
+	for j := range cs {
+		if cs[j].LatencyMs < cs[i].LatencyMs {
+			i = j
+		}
+	}
+	if c.LatencyMs > cs[i].LatencyMs {
+		cs[i] = c
+	}
+	return cs
+}
+
+func keepSlowestFinding(fs []*explain.Finding, f *explain.Finding, n int) []*explain.Finding {
+	if len(fs) < n {
+		return append(fs, f)
+	}
+	i := 0
+	for j := range fs {
+		if fs[j].LatencyMs < fs[i].LatencyMs {
+			i = j
+		}
+	}
+	if f.LatencyMs > fs[i].LatencyMs {
+		fs[i] = f
+	}
+	return fs
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
