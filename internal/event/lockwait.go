@@ -24,6 +24,10 @@ type LockWait struct {
 	// wait began (JFR's previousOwner), when recorded.
 	OwnerTID int    `json:"owner_tid,omitempty"`
 	Owner    string `json:"owner,omitempty"`
+	// Park marks a jdk.ThreadPark event without a timeout (a
+	// java.util.concurrent lock or condition): Monitor is the class parked
+	// on, and the owner is not known.
+	Park bool `json:"park,omitempty"`
 }
 
 // Latency is End-Start.

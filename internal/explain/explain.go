@@ -680,7 +680,11 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 			if k, ok := longestWait(f.KernelWaits); ok && k.TID == l.OwnerTID {
 				owner += fmt.Sprintf(", blocked %.1f ms in the file system at %s", k.LatencyMs, frames(k.Stack))
 			}
-			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
+			what := "for monitor"
+			if l.Park {
+				what = "parked on" // a java.util.concurrent lock: JFR knows no owner
+			}
+			return fmt.Sprintf("waited %.1f ms %s %s (JFR)%s", f.ExplainedMs, what, l.Monitor, owner) + e.rootDetail(f)
 		}
 	case CauseReplication:
 		return fmt.Sprintf("acks=all: appended, then %.1f ms until the response (followers)", f.ExplainedMs)

@@ -27,8 +27,8 @@ type Recording struct {
 }
 
 // Settings returns the JFR settings (a .jfc file) Start records with:
-// jdk.JavaMonitorEnter events at or above threshold, without stack traces,
-// and nothing else. -XX:StartFlightRecording=settings=FILE takes the same
+// jdk.JavaMonitorEnter and jdk.ThreadPark events at or above threshold,
+// without stack traces, and nothing else. -XX:StartFlightRecording=settings=FILE takes the same
 // file.
 func Settings(threshold time.Duration) []byte {
 	return fmt.Appendf(nil, `<?xml version="1.0" encoding="UTF-8"?>
@@ -38,8 +38,13 @@ func Settings(threshold time.Duration) []byte {
     <setting name="stackTrace">false</setting>
     <setting name="threshold">%d ns</setting>
   </event>
+  <event name="jdk.ThreadPark">
+    <setting name="enabled">true</setting>
+    <setting name="stackTrace">false</setting>
+    <setting name="threshold">%d ns</setting>
+  </event>
 </configuration>
-`, threshold, threshold.Nanoseconds())
+`, threshold, threshold.Nanoseconds(), threshold.Nanoseconds())
 }
 
 var (

@@ -264,10 +264,18 @@ func readChunk(chunk []byte, st *Stats, fn func(*event.LockWait) error) error {
 				return err
 			}
 		}
-		if !conv.hasMonitorEnter || int64(typ) != conv.monitorEnter {
+		var lw *event.LockWait
+		switch {
+		case conv.hasMonitorEnter && int64(typ) == conv.monitorEnter:
+			lw = conv.lockWait(&p.JavaMonitorEnter)
+		case conv.hasPark && int64(typ) == conv.park:
+			if !untimedPark(&p.ThreadPark) {
+				continue // a timed park: a thread idling in a poll, not a lock
+			}
+			lw = conv.parkWait(&p.ThreadPark)
+		default:
 			continue
 		}
-		lw := conv.lockWait(&p.JavaMonitorEnter)
 		if lw == nil {
 			st.SkippedEvents++
 			continue
@@ -301,6 +309,8 @@ type converter struct {
 	p               *parser.Parser
 	hasMonitorEnter bool  // the chunk's metadata defines jdk.JavaMonitorEnter
 	monitorEnter    int64 // its type id
+	hasPark         bool  // ... and jdk.ThreadPark
+	park            int64
 	startNanos      int64
 	startTicks      uint64
 	tps             uint64 // ticks per second
@@ -319,6 +329,8 @@ func newConverter(p *parser.Parser) (*converter, error) {
 		p:               p,
 		hasMonitorEnter: p.TypeMap.NameMap["jdk.JavaMonitorEnter"] != nil,
 		monitorEnter:    int64(p.TypeMap.T_MONITOR_ENTER),
+		hasPark:         p.TypeMap.NameMap["jdk.ThreadPark"] != nil,
+		park:            int64(p.TypeMap.T_THREAD_PARK),
 		startNanos:      int64(h.StartNanos),
 		startTicks:      h.StartTicks,
 		tps:             h.TicksPerSecond,
@@ -328,8 +340,11 @@ func newConverter(p *parser.Parser) (*converter, error) {
 	if c.tps == 0 { // chunkSize refuses these; never divide by 0
 		return nil, errors.New("ticks per second is 0")
 	}
-	if !c.hasMonitorEnter {
+	if !c.hasMonitorEnter && !c.hasPark {
 		return c, nil
+	}
+	if c.hasMonitorEnter && c.hasPark && c.monitorEnter == c.park {
+		return nil, fmt.Errorf("jdk.JavaMonitorEnter and jdk.ThreadPark share type id %d", c.park)
 	}
 	// ParseEvent decodes an event as the first of these types whose id
 	// matches, so if jdk.JavaMonitorEnter shares its id with one of them
@@ -337,8 +352,8 @@ func newConverter(p *parser.Parser) (*converter, error) {
 	tm := &p.TypeMap
 	for _, id := range []int64{int64(tm.T_EXECUTION_SAMPLE), int64(tm.T_WALL_CLOCK_SAMPLE), int64(tm.T_MALLOC), int64(tm.T_FREE),
 		int64(tm.T_ALLOC_IN_NEW_TLAB), int64(tm.T_ALLOC_OUTSIDE_TLAB), int64(tm.T_ALLOC_SAMPLE), int64(tm.T_LIVE_OBJECT)} {
-		if id == c.monitorEnter {
-			return nil, fmt.Errorf("jdk.JavaMonitorEnter shares type id %d with another event type", id)
+		if c.hasMonitorEnter && id == c.monitorEnter || c.hasPark && id == c.park {
+			return nil, fmt.Errorf("jdk.JavaMonitorEnter or jdk.ThreadPark shares type id %d with another event type", id)
 		}
 	}
 	return c, nil
@@ -374,6 +389,38 @@ func (c *converter) lockWait(e *types.JavaMonitorEnter) *event.LockWait {
 		}
 	}
 	return lw
+}
+
+// untimedPark: JFR records a park without a timeout (a lock or a
+// condition) with timeout and until at Long.MIN_VALUE; a thread polling a
+// queue parks with a timeout.
+func untimedPark(e *types.ThreadPark) bool {
+	const none = uint64(1) << 63 // Long.MIN_VALUE as the parser stores it
+	return (e.Timeout == none || e.Timeout == 0) && (e.Until == none || e.Until == 0)
+}
+
+// parkWait turns a jdk.ThreadPark event into a LockWait: the class is
+// what the thread parked on (a ReentrantLock's sync, a condition's
+// owner); JFR does not know who held it.
+func (c *converter) parkWait(e *types.ThreadPark) *event.LockWait {
+	t := c.thread(e.EventThread)
+	class, ok := c.class(e.ParkedClass)
+	if t == nil {
+		return nil
+	}
+	if !ok {
+		class = "?"
+	}
+	start, ok := c.time(e.StartTime)
+	if !ok {
+		return nil
+	}
+	dur, ok := c.duration(e.Duration)
+	if !ok || start > math.MaxInt64-dur {
+		return nil
+	}
+	return &event.LockWait{Start: time.Unix(0, start).UTC(), End: time.Unix(0, start+dur).UTC(),
+		LatencyMs: float64(dur) / 1e6, TID: t.tid, Thread: t.name, Monitor: class, Park: true}
 }
 
 func (c *converter) thread(ref types.ThreadRef) *thread {
