@@ -201,7 +201,7 @@ func compareLockWaits(t *testing.T, got, want []event.LockWait) {
 // TestTestdata reads a real recording without Java and compares every
 // lock wait with what the JDK's jfr tool printed for the same file
 // (testdata/contend.want.jsonl, written with the file by
-// go test -run TestJVM -update).
+// go test -tags updatetestdata -run TestJVMTestdata ./internal/jfr).
 func TestTestdata(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "contend.jfr")

@@ -2,10 +2,8 @@ package jfr
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,8 +17,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/contend.jfr.gz and contend.want.jsonl from a real JVM (needs java and the JDK's jfr tool)")
 
 // contendJava runs THREADS threads named contender-N that, for RUN_MS,
 // take turns holding one Contend$Lock for HOLD_MS each. It prints its pid,
@@ -317,58 +313,6 @@ func TestJVM(t *testing.T) {
 	t.Logf("-XX:StartFlightRecording recording: %+v", st)
 	checkContention(t, atStartup, j, tasks, threads, begin, end)
 	compareLockWaits(t, onMonitor(atStartup, contendMonitor), onMonitor(viaJcmd, contendMonitor))
-}
-
-// TestJVMTestdata rewrites testdata/contend.jfr.gz and the jfr tool's
-// view of it, testdata/contend.want.jsonl, with -update.
-func TestJVMTestdata(t *testing.T) {
-	if !*update {
-		t.Skip("rewrites testdata with -update")
-	}
-	dir := t.TempDir()
-	jfc := filepath.Join(dir, "kscope.jfc")
-	if err := os.WriteFile(jfc, Settings(time.Millisecond), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "contend.jfr")
-	j := startJVM(t, dir, []string{"-XX:StartFlightRecording=filename=" + path + ",settings=" + jfc}, 3, 50, 1000)
-	j.send("go")
-	j.expect("done", 60*time.Second)
-	j.send("exit")
-	j.wait()
-	want, ok := jfrPrint(t, path)
-	if !ok {
-		t.Fatal("the JDK's jfr tool is needed to write contend.want.jsonl")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join("testdata", "contend.jfr.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
-	if _, err := zw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sortLockWaits(want)
-	var out strings.Builder
-	for _, l := range want {
-		b, _ := json.Marshal(l)
-		out.Write(b)
-		out.WriteByte('\n')
-	}
-	if err := os.WriteFile(filepath.Join("testdata", "contend.want.jsonl"), []byte(out.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d bytes (%d lock waits) written to testdata", len(data), len(want))
 }
 
 // jfrPrint returns the jdk.JavaMonitorEnter events of path as the JDK's
