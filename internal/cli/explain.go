@@ -247,15 +247,10 @@ func fileExists(p string) bool {
 // decodeToJSONL runs capture files through the request decoder into w as
 // JSON Lines, as 'kscope requests --format json' would.
 func decodeToJSONL(w io.Writer, pcaps []string, ports []uint, header string, logDirs []string, stderr io.Writer, quiet bool) error {
-	cfg := wire.DefaultConfig()
-	cfg.Ports = cfg.Ports[:0]
-	for _, p := range ports {
-		if p == 0 || p > 65535 {
-			return badInput(fmt.Errorf("--port %d is not a TCP port", p))
-		}
-		cfg.Ports = append(cfg.Ports, uint16(p))
+	cfg, err := wireConfig(ports, header)
+	if err != nil {
+		return err
 	}
-	cfg.MessageIDHeader = header
 	topics := wire.NewTopicNames()
 	if len(logDirs) > 0 {
 		ids, err := logdir.TopicIDs(logDirs...)

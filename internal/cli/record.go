@@ -104,15 +104,10 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if o.duration < 0 || o.minLatency < 0 {
 		return badInput(errors.New("--duration and --min-latency must not be negative"))
 	}
-	cfg := wire.DefaultConfig()
-	cfg.Ports = cfg.Ports[:0]
-	for _, p := range o.ports {
-		if p == 0 || p > 65535 {
-			return badInput(fmt.Errorf("--port %d is not a TCP port", p))
-		}
-		cfg.Ports = append(cfg.Ports, uint16(p))
+	cfg, err := wireConfig(o.ports, o.messageIDHeader)
+	if err != nil {
+		return err
 	}
-	cfg.MessageIDHeader = o.messageIDHeader
 	pid, err := brokerPID(o.pid)
 	if err != nil {
 		return err

@@ -69,15 +69,10 @@ Counters of everything that could not be decoded are printed on stderr.`,
 }
 
 func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, o *requestsOptions) error {
-	cfg := wire.DefaultConfig()
-	cfg.Ports = cfg.Ports[:0]
-	for _, p := range o.ports {
-		if p == 0 || p > 65535 {
-			return badInput(fmt.Errorf("--port %d is not a TCP port", p))
-		}
-		cfg.Ports = append(cfg.Ports, uint16(p))
+	cfg, err := wireConfig(o.ports, o.messageIDHeader)
+	if err != nil {
+		return err
 	}
-	cfg.MessageIDHeader = o.messageIDHeader
 	if o.maxFrame < 1024 {
 		return badInput(fmt.Errorf("--max-frame %d is too small", o.maxFrame))
 	}
@@ -113,7 +108,6 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 	var (
 		writer  output.RequestWriter
 		summary *latency.Summary
-		err     error
 	)
 	if o.summary {
 		summary = latency.NewSummary(o.top)
@@ -169,4 +163,19 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		return fmt.Errorf("writing output: %w", writeErr)
 	}
 	return nil
+}
+
+// wireConfig is the wire decoder's default configuration with the
+// --port and --message-id-header flags applied.
+func wireConfig(ports []uint, messageIDHeader string) (wire.Config, error) {
+	cfg := wire.DefaultConfig()
+	cfg.Ports = cfg.Ports[:0]
+	for _, p := range ports {
+		if p == 0 || p > 65535 {
+			return cfg, badInput(fmt.Errorf("--port %d is not a TCP port", p))
+		}
+		cfg.Ports = append(cfg.Ports, uint16(p))
+	}
+	cfg.MessageIDHeader = messageIDHeader
+	return cfg, nil
 }
