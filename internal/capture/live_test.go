@@ -27,7 +27,7 @@ func newExchange(t *testing.T, host string) *exchange {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		t.Skipf("no TCP on %s: %v", host, err)
+		labtest.Unavailable(t, "no TCP on %s: %v", host, err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	other, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

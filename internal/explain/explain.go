@@ -285,8 +285,9 @@ func clip(iv interval, to interval) interval {
 	return iv
 }
 
-// unionLen is the length of the union of ivs (which it sorts).
+// unionLen is the length of the union of ivs.
 func unionLen(ivs []interval) int64 {
+	ivs = slices.Clone(ivs)
 	slices.SortFunc(ivs, func(x, y interval) int { return cmp.Compare(x.a, y.a) })
 	var total, curA, curB int64
 	started := false
@@ -469,11 +470,12 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		}
 	}
 
+	waited := slices.Concat(blockConn, blockPart)
 	slowWrite := unionLen(own)
-	connWait := unionLen(slices.Clone(blockConn))
-	partWait := unionLen(slices.Clone(blockPart))
-	lockWait := unionLen(append(blockConn, blockPart...))
-	storage := unionLen(append(slices.Clone(own), append(blockConn, blockPart...)...))
+	connWait := unionLen(blockConn)
+	partWait := unionLen(blockPart)
+	lockWait := unionLen(waited)
+	storage := unionLen(slices.Concat(own, waited))
 	var replication int64
 	if e.followers && r.Acks != nil && *r.Acks == -1 && allOwn && ownEnd > 0 {
 		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
@@ -538,7 +540,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	case CauseSlowWrite:
 		causeIvs = own
 	case CauseLockWait:
-		causeIvs = append(slices.Clone(blockConn), blockPart...)
+		causeIvs = waited
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs}
 	if count {
@@ -596,13 +598,8 @@ func (e *Explainer) findOwn(p *event.Partition, cands []int32, A, brokerStart, E
 }
 
 func (e *Explainer) evidence(i int32) WriteEvidence {
-	we := WriteEvidence{Write: e.idx.toEvent(i), idx: i}
-	if e.lookup != nil {
-		if _, ok := e.idCache[i]; ok {
-			we.MessageIDs = e.idCache[i]
-		}
-	}
-	return we
+	// The write's ids, when a lookup already read them.
+	return WriteEvidence{Write: e.idx.toEvent(i), idx: i, MessageIDs: e.idCache[i]}
 }
 
 // rootCause looks for journal commits under the writes a storage cause
@@ -700,13 +697,7 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 
 // longest is the slowest of ws (not empty).
 func longest(ws []WriteEvidence) WriteEvidence {
-	l := ws[0]
-	for _, w := range ws[1:] {
-		if w.LatencyMs > l.LatencyMs {
-			l = w
-		}
-	}
-	return l
+	return slices.MaxFunc(ws, func(a, b WriteEvidence) int { return cmp.Compare(a.LatencyMs, b.LatencyMs) })
 }
 
 func (e *Explainer) rootDetail(f *Finding) string {
@@ -743,13 +734,7 @@ func longestWait(ws []event.KernelWait) (event.KernelWait, bool) {
 	if len(ws) == 0 {
 		return event.KernelWait{}, false
 	}
-	l := ws[0]
-	for _, w := range ws[1:] {
-		if w.LatencyMs > l.LatencyMs {
-			l = w
-		}
-	}
-	return l, true
+	return slices.MaxFunc(ws, func(a, b event.KernelWait) int { return cmp.Compare(a.LatencyMs, b.LatencyMs) }), true
 }
 
 // frames names the innermost file-system frames of a stack, under the

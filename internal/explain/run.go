@@ -3,9 +3,9 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,16 +70,8 @@ func (id RequestID) matches(client string, corr int32) bool {
 	if client == id.Client {
 		return true
 	}
-	_, port, err := splitPort(client)
+	_, port, err := net.SplitHostPort(client)
 	return err == nil && port == id.Client
-}
-
-func splitPort(hostport string) (string, string, error) {
-	i := strings.LastIndexByte(hostport, ':')
-	if i < 0 {
-		return "", "", errors.New("no port")
-	}
-	return hostport[:i], hostport[i+1:], nil
 }
 
 // RunOptions tune Run.

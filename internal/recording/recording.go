@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -357,20 +358,28 @@ func lines(path string, r io.Reader, fn func(line []byte, pos int64) error) erro
 }
 
 // ReadLineAt reads the line that starts at pos in f (a position Lines
-// reported), up to MaxLineBytes.
+// reported), up to MaxLineBytes, into buf (reused: explain reads every
+// slow request's line this way, so nothing is allocated per line once buf
+// has grown).
 func ReadLineAt(f *os.File, pos int64, buf []byte) ([]byte, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(f, pos, MaxLineBytes), 64<<10)
+	const chunk = 64 << 10
 	buf = buf[:0]
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if err == nil || errors.Is(err, io.EOF) {
+	for len(buf) < MaxLineBytes {
+		n := len(buf)
+		buf = slices.Grow(buf, chunk)[:n+chunk]
+		m, err := f.ReadAt(buf[n:], pos+int64(n))
+		if i := bytes.IndexByte(buf[n:n+m], '\n'); i >= 0 {
+			return bytes.TrimSpace(buf[:n+i]), nil
+		}
+		buf = buf[:n+m]
+		if errors.Is(err, io.EOF) {
 			return bytes.TrimSpace(buf), nil
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
+		if err != nil {
 			return nil, err
 		}
 	}
+	return nil, fmt.Errorf("line at byte %d longer than %d bytes", pos, MaxLineBytes)
 }
 
 // IOHandlers receive the events of an iotrace JSON Lines file; a nil
