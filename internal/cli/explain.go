@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,11 +15,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/explain/explainout"
 	"github.com/kscope-dev/kscope/internal/jfr"
-	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
-	"github.com/kscope-dev/kscope/internal/source"
-	"github.com/kscope-dev/kscope/internal/wire"
 )
 
 type explainOptions struct {
@@ -39,6 +37,8 @@ type explainOptions struct {
 	summary         bool
 	top             int
 	quiet           bool
+
+	percentileSet bool // --percentile was given, not defaulted
 }
 
 func newExplainCmd() *cobra.Command {
@@ -47,9 +47,11 @@ func newExplainCmd() *cobra.Command {
 		Use:   "explain (DIR | --pcap FILE --io FILE) [flags]",
 		Short: "Name the root cause of every slow produce request",
 		Long: `Explains every produce request at or above --slow (default: the p99 of the
-recording's produce latencies): joins it with the broker's writes to its
-partitions, the journal commits on their devices and, with a JFR file, the
-handler threads' lock waits, and names one cause with its evidence:
+recording's produce latencies; for an agent's slow-request log, the agent's
+threshold, since a percentile of slow requests alone means nothing): joins
+it with the broker's writes to its partitions, the journal commits on their
+devices and, with a JFR file, the handler threads' lock waits, and names
+one cause with its evidence:
 
   slow-write     its own append to the partition log took most of its time
   lock-wait      it waited while another append to the same partition log
@@ -69,6 +71,7 @@ DIR is a recording made by 'kscope record'. Without one, give a capture
 (--pcap) and iotrace JSON output (--io). See docs/explain.md.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.percentileSet = cmd.Flags().Changed("percentile")
 			return runExplain(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
 		},
 	}
@@ -126,6 +129,8 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 		scanned      = make(chan struct{})
 		logDirs      = o.logDirs
 		jfrPath      = o.jfrFile
+		slow         = o.slow
+		slowFrom     string
 	)
 	if len(args) == 1 {
 		dir := args[0]
@@ -133,6 +138,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 		if err != nil {
 			return badInput(fmt.Errorf("%s is not a kscope recording: %w", dir, err))
 		}
+		slow, slowFrom = slowLogThreshold(stderr, dir, meta, o.slow, o.percentileSet)
 		if len(logDirs) == 0 {
 			for _, d := range meta.Broker.LogDirs {
 				logDirs = append(logDirs, d.Path)
@@ -157,19 +163,12 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 			}
 		}
 	} else {
-		tmp, err := os.CreateTemp("", "kscope-explain-requests-*.jsonl")
+		dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs}, stderr, o.quiet)
 		if err != nil {
 			return err
 		}
-		defer os.Remove(tmp.Name())
-		if err := decodeToJSONL(tmp, o.pcaps, o.ports, o.messageIDHeader, logDirs, stderr, o.quiet); err != nil {
-			tmp.Close()
-			return err
-		}
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-		requestsPath = tmp.Name()
+		defer cleanup()
+		requestsPath = dec.path
 		go func() {
 			defer close(scanned)
 			scan, scanErr = explain.ScanRequests(requestsPath, only)
@@ -196,7 +195,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if !o.noSegments && len(logDirs) > 0 && o.messageIDHeader != "" {
 		lookup = explain.SegmentLookup(logDirs, o.messageIDHeader)
 	}
-	e := explain.New(explain.Config{Slow: o.slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}, idx, lookup)
+	e := explain.New(explain.Config{Slow: slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}, idx, lookup)
 
 	if only != nil {
 		var found *explain.Finding
@@ -227,6 +226,9 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if err != nil {
 		return badInput(err)
 	}
+	if slowFrom != "" {
+		sum.ThresholdFrom = slowFrom
+	}
 	if writeErr == nil {
 		writeErr = w.Summary(sum)
 	}
@@ -244,40 +246,26 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// decodeToJSONL runs capture files through the request decoder into w as
-// JSON Lines, as 'kscope requests --format json' would.
-func decodeToJSONL(w io.Writer, pcaps []string, ports []uint, header string, logDirs []string, stderr io.Writer, quiet bool) error {
-	cfg, err := wireConfig(ports, header)
-	if err != nil {
-		return err
+// slowLogFrom names the slow threshold when it is an agent slow log's.
+const slowLogFrom = "agent slow log"
+
+// slowLogThreshold returns the slow threshold for the recording at src:
+// --slow when given; else, when the recording is an agent's slow-request
+// log, the agent's own threshold (with slowLogFrom), since a percentile
+// of a file that holds only slow requests ranks those, not the broker's
+// requests. An explicit --percentile is still honoured, with a warning.
+// Otherwise 0: the percentile decides.
+func slowLogThreshold(stderr io.Writer, src string, meta *recording.Meta, slow time.Duration, percentileSet bool) (time.Duration, string) {
+	// A slow log without a threshold kept every request: its percentiles
+	// are the broker's.
+	if slow > 0 || meta == nil || meta.SlowLog == nil || meta.SlowLog.ThresholdMs <= 0 {
+		return slow, ""
 	}
-	topics := wire.NewTopicNames()
-	if len(logDirs) > 0 {
-		ids, err := logdir.TopicIDs(logDirs...)
-		if err != nil {
-			return badInput(fmt.Errorf("--log-dirs: %w", err))
-		}
-		for id, name := range ids {
-			topics.Add(id, name)
-		}
+	sl := meta.SlowLog
+	if percentileSet {
+		fmt.Fprintf(stderr, "kscope: warning: %s is an agent slow-request log (requests of %s ms and more only): the percentile ranks those, not all of the broker's requests\n",
+			src, strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
+		return 0, ""
 	}
-	j := output.NewJSONLines(w)
-	var writeErr error
-	res, err := source.ReadFiles(pcaps, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
-		if writeErr == nil {
-			writeErr = j.Encode(r)
-		}
-	})
-	if err != nil {
-		return badInput(err)
-	}
-	if ferr := j.Flush(); writeErr == nil {
-		writeErr = ferr
-	}
-	if !quiet {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
-		}
-	}
-	return writeErr
+	return time.Duration(sl.ThresholdMs * float64(time.Millisecond)), slowLogFrom
 }

@@ -15,67 +15,162 @@ import (
 )
 
 type reportOptions struct {
-	out        string
-	slow       time.Duration
-	percentile float64
-	top        int
-	maxCols    int
-	title      string
+	pcaps           []string
+	ioFiles         []string
+	jfrFile         string
+	ports           []uint
+	logDirs         []string
+	noSegments      bool
+	messageIDHeader string
+	out             string
+	slow            time.Duration
+	percentile      float64
+	top             int
+	maxCols         int
+	title           string
+	quiet           bool
+
+	percentileSet bool // --percentile was given, not defaulted
 }
 
 func newReportCmd() *cobra.Command {
 	var o reportOptions
 	cmd := &cobra.Command{
-		Use:   "report DIR -o FILE",
-		Short: "Draw a recording as one self-contained HTML page",
-		Long: `Reads a recording made by 'kscope record' and writes one HTML file that
-needs nothing else to open (no network, no scripts): the produce-latency
-heatmap over time, p50/p99/p99.9 over time per API, the slowest produce
-requests with the cause explain names for each and the share of each
-cause, the stalls, a write-latency heatmap per device with its journal
-commits, and the slowest journal commits.`,
-		Args: cobra.ExactArgs(1),
+		Use:   "report (DIR | --pcap FILE [--io FILE]) -o FILE",
+		Short: "Draw a recording or a capture as one self-contained HTML page",
+		Long: `Reads a recording made by 'kscope record', or capture files (--pcap) with
+the broker's iotrace --format json output (--io), and writes one HTML file
+that needs nothing else to open (no network, no scripts): the
+produce-latency heatmap over time, p50/p99/p99.9 over time per API, the
+slowest produce requests with the cause explain names for each and the
+share of each cause, the stalls, a write-latency heatmap per device with
+its journal commits, and the slowest journal commits.
+
+Without --io there are no write or journal charts, and explain has no
+writes to go on: most slow requests are then 'unexplained'.
+
+Slow means at or above --slow, by default the --percentile of the produce
+latencies; for an agent's slow-request log (meta.json's slow_log), the
+agent's own threshold, since a percentile of slow requests alone means
+nothing (an explicit --percentile is honoured, with a warning).`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd.ErrOrStderr(), args[0], &o)
+			o.percentileSet = cmd.Flags().Changed("percentile")
+			return runReport(cmd.ErrOrStderr(), args, &o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.out, "out", "o", "", "the HTML file to write (required)")
+	f.StringSliceVar(&o.pcaps, "pcap", nil, "capture file(s) instead of a recording")
+	f.StringSliceVar(&o.ioFiles, "io", nil, "iotrace --format json output, with --pcap (optional)")
+	f.StringVar(&o.jfrFile, "jfr", "", "a Java Flight Recorder file of the broker: its lock waits are evidence")
+	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port, with --pcap")
+	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs: topic names and exact matching by message id (default: from meta.json)")
+	f.BoolVar(&o.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
+	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.DurationVar(&o.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
 	f.Float64Var(&o.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
 	f.IntVar(&o.top, "top", 50, "slowest requests and journal commits listed")
 	f.IntVar(&o.maxCols, "columns", 200, "time columns of the charts, at most")
-	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording)")
-	_ = cmd.MarkFlagRequired("out")
+	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording or the capture files)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	return cmd
 }
 
-func runReport(stderr io.Writer, dir string, o *reportOptions) error {
-	if o.out == "" {
-		return badInput(errors.New("give the HTML file to write with -o"))
+func runReport(stderr io.Writer, args []string, o *reportOptions) error {
+	if err := o.check(args); err != nil {
+		return badInput(err)
 	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return badInput(fmt.Errorf("--percentile %v: want (0, 100]", o.percentile))
+	in, logDirs, cleanup, err := o.inputs(stderr, args)
+	if err != nil {
+		return err
 	}
-	if o.top <= 0 || o.maxCols < 2 {
-		return badInput(errors.New("--top and --columns must be positive (--columns at least 2)"))
+	defer cleanup()
+	var lookup explain.IDLookup
+	if !o.noSegments && len(logDirs) > 0 && o.messageIDHeader != "" {
+		lookup = explain.SegmentLookup(logDirs, o.messageIDHeader)
 	}
-	d, err := report.Build(dir, report.Options{
-		Explain: explain.Config{Slow: o.slow, Percentile: o.percentile},
-		Top:     o.top, MaxCols: o.maxCols, Title: o.title,
+	slow, slowFrom := slowLogThreshold(stderr, in.Dir, in.Meta, o.slow, o.percentileSet)
+	d, err := report.BuildFrom(in, report.Options{
+		Explain:       explain.Config{Slow: slow, Percentile: o.percentile},
+		ThresholdFrom: slowFrom,
+		Lookup:        lookup,
+		Top:           o.top, MaxCols: o.maxCols, Title: o.title,
 	})
 	if err != nil {
 		return badInput(err)
 	}
-	// Written next to the target and renamed: never a half-written report.
-	tmp, err := os.CreateTemp(filepath.Dir(o.out), ".kscope-report-*.html")
+	if err := writeReport(o.out, d); err != nil {
+		return err
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "kscope: wrote %s\n", o.out)
+	}
+	return nil
+}
+
+// check validates the flags and arguments before anything is read.
+func (o *reportOptions) check(args []string) error {
+	if (len(args) == 1) == (len(o.pcaps) > 0) {
+		return errors.New("give a recording directory, or --pcap (and --io)")
+	}
+	if len(args) == 1 && len(o.ioFiles) > 0 {
+		return errors.New("--io goes with --pcap: a recording has its own I/O trace")
+	}
+	if o.out == "" {
+		return errors.New("give the HTML file to write with -o")
+	}
+	if o.percentile <= 0 || o.percentile > 100 {
+		return fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
+	}
+	if o.top <= 0 || o.maxCols < 2 {
+		return errors.New("--top and --columns must be positive (--columns at least 2)")
+	}
+	return nil
+}
+
+// inputs names the files to draw: the recording's, or the captures
+// decoded into a temporary requests file (removed by cleanup) with the
+// --io files. logDirs are --log-dirs, else the recording's.
+func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Inputs, logDirs []string, cleanup func(), err error) {
+	cleanup = func() {}
+	logDirs = o.logDirs
+	if len(args) == 1 {
+		in, err = report.RecordingInputs(args[0])
+		if err != nil {
+			return in, nil, cleanup, badInput(err)
+		}
+		if len(logDirs) == 0 {
+			for _, d := range in.Meta.Broker.LogDirs {
+				logDirs = append(logDirs, d.Path)
+			}
+		}
+	} else {
+		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs}, stderr, o.quiet)
+		if err != nil {
+			return in, nil, cleanup, err
+		}
+		in = report.Inputs{Requests: dec.path, IO: o.ioFiles, Captures: o.pcaps, Start: dec.start, End: dec.end}
+		cleanup = done
+	}
+	// --jfr replaces the recording's lock waits, as in explain.
+	if o.jfrFile != "" {
+		in.LockWaits, in.JFR = "", o.jfrFile
+	}
+	return in, logDirs, cleanup, nil
+}
+
+// writeReport writes the page next to the target and renames it: never a
+// half-written report.
+func writeReport(out string, d *report.Data) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".kscope-report-*.html")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
 	if err := report.WriteHTML(tmp, d); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing %s: %w", o.out, err)
+		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
@@ -84,9 +179,5 @@ func runReport(stderr io.Writer, dir string, o *reportOptions) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), o.out); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "kscope: wrote %s\n", o.out)
-	return nil
+	return os.Rename(tmp.Name(), out)
 }

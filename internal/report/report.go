@@ -1,31 +1,33 @@
-// Package report turns a kscope recording into one self-contained HTML
-// page that people look at rather than read (`kscope report`): the
-// produce-latency heatmap over time, percentiles over time per API, the
-// slowest produce requests with the causes explain names for them, the
-// share of each cause, a write-latency heatmap per device and the journal
-// commits. The charts are SVG drawn here, the styles inline: the page
-// loads nothing from anywhere.
+// Package report turns a kscope recording, or a capture with an I/O
+// trace, into one self-contained HTML page that people look at rather
+// than read (`kscope report`): the produce-latency heatmap over time,
+// percentiles over time per API, the slowest produce requests with the
+// causes explain names for them, the share of each cause, a
+// write-latency heatmap per device and the journal commits. The charts
+// are SVG drawn here, the styles inline: the page loads nothing from
+// anywhere.
 //
-// The recording's files are streamed once each (requests.jsonl twice:
-// once here, once by explain's scan) into fixed-size histograms, so
-// memory is bounded by the number of time columns, latency rows, APIs and
-// devices, not by the recording's length; explain's own index of writes
-// is what it always is.
+// The input files are streamed once each (the requests twice: once here,
+// once by explain's scan) into fixed-size histograms, so memory is
+// bounded by the number of time columns, latency rows, APIs and devices,
+// not by the recording's length; explain's own index of writes is what
+// it always is.
 package report
 
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -187,6 +189,12 @@ func (h *Heatmap) Quantile(c int, q float64) (float64, bool) {
 type Options struct {
 	// Explain configures explain (Slow, Percentile, Share, ...).
 	Explain explain.Config
+	// ThresholdFrom names where Explain.Slow came from when the user did
+	// not give it (an agent slow log's threshold); "" leaves explain's.
+	ThresholdFrom string
+	// Lookup reads message ids from segment files, for exact matching
+	// (nil: by bytes and time).
+	Lookup explain.IDLookup
 	// Top is how many of the slowest explained requests are listed (and
 	// the length of the other worst-of lists).
 	Top int
@@ -196,11 +204,38 @@ type Options struct {
 	Title string
 }
 
+// Inputs are the files a report is drawn from: a recording's
+// (RecordingInputs), or requests decoded from captures and iotrace's
+// output. Every file named must exist.
+type Inputs struct {
+	// Requests is a requests JSON Lines file (kscope requests --format
+	// json); "" for none.
+	Requests string
+	// IO are iotrace JSON Lines files (writes and journal events, mixed
+	// or apart); none: no write or journal charts, and no write evidence.
+	IO []string
+	// LockWaits is a lockwaits.jsonl file, JFR a flight recording of the
+	// broker; either (or both) give lock-wait evidence.
+	LockWaits string
+	JFR       string
+	// Meta is the recording's meta.json; nil for captures.
+	Meta *recording.Meta
+	// Dir is the recording directory, Captures the capture files the
+	// requests were decoded from: what the page says it shows.
+	Dir      string
+	Captures []string
+	// Start and End span the data when there is no meta.json (a
+	// capture's first and last packet): the charts' common time axis.
+	Start, End time.Time
+}
+
 // Data is everything the page shows, aggregated.
 type Data struct {
-	Title string
-	Dir   string
-	Meta  *recording.Meta
+	Title    string
+	Dir      string
+	Captures []string // the capture files, when not a recording
+	IOFiles  []string // the I/O trace files, when not a recording
+	Meta     *recording.Meta
 
 	Requests    int64 // request lines read
 	Produce     *Heatmap
@@ -212,6 +247,10 @@ type Data struct {
 	CommitsSeen int64
 	Start, End  time.Time
 }
+
+// NoIOTrace is true for a report of captures without an I/O trace: it
+// has no write evidence, so explain leaves most requests unexplained.
+func (d *Data) NoIOTrace() bool { return d.Dir == "" && len(d.IOFiles) == 0 }
 
 // APISeries is one API's latencies over time (a fine heatmap, for
 // percentiles).
@@ -238,36 +277,129 @@ var (
 // could invent more).
 const maxAPIs = 64
 
-// Build reads the recording in dir and aggregates it.
-func Build(dir string, o Options) (*Data, error) {
+// RecordingInputs are the files of the recording in dir that exist (a
+// recording without eBPF has no writes.jsonl, one without --jfr no lock
+// waits). Lock waits come from lockwaits.jsonl, else from broker.jfr, as
+// explain reads them.
+func RecordingInputs(dir string) (Inputs, error) {
 	meta, err := recording.ReadMeta(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a kscope recording: %w", dir, err)
+		return Inputs{}, fmt.Errorf("%s is not a kscope recording: %w", dir, err)
 	}
+	in := Inputs{Meta: meta, Dir: dir}
+	if p := filepath.Join(dir, recording.RequestsFile); fileExists(p) {
+		in.Requests = p
+	}
+	for _, name := range []string{recording.WritesFile, recording.JournalFile} {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			in.IO = append(in.IO, p)
+		}
+	}
+	if p := filepath.Join(dir, recording.LockWaitsFile); fileExists(p) {
+		in.LockWaits = p
+	} else if p := filepath.Join(dir, recording.JFRFile); fileExists(p) {
+		in.JFR = p
+	}
+	return in, nil
+}
+
+// Build reads the recording in dir and aggregates it.
+func Build(dir string, o Options) (*Data, error) {
+	in, err := RecordingInputs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return BuildFrom(in, o)
+}
+
+// BuildFrom reads the inputs, each file streamed once (the requests
+// twice: here and by explain's scan), and aggregates them.
+func BuildFrom(in Inputs, o Options) (*Data, error) {
 	if o.Top <= 0 {
 		o.Top = 50
 	}
 	if o.MaxCols <= 0 {
 		o.MaxCols = 200
 	}
-	d := &Data{Dir: dir, Meta: meta, Title: o.Title}
-	if d.Title == "" {
-		d.Title = "kscope report"
-		if meta.Host != "" {
-			d.Title += ": " + meta.Host
+	b := newBuilder(in, o)
+	d := b.d
+	if in.Requests != "" {
+		if err := b.readRequests(in.Requests); err != nil {
+			return nil, err
 		}
 	}
-	// One time axis for all charts when meta.json has one: a step that
-	// gives about MaxCols columns over the recording.
-	origin, step := meta.Start, time.Second
-	if !meta.Start.IsZero() && meta.End.After(meta.Start) {
-		step = max(meta.End.Sub(meta.Start)/time.Duration(o.MaxCols), time.Millisecond)
-		step = step.Round(time.Millisecond) + time.Millisecond
+	idx := explain.NewIndex()
+	if err := b.readIO(idx, in.IO); err != nil {
+		return nil, err
 	}
-	newHeat := func(s Scale) *Heatmap { return NewHeatmap(s, origin, step, o.MaxCols) }
-	d.Produce = newHeat(HeatScale)
+	if err := loadLockWaits(idx, in); err != nil {
+		return nil, err
+	}
+	if in.Requests != "" {
+		if err := b.explain(idx, in.Requests); err != nil {
+			return nil, err
+		}
+	}
+	d.span()
+	return d, nil
+}
 
-	// Requests: the produce heatmap and every API's series.
+// builder aggregates one report: the data, and the time axis all its
+// charts share.
+type builder struct {
+	d      *Data
+	o      Options
+	origin time.Time
+	step   time.Duration
+}
+
+func newBuilder(in Inputs, o Options) *builder {
+	d := &Data{Dir: in.Dir, Meta: in.Meta, Title: o.Title}
+	if in.Dir == "" {
+		d.Captures, d.IOFiles = in.Captures, in.IO
+	}
+	if d.Title == "" {
+		d.Title = defaultTitle(in)
+	}
+	b := &builder{d: d, o: o, step: time.Second}
+	// One time axis for all charts when the span is known (meta.json's,
+	// or the capture's): a step that gives about MaxCols columns over it.
+	// Without one the heatmaps start at the first event and merge
+	// columns as they grow.
+	start, end := in.Start, in.End
+	if m := in.Meta; m != nil {
+		start, end = m.Start, m.End
+	}
+	b.origin = start
+	if !start.IsZero() && end.After(start) {
+		b.step = max(end.Sub(start)/time.Duration(o.MaxCols), time.Millisecond)
+		b.step = b.step.Round(time.Millisecond) + time.Millisecond
+	}
+	d.Produce = b.heatmap(HeatScale)
+	return b
+}
+
+// defaultTitle names the recording's host, else the capture files.
+func defaultTitle(in Inputs) string {
+	t := "kscope report"
+	switch {
+	case in.Meta != nil && in.Meta.Host != "":
+		t += ": " + in.Meta.Host
+	case len(in.Captures) > 0:
+		names := make([]string, len(in.Captures))
+		for i, c := range in.Captures {
+			names[i] = filepath.Base(c)
+		}
+		t += ": " + strings.Join(names, ", ")
+	}
+	return t
+}
+
+func (b *builder) heatmap(s Scale) *Heatmap { return NewHeatmap(s, b.origin, b.step, b.o.MaxCols) }
+
+// readRequests fills the produce heatmap and every API's series.
+func (b *builder) readRequests(path string) error {
+	d := b.d
 	apis := map[string]*APISeries{}
 	var req struct {
 		Arrival   time.Time `json:"arrival"`
@@ -276,8 +408,7 @@ func Build(dir string, o Options) (*Data, error) {
 		APIKey    int16     `json:"api_key"`
 		Answered  bool      `json:"answered"`
 	}
-	reqPath := filepath.Join(dir, recording.RequestsFile)
-	err = recording.Lines(reqPath, func(line []byte, _ int64) error {
+	err := recording.Lines(path, func(line []byte, _ int64) error {
 		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, 0, "", -1, false
 		if err := json.Unmarshal(line, &req); err != nil {
 			return err
@@ -294,14 +425,14 @@ func Build(dir string, o Options) (*Data, error) {
 			if len(apis) >= maxAPIs {
 				return nil
 			}
-			s = &APISeries{API: req.API, Hist: newHeat(PercentileScale)}
+			s = &APISeries{API: req.API, Hist: b.heatmap(PercentileScale)}
 			apis[req.API] = s
 		}
 		s.Hist.Add(req.Arrival, req.LatencyMs)
 		return nil
 	})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	if err != nil {
+		return fmt.Errorf("reading requests: %w", err)
 	}
 	for _, s := range apis {
 		d.APIs = append(d.APIs, *s)
@@ -309,15 +440,18 @@ func Build(dir string, o Options) (*Data, error) {
 	slices.SortFunc(d.APIs, func(a, b APISeries) int {
 		return cmp.Or(cmp.Compare(b.Hist.Total, a.Hist.Total), cmp.Compare(a.API, b.API))
 	})
+	return nil
+}
 
-	// Writes and journal: per-device heatmaps, the slowest commits, and
-	// explain's index, in one pass.
-	idx := explain.NewIndex()
+// readIO fills the per-device heatmaps, the slowest commits and
+// explain's index, in one pass over each file.
+func (b *builder) readIO(idx *explain.Index, paths []string) error {
+	d := b.d
 	devs := map[string]*DeviceSeries{}
 	dev := func(name string) *DeviceSeries {
 		s := devs[name]
 		if s == nil {
-			s = &DeviceSeries{Dev: name, Writes: newHeat(HeatScale), Commits: newHeat(HeatScale)}
+			s = &DeviceSeries{Dev: name, Writes: b.heatmap(HeatScale), Commits: b.heatmap(HeatScale)}
 			devs[name] = s
 		}
 		return s
@@ -332,21 +466,16 @@ func Build(dir string, o Options) (*Data, error) {
 			idx.AddCommit(c)
 			dev(c.Dev).Commits.Add(c.Start, c.LatencyMs)
 			d.CommitsSeen++
-			d.Commits = keepSlowest(d.Commits, *c, o.Top)
+			d.Commits = keepSlowest(d.Commits, *c, b.o.Top)
 			return nil
 		},
 		Sync:  func(*event.FileSync) error { idx.Syncs++; return nil },
 		Block: func(*event.BlockIO) error { idx.Blocks++; return nil },
 		Wait:  func(k *event.KernelWait) error { idx.AddWait(k); return nil },
 	}
-	for _, name := range []string{recording.WritesFile, recording.JournalFile} {
-		if err := recording.ReadIO(filepath.Join(dir, name), h); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-	}
-	if p := filepath.Join(dir, recording.LockWaitsFile); fileExists(p) {
-		if err := explain.LoadLockWaits(idx, p); err != nil {
-			return nil, err
+	for _, p := range paths {
+		if err := recording.ReadIO(p, h); err != nil {
+			return fmt.Errorf("reading the I/O trace: %w", err)
 		}
 	}
 	for _, s := range devs {
@@ -354,27 +483,51 @@ func Build(dir string, o Options) (*Data, error) {
 	}
 	slices.SortFunc(d.Devices, func(a, b DeviceSeries) int { return cmp.Compare(a.Dev, b.Dev) })
 	slices.SortFunc(d.Commits, func(a, b event.JournalCommit) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+	return nil
+}
 
-	// Explain: the slowest Top findings, and the summary.
-	if fileExists(reqPath) {
-		scan, err := explain.ScanRequests(reqPath, nil)
-		if err != nil {
-			return nil, err
+// loadLockWaits adds the inputs' lock waits to idx.
+func loadLockWaits(idx *explain.Index, in Inputs) error {
+	if in.LockWaits != "" {
+		if err := explain.LoadLockWaits(idx, in.LockWaits); err != nil {
+			return fmt.Errorf("reading lock waits: %w", err)
 		}
-		e := explain.New(o.Explain, idx, nil)
-		sum, err := e.Run(scan, explain.RunOptions{Top: o.Top}, func(f *explain.Finding) error {
-			d.Slowest = keepSlowestFinding(d.Slowest, f, o.Top)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		d.Summary = sum
-		slices.SortFunc(d.Slowest, func(a, b *explain.Finding) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	}
+	if in.JFR != "" {
+		if _, err := jfr.ReadLockWaits(in.JFR, func(l *event.LockWait) error { idx.AddLockWait(l); return nil }); err != nil {
+			return fmt.Errorf("reading lock waits: %w", err)
+		}
+	}
+	return nil
+}
 
-	// The common time axis: everything drawn.
-	span := func(h *Heatmap) {
+// explain runs explain over the requests: the slowest Top findings, and
+// the summary.
+func (b *builder) explain(idx *explain.Index, requests string) error {
+	d := b.d
+	scan, err := explain.ScanRequests(requests, nil)
+	if err != nil {
+		return err
+	}
+	e := explain.New(b.o.Explain, idx, b.o.Lookup)
+	sum, err := e.Run(scan, explain.RunOptions{Top: b.o.Top}, func(f *explain.Finding) error {
+		d.Slowest = keepSlowestFinding(d.Slowest, f, b.o.Top)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if b.o.ThresholdFrom != "" {
+		sum.ThresholdFrom = b.o.ThresholdFrom
+	}
+	d.Summary = sum
+	slices.SortFunc(d.Slowest, func(a, b *explain.Finding) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+	return nil
+}
+
+// span sets the common time axis: everything drawn.
+func (d *Data) span() {
+	add := func(h *Heatmap) {
 		if len(h.Cols) == 0 {
 			return
 		}
@@ -385,15 +538,14 @@ func Build(dir string, o Options) (*Data, error) {
 			d.End = h.End()
 		}
 	}
-	span(d.Produce)
+	add(d.Produce)
 	for _, s := range d.APIs {
-		span(s.Hist)
+		add(s.Hist)
 	}
 	for _, s := range d.Devices {
-		span(s.Writes)
-		span(s.Commits)
+		add(s.Writes)
+		add(s.Commits)
 	}
-	return d, nil
 }
 
 // keepSlowest keeps the n slowest commits (unordered; n is small, so a
