@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,6 +19,14 @@ type BrokerConfig struct {
 	Dir string
 	// Port is the PLAINTEXT port on 127.0.0.1; 0 picks a free one.
 	Port int
+	// AdvertisedHost, when set, makes the broker reachable from elsewhere
+	// (e.g. another network namespace, see labtest.NewNetns): the
+	// PLAINTEXT listener binds every address (0.0.0.0:Port) and
+	// advertises AdvertisedHost:Port to clients. The controller stays on
+	// 127.0.0.1, and Broker.Addr (127.0.0.1:Port, also what the readiness
+	// probe dials) keeps working. Empty: listen on and advertise
+	// 127.0.0.1 only.
+	AdvertisedHost string
 	// LogDirs are Kafka's data dirs (log.dirs); default Dir/data.
 	LogDirs []string
 	// RequestLog turns on kafka.request.logger at DEBUG into
@@ -79,15 +88,21 @@ func (c BrokerConfig) withDefaults() (BrokerConfig, error) {
 }
 
 // serverProperties renders server.properties for a broker listening on
-// 127.0.0.1:port with its controller on 127.0.0.1:controllerPort.
+// 127.0.0.1:port (0.0.0.0:port with an AdvertisedHost) with its controller
+// on 127.0.0.1:controllerPort.
 func serverProperties(c BrokerConfig, port, controllerPort int) string {
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	caddr := "127.0.0.1:" + strconv.Itoa(controllerPort)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	caddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(controllerPort))
+	listen, advertised := addr, addr
+	if c.AdvertisedHost != "" {
+		listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(port))
+		advertised = net.JoinHostPort(c.AdvertisedHost, strconv.Itoa(port))
+	}
 	props := map[string]string{
 		"process.roles":                  "broker,controller",
 		"node.id":                        strconv.Itoa(nodeID),
-		"listeners":                      "PLAINTEXT://" + addr + ",CONTROLLER://" + caddr,
-		"advertised.listeners":           "PLAINTEXT://" + addr,
+		"listeners":                      "PLAINTEXT://" + listen + ",CONTROLLER://" + caddr,
+		"advertised.listeners":           "PLAINTEXT://" + advertised,
 		"controller.listener.names":      "CONTROLLER",
 		"inter.broker.listener.name":     "PLAINTEXT",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",

@@ -43,6 +43,29 @@ func TestServerProperties(t *testing.T) {
 	}
 }
 
+func TestServerPropertiesAdvertisedHost(t *testing.T) {
+	for _, tc := range []struct{ host, listen, advertised string }{
+		{"", "PLAINTEXT://127.0.0.1:9092", "PLAINTEXT://127.0.0.1:9092"},
+		{"10.1.2.1", "PLAINTEXT://0.0.0.0:9092", "PLAINTEXT://10.1.2.1:9092"},
+		{"fd00::1", "PLAINTEXT://0.0.0.0:9092", "PLAINTEXT://[fd00::1]:9092"},
+	} {
+		cfg, err := BrokerConfig{Dir: "/tmp/b", AdvertisedHost: tc.host}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := serverProperties(cfg, 9092, 9093)
+		for _, want := range []string{
+			"listeners=" + tc.listen + ",CONTROLLER://127.0.0.1:9093\n",
+			"advertised.listeners=" + tc.advertised + "\n",
+			"controller.quorum.bootstrap.servers=127.0.0.1:9093\n",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("AdvertisedHost %q: server.properties lacks %q:\n%s", tc.host, want, got)
+			}
+		}
+	}
+}
+
 func TestLog4jConfig(t *testing.T) {
 	for _, path := range []string{"", `/tmp/a&b"<c>/kafka-request.log`} {
 		cfg := log4jConfig(path)
