@@ -43,6 +43,10 @@ type FollowConfig struct {
 	// OnAttach is called after each attach; OnExit when a broker exits.
 	OnAttach func(t *Tracer)
 	OnExit   func(pid int)
+	// OnDetach is called with each session as it ends (the tracer is
+	// closed by then), before Follow waits for the next broker: a
+	// long-running caller's running totals.
+	OnDetach func(Session)
 }
 
 // Follow traces the broker until ctx ends, following it across restarts:
@@ -83,6 +87,9 @@ func Follow(ctx context.Context, fc FollowConfig, h Handlers) ([]Session, error)
 		}
 		if s != nil {
 			sessions = append(sessions, *s)
+			if fc.OnDetach != nil {
+				fc.OnDetach(*s)
+			}
 		}
 		if err != nil || ctx.Err() != nil || fc.Find == nil {
 			return sessions, err

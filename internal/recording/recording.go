@@ -74,8 +74,28 @@ type Meta struct {
 	// LockWaits counts lock waits read from a JFR file, when one was given.
 	LockWaits *LockWaitCounters `json:"lock_waits,omitempty"`
 
+	// SlowLog is set on the files 'kscope agent' keeps: they hold only
+	// the slow requests (and the requests before them on their
+	// connections) and the I/O around them, not every request.
+	SlowLog *SlowLog `json:"slow_log,omitempty"`
+
 	// Files lists the data files present, by name.
 	Files []string `json:"files"`
+}
+
+// SlowLog says what an agent's slow-request file kept. A reader that
+// ranks requests by percentile must use ThresholdMs instead: the
+// percentiles of a file of slow requests are not the broker's.
+type SlowLog struct {
+	// ThresholdMs: requests of APIs at or above this latency were kept.
+	ThresholdMs float64 `json:"threshold_ms"`
+	// APIs are the APIs the threshold applies to (kmsg names); empty: all.
+	APIs []string `json:"apis,omitempty"`
+	// ContextRequests were kept because a slow request followed them on
+	// their connection (explain looks for requests queued behind others).
+	ContextRequests int64 `json:"context_requests"`
+	// Dropped slow requests: more arrived than the agent keeps per second.
+	Dropped int64 `json:"dropped"`
 }
 
 // Broker is the traced broker process.
@@ -229,6 +249,19 @@ func (w *Writer) LockWait(l *event.LockWait) error {
 		w.locks = output.NewJSONLines(f)
 	}
 	return w.locks.Encode(l)
+}
+
+// Flush writes out what the data files buffer, so that a reader sees
+// every event given so far (the agent's slow-request log is read while
+// it grows).
+func (w *Writer) Flush() error {
+	var errs []error
+	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks} {
+		if j != nil {
+			errs = append(errs, j.Flush())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close flushes and closes the data files and writes meta.json, listing

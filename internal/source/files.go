@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
@@ -46,7 +47,14 @@ type Options struct {
 	// Progress, when set, is called with bytes read of the current file
 	// and its size, every few thousand packets.
 	Progress func(file string, done, total int64)
+	// Tick, when set, is called by Live about once a TickEvery with the
+	// counters so far and the decoder's gauges, from the goroutine that
+	// decodes (so it must not block): a long-running capture's health.
+	Tick func(Result, wire.Gauges)
 }
+
+// TickEvery is how often Live calls Options.Tick.
+const TickEvery = time.Second
 
 // ReadFiles decodes the files in order, as one capture (rotated files of
 // one capture continue each other's connections), and calls emit for every

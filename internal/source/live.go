@@ -48,24 +48,45 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 	res.Live = lv.Interface()
 	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
 	seg := capture.NewDecoder()
-	readErr := readLive(ctx, lv, seg, dec, raw)
+	var tick func()
+	if opts.Tick != nil {
+		tick = func() {
+			r := res
+			fillLiveResult(&r, lv, seg, dec)
+			opts.Tick(r, dec.Gauges())
+		}
+	}
+	readErr := readLive(ctx, lv, seg, dec, raw, tick)
 	dec.Close()
 	closeErr := lv.Close()
-	st, _ := lv.Stats() // the final counters, kept by Close
-	res.Wire = dec.Stats()
-	res.Capture.Packets = st.Read
-	res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes = st.Kernel, st.Drops, st.QueueFreezes
-	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	fillLiveResult(&res, lv, seg, dec) // the final counters, kept by Close
 	if readErr != nil {
 		return res, readErr
 	}
 	return res, closeErr
 }
 
+// fillLiveResult copies the counters of the socket, the packet decoder
+// and the wire decoder into res.
+func fillLiveResult(res *Result, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder) {
+	st, _ := lv.Stats()
+	res.Wire = dec.Stats()
+	res.Capture.Packets = st.Read
+	res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes = st.Kernel, st.Drops, st.QueueFreezes
+	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+}
+
 func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder,
-	raw func(layers.LinkType, gopacket.CaptureInfo, []byte)) error {
+	raw func(layers.LinkType, gopacket.CaptureInfo, []byte), tick func()) error {
 	done := ctx.Done()
 	var stopAt, deadline time.Time
+	var nextTick time.Time
+	maybeTick := func(now time.Time) {
+		if tick != nil && !now.Before(nextTick) {
+			nextTick = now.Add(TickEvery)
+			tick()
+		}
+	}
 	for {
 		if stopAt.IsZero() {
 			select {
@@ -83,6 +104,7 @@ func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *
 				if !stopAt.IsZero() {
 					return nil // the ring is empty: everything before ctx ended is read
 				}
+				maybeTick(time.Now())
 				continue
 			}
 			return err
@@ -96,5 +118,6 @@ func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *
 		if s, ok := seg.Decode(data, link); ok {
 			dec.Packet(s, ci)
 		}
+		maybeTick(ci.Timestamp)
 	}
 }

@@ -120,6 +120,30 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 // Stats returns the counters so far.
 func (d *Decoder) Stats() Stats { return d.stats }
 
+// Gauges are a decoder's current state, as opposed to its counters.
+type Gauges struct {
+	// Connections are the TCP connections tracked now.
+	Connections int
+	// InFlight counts requests waiting for their response, by API.
+	InFlight map[string]int
+}
+
+// Gauges counts the connections tracked and the requests in flight. It
+// walks every connection: call it about once a second, not per packet.
+func (d *Decoder) Gauges() Gauges {
+	g := Gauges{InFlight: make(map[string]int)}
+	for _, s := range d.streams {
+		if s.conn == nil {
+			continue
+		}
+		g.Connections++
+		for _, p := range s.conn.inflight {
+			g.InFlight[p.ev.API]++
+		}
+	}
+	return g
+}
+
 // Topics returns the topic id table the decoder fills from Metadata
 // responses.
 func (d *Decoder) Topics() *TopicNames { return d.topics }

@@ -1,0 +1,543 @@
+// Package agent is `kscope agent`: live capture and iotrace running
+// continuously on a broker host, exported as Prometheus metrics
+// (internal/metrics) on /metrics, with /healthz, and slow requests kept
+// with their I/O in rotating recording directories that `kscope explain`
+// and `kscope report` read.
+//
+// Each source runs in its own loop that starts it again when it fails:
+// the capture when its interface goes away (reopened by name, every
+// second), the tracer when the broker exits (the next kafka.Kafka is
+// traced when it appears). Counters are totals across those restarts.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+// Config configures an agent.
+type Config struct {
+	// Interface to capture on ("any": all); Wire.Ports are the broker ports.
+	Interface string
+	Wire      wire.Config
+	// PID is the broker to trace; 0 finds the one kafka.Kafka JVM, waits
+	// for one while there is none, and follows it across restarts.
+	PID int
+	// LogDirs are the broker's log dirs (default: from its open files).
+	LogDirs []string
+	// NoTrace runs the capture only (no eBPF).
+	NoTrace bool
+	// Waits also traces the broker threads' kernel waits for the slow log.
+	Waits bool
+
+	Metrics metrics.Options
+	SlowLog SlowLogConfig
+
+	// Retry is the pause before a failed source is started again
+	// (default 1 s).
+	Retry time.Duration
+	// Log receives one line per state change (nil: discarded).
+	Log io.Writer
+}
+
+// Agent runs the sources and holds what /metrics and /healthz report.
+type Agent struct {
+	cfg      Config
+	registry *prometheus.Registry
+	metrics  *metrics.Set
+	slow     *slowLog // nil without SlowLog.Dir
+	topics   *wire.TopicNames
+
+	mu      sync.Mutex
+	started time.Time
+	capture componentState
+	trace   componentState
+	// Capture totals of the sockets closed so far, and the open one's.
+	capDone, capNow source.Result
+	gauges          wire.Gauges
+	// Tracer totals of the sessions ended so far, and the current one.
+	traceDone iotrace.Stats
+	tracer    *iotrace.Tracer
+	traceNow  iotrace.Stats
+	broker    recording.Broker
+	clock     recording.Clock
+	restarts  map[string]int64
+}
+
+// componentState is one source's health.
+type componentState struct {
+	Up    bool      `json:"up"`
+	Since time.Time `json:"since"`
+	Error string    `json:"error,omitempty"`
+}
+
+func (c *componentState) set(up bool, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if c.Up != up || c.Error != msg || c.Since.IsZero() {
+		c.Since = time.Now().UTC()
+	}
+	c.Up, c.Error = up, msg
+}
+
+// New sets an agent up: the metrics registered in a new registry (Go
+// runtime and process collectors included), the slow log's directory.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Interface == "" {
+		cfg.Interface = "any"
+	}
+	if len(cfg.Wire.Ports) == 0 {
+		return nil, errors.New("agent: no broker ports")
+	}
+	a := &Agent{cfg: cfg, registry: prometheus.NewRegistry(), topics: wire.NewTopicNames(),
+		restarts: map[string]int64{"capture": 0, "trace": 0}, started: time.Now()}
+	a.capture.set(false, errors.New("starting"))
+	a.trace.set(false, errors.New("starting"))
+	if cfg.NoTrace {
+		a.trace.set(false, errors.New("tracing is off (--no-trace)"))
+	}
+	var err error
+	if a.metrics, err = metrics.New(a.registry, cfg.Metrics); err != nil {
+		return nil, err
+	}
+	a.registry.MustRegister(metrics.NewHealthCollector(a.Health),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.SlowLog.Dir != "" {
+		if a.slow, err = newSlowLog(cfg.SlowLog, a.segmentMeta); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Registry is what /metrics serves.
+func (a *Agent) Registry() *prometheus.Registry { return a.registry }
+
+func (a *Agent) logf(format string, args ...any) {
+	fmt.Fprintf(a.cfg.Log, "agent: "+format+"\n", args...)
+}
+
+// Run runs the capture and the tracer until ctx ends; it returns nil
+// then. Failing sources are retried, never fatal.
+func (a *Agent) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { a.captureLoop(ctx) })
+	if !a.cfg.NoTrace {
+		wg.Go(func() { a.traceLoop(ctx) })
+	}
+	wg.Go(func() { a.housekeeping(ctx) })
+	wg.Wait()
+	if a.slow != nil {
+		return a.slow.close(time.Now())
+	}
+	return nil
+}
+
+// housekeeping reranks the label values every minute, refreshes the
+// tracer's counters every second and writes the slow log.
+func (a *Agent) housekeeping(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	lastRerank := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if now.Sub(lastRerank) >= time.Minute {
+				a.metrics.Rerank()
+				lastRerank = now
+			}
+			a.mu.Lock()
+			if a.tracer != nil {
+				if st, err := a.tracer.Stats(); err == nil {
+					a.traceNow = st
+				}
+			}
+			a.mu.Unlock()
+			if a.slow != nil {
+				a.slow.flush(now)
+			}
+		}
+	}
+}
+
+// captureLoop captures until ctx ends, opening the socket again after
+// any failure. A packet socket reports its interface going down (and the
+// same socket captures again when it comes back up, but this loop opens
+// a new one anyway); a deleted interface's socket goes silent forever,
+// and a new interface of the same name is a new ifindex: a watcher
+// reopens the capture when the name's ifindex changes.
+func (a *Agent) captureLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := a.captureOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		a.mu.Lock()
+		a.capture.set(false, err)
+		a.restarts["capture"]++
+		a.mu.Unlock()
+		a.logf("%v; opening the capture again in %v", err, a.cfg.Retry)
+		sleep(ctx, a.cfg.Retry)
+	}
+}
+
+// captureOnce runs one capture session; it returns why it ended.
+func (a *Agent) captureOnce(ctx context.Context) error {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if a.cfg.Interface != "any" {
+		ifc, err := net.InterfaceByName(a.cfg.Interface)
+		if err != nil {
+			return err
+		}
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchInterface(a.cfg.Interface, ifc.Index, stop, cancel)
+	}
+	opened := false
+	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports},
+		source.Options{Wire: a.cfg.Wire, Topics: a.topics, Tick: func(r source.Result, g wire.Gauges) {
+			first := !opened
+			opened = true
+			a.mu.Lock()
+			if first {
+				a.capture.set(true, nil)
+			}
+			a.capNow, a.gauges = r, g
+			a.mu.Unlock()
+			if first {
+				a.logf("capturing on %s, ports %v", a.cfg.Interface, a.cfg.Wire.Ports)
+			}
+		}}, a.onRequest, nil)
+	a.mu.Lock()
+	addResult(&a.capDone, res)
+	a.capNow, a.gauges = source.Result{}, wire.Gauges{}
+	a.mu.Unlock()
+	if err == nil {
+		if err = context.Cause(sctx); err == nil || err == context.Canceled {
+			err = errors.New("capture ended")
+		}
+	}
+	return err
+}
+
+// watchInterface cancels a capture when its interface is gone or has a
+// new ifindex (deleted and created again).
+func watchInterface(name string, index int, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ifc, err := net.InterfaceByName(name)
+		if err != nil {
+			cancel(fmt.Errorf("interface %s is gone: %w", name, err))
+			return
+		}
+		if ifc.Index != index {
+			cancel(fmt.Errorf("interface %s was created again (ifindex %d, was %d)", name, ifc.Index, index))
+			return
+		}
+	}
+}
+
+// addResult adds a closed capture's counters to the totals.
+func addResult(dst *source.Result, r source.Result) {
+	w, d := r.Wire, &dst.Wire
+	d.Packets += w.Packets
+	d.Bytes += w.Bytes
+	d.Connections += w.Connections
+	d.Requests += w.Requests
+	d.Responses += w.Responses
+	d.NoResponse += w.NoResponse
+	d.Unanswered += w.Unanswered
+	d.Unpaired += w.Unpaired
+	d.UnknownAPIs += w.UnknownAPIs
+	d.SkippedBytes += w.SkippedBytes
+	d.Gaps += w.Gaps
+	d.Resyncs += w.Resyncs
+	d.Partial += w.Partial
+	d.DecodeErrors += w.DecodeErrors
+	d.BatchErrors += w.BatchErrors
+	d.Oversized += w.Oversized
+	d.Evicted += w.Evicted
+	c, dc := r.Capture, &dst.Capture
+	dc.Packets += c.Packets
+	dc.KernelPackets += c.KernelPackets
+	dc.KernelDrops += c.KernelDrops
+	dc.QueueFreezes += c.QueueFreezes
+	dc.NotTCP += c.NotTCP
+	dc.Undecodable += c.Undecodable
+	dc.Fragments += c.Fragments
+}
+
+func (a *Agent) onRequest(r *event.Request) {
+	a.metrics.Request(r)
+	if a.slow != nil {
+		a.slow.request(r)
+	}
+}
+
+// traceLoop traces the broker until ctx ends: waits for one to appear,
+// follows it across restarts, and starts again after failures.
+func (a *Agent) traceLoop(ctx context.Context) {
+	auto := a.cfg.PID == 0
+	waiting := false
+	for ctx.Err() == nil {
+		pid := a.cfg.PID
+		if auto {
+			var err error
+			if pid, err = iotrace.FindBroker(); err != nil {
+				a.mu.Lock()
+				a.trace.set(false, fmt.Errorf("waiting for a broker: %w", err))
+				a.mu.Unlock()
+				if !waiting {
+					a.logf("no broker to trace (%v); waiting for one", err)
+					waiting = true
+				}
+				sleep(ctx, a.cfg.Retry)
+				continue
+			}
+		}
+		waiting = false
+		fc := iotrace.FollowConfig{
+			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, Waits: a.cfg.Waits && a.slow != nil,
+				WaitMinLatency: time.Millisecond},
+			OnAttach: a.onAttach,
+			OnExit: func(pid int) {
+				a.mu.Lock()
+				a.trace.set(false, fmt.Errorf("broker pid %d exited; waiting for the next", pid))
+				a.mu.Unlock()
+				a.logf("broker pid %d exited", pid)
+			},
+			OnDetach: a.onDetach,
+		}
+		if auto {
+			fc.Find = iotrace.FindBroker
+		}
+		_, err := iotrace.Follow(ctx, fc, a.traceHandlers())
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("broker pid %d exited", pid)
+		}
+		a.mu.Lock()
+		a.trace.set(false, err)
+		a.mu.Unlock()
+		a.logf("tracer: %v; trying again in %v", err, a.cfg.Retry)
+		sleep(ctx, a.cfg.Retry)
+	}
+}
+
+func (a *Agent) onAttach(t *iotrace.Tracer) {
+	b := recording.Broker{PID: t.PID()}
+	b.Version, _ = hostinfo.BrokerVersion(t.PID())
+	for _, d := range t.LogDirs() {
+		ld := recording.LogDir{Path: d}
+		if m, err := hostinfo.MountOf(t.PID(), d); err == nil {
+			ld.Device, ld.FSType, ld.Source, ld.MountPoint, ld.Options = m.Device, m.FSType, m.Source, m.MountPoint, m.Options
+		}
+		b.LogDirs = append(b.LogDirs, ld)
+	}
+	// Topic ids of Produce v13+ and Fetch v13+ from partition.metadata.
+	if ids, err := logdir.TopicIDs(t.LogDirs()...); err == nil {
+		for id, name := range ids {
+			a.topics.Add(id, name)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.broker.PID != 0 {
+		a.restarts["trace"]++
+	}
+	a.tracer, a.traceNow, a.broker = t, iotrace.Stats{}, b
+	a.clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
+		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
+		TraceClockOffsetNs: int64(t.ClockOffset()), TraceClockUncertaintyNs: int64(t.ClockUncertainty())}
+	a.trace.set(true, nil)
+	a.logf("tracing broker pid %d (Kafka %s), log dirs %v", t.PID(), orUnknown(b.Version), t.LogDirs())
+}
+
+func (a *Agent) onDetach(s iotrace.Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	iotrace.AddStats(&a.traceDone, s.Stats)
+	a.tracer, a.traceNow = nil, iotrace.Stats{}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "version unknown"
+	}
+	return s
+}
+
+func (a *Agent) traceHandlers() iotrace.Handlers {
+	m := a.metrics
+	keep := func(start, end time.Time, ev any) {
+		if a.slow != nil {
+			a.slow.event(start, end, ev)
+		}
+	}
+	return iotrace.Handlers{
+		Write:  func(w *event.Write) error { m.Write(w); keep(w.Start, w.End, w); return nil },
+		Commit: func(c *event.JournalCommit) error { m.Commit(c); keep(c.Start, c.End, c); return nil },
+		Sync:   func(f *event.FileSync) error { m.Sync(f); keep(f.Start, f.End, f); return nil },
+		Block:  func(b *event.BlockIO) error { m.Block(b); keep(b.Start, b.End, b); return nil },
+		Wait:   func(k *event.KernelWait) error { keep(k.Start, k.End, k); return nil },
+	}
+}
+
+// segmentMeta is the agent's view of the host and broker for a new
+// slow-log segment.
+func (a *Agent) segmentMeta() recording.Meta {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := recording.Meta{Tool: "kscope agent", Kernel: hostinfo.Kernel(), Interface: a.cfg.Interface,
+		Ports: a.cfg.Wire.Ports, Broker: a.broker, Clock: a.clock}
+	m.Host, _ = os.Hostname()
+	tot, tr := a.totals()
+	w := tot.Wire
+	m.Capture = recording.CaptureCounters{Packets: tot.Capture.Packets, KernelDrops: tot.Capture.KernelDrops,
+		Requests: w.Requests, Answered: w.Responses, Unanswered: w.Unanswered, SkippedBytes: w.SkippedBytes, Gaps: w.Gaps,
+		DecodeErrors: w.DecodeErrors}
+	m.Trace = recording.TraceCounters{Writes: int64(tr.Reported), JournalEvents: int64(tr.JournalEvents),
+		KernelWaits: int64(tr.WaitEvents), WaitRingbufDrops: int64(tr.WaitRingbufDrops), OtherFiles: int64(tr.OtherFiles),
+		Unnamed: int64(tr.Unnamed), RingbufDrops: int64(tr.RingbufDrops), JournalRingbufDrops: int64(tr.JournalRingbufDrops),
+		HistFull: int64(tr.HistFull), StartFull: int64(tr.StartFull), Mode: iotrace.ProbeFunctionMode().String()}
+	return m
+}
+
+// Health is the agent's state for /metrics.
+func (a *Agent) Health() metrics.Health {
+	// The slow log first: it calls segmentMeta (a.mu) under its own lock,
+	// so a.mu is never held while taking it.
+	var slow slowLogStats
+	if a.slow != nil {
+		slow = a.slow.stats()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tot, tr := a.totals()
+	h := metrics.Health{
+		CaptureUp: a.capture.Up, TraceUp: a.trace.Up, BrokerPID: a.broker.PID,
+		Packets: tot.Capture.Packets, KernelDrops: tot.Capture.KernelDrops,
+		SkippedBytes: tot.Wire.SkippedBytes, Gaps: tot.Wire.Gaps, DecodeErrors: tot.Wire.DecodeErrors,
+		BatchErrors: tot.Wire.BatchErrors, Evicted: tot.Wire.Evicted,
+		Connections: a.gauges.Connections, InFlight: a.gauges.InFlight,
+		RingbufDrops: map[string]int64{"writes": int64(tr.RingbufDrops), "journal": int64(tr.JournalRingbufDrops),
+			"waits": int64(tr.WaitRingbufDrops)},
+		Restarts:      map[string]int64{"capture": a.restarts["capture"], "trace": a.restarts["trace"]},
+		TracedEvents:  int64(tr.Events + tr.JournalEvents + tr.WaitEvents),
+		SlowRequests:  slow.Written,
+		SlowDropped:   slow.Dropped,
+		SlowLogErrors: slow.Errors,
+	}
+	if !a.trace.Up {
+		h.BrokerPID = 0
+	}
+	return h
+}
+
+// totals are the capture's and the tracer's counters since the start.
+// a.mu must be held.
+func (a *Agent) totals() (source.Result, iotrace.Stats) {
+	var tot source.Result
+	addResult(&tot, a.capDone)
+	addResult(&tot, a.capNow)
+	var tr iotrace.Stats
+	iotrace.AddStats(&tr, a.traceDone)
+	iotrace.AddStats(&tr, a.traceNow)
+	return tot, tr
+}
+
+// Status is what /healthz answers, as JSON.
+type Status struct {
+	Status   string         `json:"status"` // ok or degraded
+	Degraded []string       `json:"degraded,omitempty"`
+	Uptime   string         `json:"uptime"`
+	Capture  componentState `json:"capture"`
+	Trace    componentState `json:"trace"`
+	// BrokerPID is the traced broker (0: none).
+	BrokerPID int `json:"broker_pid"`
+	// Losses so far: packets the kernel dropped, events lost in full
+	// ring buffers, slow requests over the log's rate.
+	CaptureDrops int64  `json:"capture_drops"`
+	RingbufDrops int64  `json:"ringbuf_drops"`
+	SlowDropped  int64  `json:"slow_dropped"`
+	SlowLog      string `json:"slow_log,omitempty"` // the segment being written
+	SlowLogError string `json:"slow_log_error,omitempty"`
+}
+
+// Status says what is degraded.
+func (a *Agent) Status() Status {
+	h := a.Health()
+	var slow slowLogStats
+	if a.slow != nil {
+		slow = a.slow.stats()
+	}
+	a.mu.Lock()
+	s := Status{Status: "ok", Uptime: time.Since(a.started).Round(time.Second).String(),
+		Capture: a.capture, Trace: a.trace, BrokerPID: h.BrokerPID, CaptureDrops: h.KernelDrops, SlowDropped: h.SlowDropped}
+	notrace := a.cfg.NoTrace
+	a.mu.Unlock()
+	for _, v := range h.RingbufDrops {
+		s.RingbufDrops += v
+	}
+	if !s.Capture.Up {
+		s.Degraded = append(s.Degraded, "capture: "+s.Capture.Error)
+	}
+	if !s.Trace.Up && !notrace {
+		s.Degraded = append(s.Degraded, "trace: "+s.Trace.Error)
+	}
+	s.SlowLog, s.SlowLogError = slow.Segment, slow.LastError
+	if slow.LastError != "" && time.Since(slow.LastErrorAt) < time.Minute {
+		s.Degraded = append(s.Degraded, "slow log: "+slow.LastError)
+	}
+	if len(s.Degraded) > 0 {
+		s.Status = "degraded"
+	}
+	return s
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

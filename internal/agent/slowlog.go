@@ -1,0 +1,418 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+// SlowLogConfig configures the slow-request log: rotating recording
+// directories under Dir that `kscope explain` and `kscope report` read.
+type SlowLogConfig struct {
+	// Dir holds the segments, one recording directory each
+	// (slow-20261122T010000Z); "" turns the log off.
+	Dir string
+	// Threshold: requests at least this slow are kept (default 100 ms).
+	Threshold time.Duration
+	// APIs the threshold applies to, by kmsg name (default Produce);
+	// empty with AllAPIs: every API.
+	APIs    []string
+	AllAPIs bool
+	// Rotate starts a new segment after this long (default 1 h); Keep is
+	// the segments kept, the oldest deleted first (default 24).
+	Rotate time.Duration
+	Keep   int
+	// MaxPerSecond bounds the slow requests written per second (default
+	// 200): a broker stalled for minutes must not fill the disk.
+	MaxPerSecond int
+	// Window is how long traced I/O events are kept to be joined with a
+	// slow request that has not completed yet (default 30 s);
+	// MaxEvents bounds them in number (default 200 000).
+	Window    time.Duration
+	MaxEvents int
+	// Settle is how long after a slow request ends it is written, so that
+	// the tracer's events of that time have arrived (default 1 s).
+	Settle time.Duration
+}
+
+func (c SlowLogConfig) withDefaults() SlowLogConfig {
+	if c.Threshold <= 0 {
+		c.Threshold = 100 * time.Millisecond
+	}
+	if len(c.APIs) == 0 && !c.AllAPIs {
+		c.APIs = []string{"Produce"}
+	}
+	if c.Rotate <= 0 {
+		c.Rotate = time.Hour
+	}
+	if c.Keep <= 0 {
+		c.Keep = 24
+	}
+	if c.MaxPerSecond <= 0 {
+		c.MaxPerSecond = 200
+	}
+	if c.Window <= 0 {
+		c.Window = 30 * time.Second
+	}
+	if c.MaxEvents <= 0 {
+		c.MaxEvents = 200_000
+	}
+	if c.Settle <= 0 {
+		c.Settle = time.Second
+	}
+	return c
+}
+
+// SegmentPrefix starts the name of every segment directory.
+const SegmentPrefix = "slow-"
+
+// segmentTimeFormat names segments so that they sort by time.
+const segmentTimeFormat = "20060102T150405.000Z"
+
+// connHistory is the number of earlier requests kept per connection: the
+// ones a slow request may have queued behind.
+const connHistory = 8
+
+// joinMargin widens a slow request's span when its I/O is looked for:
+// the capture and the tracer use different clocks (see recording.Clock).
+const joinMargin = 50 * time.Millisecond
+
+// ioItem is a traced event kept for joining.
+type ioItem struct {
+	start, end time.Time
+	ev         any // *event.Write, *event.JournalCommit, *event.FileSync, *event.BlockIO, *event.KernelWait
+	written    bool
+}
+
+type keptRequest struct {
+	r       *event.Request
+	written bool
+}
+
+// slowLog keeps the slow requests, the requests before them on their
+// connections and the I/O around them. Requests come from the capture
+// goroutine, events from the tracer's, flush from a ticker: all under mu.
+type slowLog struct {
+	cfg  SlowLogConfig
+	apis map[string]bool
+	meta func() recording.Meta // the agent's view of the broker, for a new segment
+
+	mu      sync.Mutex
+	io      []ioItem // in arrival order, a ring trimmed from the front
+	ioHead  int
+	conns   map[string][]keptRequest
+	pending []*event.Request
+
+	seg      *recording.Writer
+	segMeta  recording.Meta
+	segStart time.Time
+
+	budgetSecond int64 // the unix second the budget is for
+	budget       int
+
+	// Totals since the start, and the current segment's (under mu).
+	written, context, dropped, ioOverflow, errors int64
+	segContext, segDropped                        int64
+	lastErr                                       error
+	lastErrAt                                     time.Time
+}
+
+func newSlowLog(cfg SlowLogConfig, meta func() recording.Meta) (*slowLog, error) {
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("slow-request log: %w", err)
+	}
+	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[string][]keptRequest)}
+	if !cfg.AllAPIs {
+		s.apis = make(map[string]bool)
+		for _, a := range cfg.APIs {
+			s.apis[a] = true
+		}
+	}
+	return s, nil
+}
+
+func (s *slowLog) isSlow(r *event.Request) bool {
+	if s.apis != nil && !s.apis[r.API] {
+		return false
+	}
+	if r.End.IsZero() {
+		return false // acks=0, or the connection ended: no latency to speak of
+	}
+	return r.End.Sub(r.Arrival) >= s.cfg.Threshold
+}
+
+// request keeps r in its connection's history and, when slow, for the
+// next flush.
+func (s *slowLog) request(r *event.Request) {
+	key := r.Client + ">" + r.Broker
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.conns[key]
+	if len(h) == connHistory {
+		copy(h, h[1:])
+		h = h[:connHistory-1]
+	}
+	s.conns[key] = append(h, keptRequest{r: r})
+	if s.isSlow(r) {
+		s.pending = append(s.pending, r)
+	}
+}
+
+// event keeps a traced event for joining.
+func (s *slowLog) event(start, end time.Time, ev any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.io)-s.ioHead >= s.cfg.MaxEvents {
+		s.ioHead++
+		s.ioOverflow++
+	}
+	s.io = append(s.io, ioItem{start: start, end: end, ev: ev})
+}
+
+// flush writes the slow requests that ended at least Settle ago, with
+// their context and I/O, rotates the segment when it is due, and trims
+// what is too old to be joined.
+func (s *slowLog) flush(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seg != nil && now.Sub(s.segStart) >= s.cfg.Rotate {
+		s.fail(s.closeSegment(now))
+	}
+	cut := now.Add(-s.cfg.Settle)
+	keep := s.pending[:0]
+	wrote := false
+	for _, r := range s.pending {
+		if r.End.After(cut) {
+			keep = append(keep, r)
+			continue
+		}
+		if !s.take(r.End) {
+			s.dropped++
+			s.segDropped++
+			continue
+		}
+		if err := s.writeSlow(r, now); err != nil {
+			s.fail(err)
+			continue
+		}
+		wrote = true
+	}
+	clear(s.pending[len(keep):])
+	s.pending = keep
+	if wrote {
+		s.fail(s.seg.Flush())
+	}
+	s.trim(now)
+}
+
+func (s *slowLog) fail(err error) {
+	if err != nil {
+		s.errors++
+		s.lastErr, s.lastErrAt = err, time.Now()
+	}
+}
+
+// take spends one of the second's budget.
+func (s *slowLog) take(t time.Time) bool {
+	if sec := t.Unix(); sec != s.budgetSecond {
+		s.budgetSecond, s.budget = sec, s.cfg.MaxPerSecond
+	}
+	if s.budget == 0 {
+		return false
+	}
+	s.budget--
+	return true
+}
+
+// writeSlow writes a slow request, the requests before it on its
+// connection that it may have waited for, and the events around it.
+func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
+	if s.seg == nil {
+		if err := s.openSegment(now); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for i := range s.conns[r.Client+">"+r.Broker] {
+		k := &s.conns[r.Client+">"+r.Broker][i]
+		if k.written || k.r == r || !k.r.Arrival.Before(r.Arrival) {
+			continue
+		}
+		// Earlier requests still in the broker when r arrived, or that
+		// ended just before: the ones r may have queued behind.
+		if end := k.r.End; end.IsZero() || !end.Before(r.Arrival.Add(-s.cfg.Threshold)) {
+			k.written = true
+			s.context++
+			s.segContext++
+			errs = append(errs, s.seg.Request(k.r))
+		}
+	}
+	for i := range s.conns[r.Client+">"+r.Broker] {
+		if k := &s.conns[r.Client+">"+r.Broker][i]; k.r == r {
+			k.written = true
+		}
+	}
+	errs = append(errs, s.seg.Request(r))
+	s.written++
+
+	from, to := r.Arrival.Add(-joinMargin), r.End.Add(joinMargin)
+	for i := s.ioHead; i < len(s.io); i++ {
+		it := &s.io[i]
+		if it.written || it.end.Before(from) || it.start.After(to) {
+			continue
+		}
+		it.written = true
+		switch ev := it.ev.(type) {
+		case *event.Write:
+			errs = append(errs, s.seg.Write(ev))
+		case *event.JournalCommit:
+			errs = append(errs, s.seg.Commit(ev))
+		case *event.FileSync:
+			errs = append(errs, s.seg.Sync(ev))
+		case *event.BlockIO:
+			errs = append(errs, s.seg.Block(ev))
+		case *event.KernelWait:
+			errs = append(errs, s.seg.Wait(ev))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// trim forgets events and connections too old to be joined.
+func (s *slowLog) trim(now time.Time) {
+	old := now.Add(-s.cfg.Window)
+	for s.ioHead < len(s.io) && s.io[s.ioHead].end.Before(old) {
+		s.io[s.ioHead] = ioItem{}
+		s.ioHead++
+	}
+	// Compact when the dead front is half the slice.
+	if s.ioHead > 0 && s.ioHead >= len(s.io)/2 {
+		n := copy(s.io, s.io[s.ioHead:])
+		clear(s.io[n:])
+		s.io, s.ioHead = s.io[:n], 0
+	}
+	for key, h := range s.conns {
+		if last := h[len(h)-1].r; !last.End.IsZero() && last.End.Before(old) || last.End.IsZero() && last.Arrival.Before(old) {
+			delete(s.conns, key)
+		}
+	}
+}
+
+func (s *slowLog) openSegment(now time.Time) error {
+	dir := filepath.Join(s.cfg.Dir, SegmentPrefix+now.UTC().Format(segmentTimeFormat))
+	w, err := recording.Create(dir)
+	if err != nil {
+		return fmt.Errorf("slow-request log: %w", err)
+	}
+	s.seg, s.segStart = w, now
+	s.segMeta = s.meta()
+	s.segMeta.Version = recording.FormatVersion
+	s.segMeta.Start = now.UTC()
+	s.segMeta.SlowLog = &recording.SlowLog{ThresholdMs: float64(s.cfg.Threshold) / float64(time.Millisecond), APIs: s.cfg.APIs}
+	s.segContext, s.segDropped = 0, 0
+	// meta.json from the start: explain reads a segment still being written.
+	if err := recording.WriteMeta(dir, &s.segMeta); err != nil {
+		return fmt.Errorf("slow-request log: %w", err)
+	}
+	return s.prune()
+}
+
+// closeSegment ends the current segment; the next slow request opens one.
+func (s *slowLog) closeSegment(now time.Time) error {
+	if s.seg == nil {
+		return nil
+	}
+	m := s.segMeta
+	m.End = now.UTC()
+	// The counters over the segment's time: the agent's totals now less
+	// those when it opened.
+	cur := s.meta()
+	m.Capture, m.Trace = subCapture(cur.Capture, s.segMeta.Capture), subTrace(cur.Trace, s.segMeta.Trace)
+	m.Broker = cur.Broker
+	if m.Broker.PID != s.segMeta.Broker.PID && s.segMeta.Broker.PID != 0 {
+		m.Broker.PIDs = []int{s.segMeta.Broker.PID, m.Broker.PID}
+	}
+	sl := *m.SlowLog
+	sl.ContextRequests, sl.Dropped = s.segContext, s.segDropped
+	m.SlowLog = &sl
+	err := s.seg.Close(&m)
+	s.seg = nil
+	return err
+}
+
+func subCapture(a, b recording.CaptureCounters) recording.CaptureCounters {
+	return recording.CaptureCounters{Packets: a.Packets - b.Packets, KernelDrops: a.KernelDrops - b.KernelDrops,
+		Requests: a.Requests - b.Requests, Answered: a.Answered - b.Answered, Unanswered: a.Unanswered - b.Unanswered,
+		SkippedBytes: a.SkippedBytes - b.SkippedBytes, Gaps: a.Gaps - b.Gaps, DecodeErrors: a.DecodeErrors - b.DecodeErrors}
+}
+
+func subTrace(a, b recording.TraceCounters) recording.TraceCounters {
+	return recording.TraceCounters{Writes: a.Writes - b.Writes, JournalEvents: a.JournalEvents - b.JournalEvents,
+		KernelWaits: a.KernelWaits - b.KernelWaits, WaitRingbufDrops: a.WaitRingbufDrops - b.WaitRingbufDrops,
+		OtherFiles: a.OtherFiles - b.OtherFiles, Unnamed: a.Unnamed - b.Unnamed, RingbufDrops: a.RingbufDrops - b.RingbufDrops,
+		JournalRingbufDrops: a.JournalRingbufDrops - b.JournalRingbufDrops, HistFull: a.HistFull - b.HistFull,
+		StartFull: a.StartFull - b.StartFull, Mode: a.Mode}
+}
+
+// prune deletes the oldest segments beyond Keep.
+func (s *slowLog) prune() error {
+	ents, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("slow-request log: %w", err)
+	}
+	var segs []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), SegmentPrefix) {
+			segs = append(segs, e.Name())
+		}
+	}
+	slices.Sort(segs)
+	var errs []error
+	for len(segs) > s.cfg.Keep {
+		errs = append(errs, os.RemoveAll(filepath.Join(s.cfg.Dir, segs[0])))
+		segs = segs[1:]
+	}
+	return errors.Join(errs...)
+}
+
+// close writes what is pending (without waiting for it to settle) and
+// closes the segment.
+func (s *slowLog) close(now time.Time) error {
+	s.mu.Lock()
+	s.cfg.Settle = time.Nanosecond
+	s.mu.Unlock()
+	s.flush(now.Add(time.Millisecond))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeSegment(now)
+}
+
+// stats are the log's counters.
+type slowLogStats struct {
+	Written, Context, Dropped, IOOverflow, Errors int64
+	LastError                                     string
+	LastErrorAt                                   time.Time
+	Segment                                       string
+}
+
+func (s *slowLog) stats() slowLogStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := slowLogStats{Written: s.written, Context: s.context, Dropped: s.dropped, IOOverflow: s.ioOverflow, Errors: s.errors}
+	if s.lastErr != nil {
+		st.LastError, st.LastErrorAt = s.lastErr.Error(), s.lastErrAt
+	}
+	if s.seg != nil {
+		st.Segment = s.seg.Dir()
+	}
+	return st
+}

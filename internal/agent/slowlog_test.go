@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func req(client string, corr int32, api string, arrival, latency time.Duration) *event.Request {
+	return &event.Request{Arrival: t0.Add(arrival), End: t0.Add(arrival + latency), LatencyMs: float64(latency) / 1e6,
+		Client: client, Broker: "127.0.0.1:9092", API: api, CorrelationID: corr, Answered: true}
+}
+
+func write(start, latency time.Duration, file string) *event.Write {
+	return &event.Write{Start: t0.Add(start), End: t0.Add(start + latency), LatencyMs: float64(latency) / 1e6, Op: "write",
+		File: file, Topic: "t", Dev: "7:0"}
+}
+
+func newTestLog(t *testing.T, cfg SlowLogConfig) *slowLog {
+	t.Helper()
+	cfg.Dir = t.TempDir()
+	s, err := newSlowLog(cfg, func() recording.Meta { return recording.Meta{Tool: "kscope agent"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// readSegment returns the correlation ids of the requests and the files
+// of the writes of the one segment in dir.
+func readSegment(t *testing.T, dir string) (meta *recording.Meta, corrs []int32, files []string) {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dir, SegmentPrefix+"*"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want one", segs)
+	}
+	meta, err := recording.ReadMeta(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = recording.Lines(filepath.Join(segs[0], recording.RequestsFile), func(line []byte, _ int64) error {
+		var r event.Request
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		corrs = append(corrs, r.CorrelationID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = recording.ReadIO(filepath.Join(segs[0], recording.WritesFile), recording.IOHandlers{Write: func(w *event.Write) error {
+		files = append(files, w.File)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta, corrs, files
+}
+
+func TestSlowLogJoins(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
+	// Connection a: 1 is fast and long done; 2 is fast but was in the
+	// broker when 3 arrived; 3 is slow. Connection b: 4 is fast, 5 is a
+	// slow Fetch (not a --slow-api by default).
+	s.request(req("a:1", 1, "Produce", 0, ms(5)))
+	s.request(req("a:1", 2, "Produce", ms(900), ms(60)))
+	s.request(req("a:1", 3, "Produce", ms(950), ms(300)))
+	s.request(req("b:1", 4, "Produce", ms(950), ms(3)))
+	s.request(req("b:1", 5, "Fetch", ms(950), ms(500)))
+	s.event(t0.Add(ms(10)), t0.Add(ms(11)), write(ms(10), ms(1), "before"))
+	s.event(t0.Add(ms(1000)), t0.Add(ms(1200)), write(ms(1000), ms(200), "during"))
+	s.event(t0.Add(ms(1240)), t0.Add(ms(1290)), write(ms(1240), ms(50), "at-the-end"))
+	s.event(t0.Add(ms(1500)), t0.Add(ms(1501)), write(ms(1500), ms(1), "after"))
+
+	s.flush(t0.Add(ms(1500))) // 3 ended 250 ms ago: not settled
+	if st := s.stats(); st.Written != 0 {
+		t.Fatalf("written %d before settling", st.Written)
+	}
+	s.flush(t0.Add(ms(2300)))
+	if err := s.close(t0.Add(ms(2400))); err != nil {
+		t.Fatal(err)
+	}
+	meta, corrs, files := readSegment(t, s.cfg.Dir)
+	if want := []int32{2, 3}; !slices.Equal(corrs, want) {
+		t.Errorf("requests %v, want %v (context 2, slow 3)", corrs, want)
+	}
+	if want := []string{"during", "at-the-end"}; !slices.Equal(files, want) {
+		t.Errorf("writes %v, want %v", files, want)
+	}
+	if meta.SlowLog == nil || meta.SlowLog.ThresholdMs != 100 || meta.SlowLog.ContextRequests != 1 || meta.End.IsZero() {
+		t.Errorf("meta %+v slow log %+v", meta, meta.SlowLog)
+	}
+	if meta.Version != recording.FormatVersion {
+		t.Errorf("meta version %d", meta.Version)
+	}
+}
+
+func TestSlowLogRateLimit(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(10), MaxPerSecond: 3})
+	for i := range 10 {
+		s.request(req("a:1", int32(i), "Produce", ms(10*i), ms(20)))
+	}
+	s.flush(t0.Add(5 * time.Second))
+	st := s.stats()
+	if st.Written != 3 || st.Dropped != 7 {
+		t.Fatalf("written %d dropped %d, want 3 and 7", st.Written, st.Dropped)
+	}
+	if err := s.close(t0.Add(6 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	meta, _, _ := readSegment(t, s.cfg.Dir)
+	if meta.SlowLog.Dropped != 7 {
+		t.Errorf("meta dropped %d", meta.SlowLog.Dropped)
+	}
+}
+
+func TestSlowLogRotates(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(10), Rotate: time.Minute, Keep: 2})
+	for i := range 5 {
+		at := time.Duration(i) * 61 * time.Second
+		s.request(req("a:1", int32(i), "Produce", at, ms(20)))
+		s.flush(t0.Add(at + 2*time.Second))
+	}
+	if err := s.close(t0.Add(10 * time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(s.cfg.Dir, SegmentPrefix+"*"))
+	if len(segs) != 2 {
+		t.Fatalf("segments %v, want the newest 2", segs)
+	}
+	for _, seg := range segs {
+		m, err := recording.ReadMeta(seg)
+		if err != nil || m.End.IsZero() {
+			t.Errorf("%s: meta %v %v: want a closed segment", seg, m, err)
+		}
+	}
+	if st := s.stats(); st.Written != 5 {
+		t.Errorf("written %d", st.Written)
+	}
+}
+
+func TestSlowLogBoundsEvents(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{MaxEvents: 100, Window: time.Second})
+	for i := range 1000 {
+		s.event(t0.Add(ms(i)), t0.Add(ms(i+1)), write(ms(i), ms(1), "x"))
+	}
+	if n := len(s.io) - s.ioHead; n != 100 {
+		t.Fatalf("%d events kept, want 100", n)
+	}
+	if st := s.stats(); st.IOOverflow != 900 {
+		t.Errorf("overflow %d", st.IOOverflow)
+	}
+	s.flush(t0.Add(10 * time.Second))
+	if n := len(s.io) - s.ioHead; n != 0 {
+		t.Fatalf("%d events kept after the window, want 0", n)
+	}
+	if _, err := os.Stat(s.cfg.Dir); err != nil {
+		t.Fatal(err)
+	}
+}

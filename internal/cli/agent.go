@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/agent"
+	"github.com/kscope-dev/kscope/internal/metrics"
+)
+
+type agentOptions struct {
+	ports           []uint
+	iface           string
+	pid             string
+	logDirs         []string
+	listen          string
+	out             string
+	slow            time.Duration
+	slowAPIs        []string
+	rotate          time.Duration
+	keep            int
+	slowRate        int
+	topTopics       int
+	topClients      int
+	topPartitions   int
+	partitionLabel  bool
+	native          bool
+	noTrace         bool
+	waits           bool
+	messageIDHeader string
+	duration        time.Duration
+	quiet           bool
+}
+
+func newAgentCmd() *cobra.Command {
+	var o agentOptions
+	cmd := &cobra.Command{
+		Use:   "agent [flags]",
+		Short: "Export a broker's request, write and journal latency to Prometheus, continuously",
+		Long: `Runs live capture (AF_PACKET) and iotrace (eBPF) on a broker host without
+stopping, and serves:
+
+  /metrics  Prometheus metrics (kscope_*): request latency histograms by API
+            and topic, requests, records and bytes by API, topic and client
+            id, errors by Kafka error name, requests in flight; write and
+            fsync latency by topic, partition and op; journal commits and
+            block I/O by device; the agent's own health (packets, drops,
+            bytes skipped, decode errors, connections, restarts). Buckets
+            from 100 µs to 30 s; native histograms with --native-histograms.
+  /healthz  JSON; 200 when capture and tracing work, 503 with what is
+            degraded otherwise.
+
+Topics, partitions and clients are bounded: the --top-* with most traffic
+are named, the rest are "other".
+
+With --out DIR, slow requests (--slow, of --slow-api) with the requests
+before them on their connections and the writes, journal commits, block
+requests and kernel waits around them are kept in rotating recording
+directories DIR/slow-<time>/ that 'kscope explain' and 'kscope report'
+read. The agent keeps running when the broker restarts (--pid auto traces
+the next one), and when the capture interface goes away (it is opened
+again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runAgent(ctx, cmd.ErrOrStderr(), &o)
+		},
+	}
+	f := cmd.Flags()
+	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port (repeatable)")
+	f.StringVar(&o.iface, "iface", "any", "interface to capture on (any: all)")
+	f.StringVar(&o.pid, "pid", "auto", "the broker's pid, or auto: the one JVM running kafka.Kafka, followed across restarts")
+	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs (default: found from its open files)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address to serve /metrics and /healthz on")
+	f.StringVar(&o.out, "out", "", "keep slow requests and their I/O in rotating recordings under this directory")
+	f.DurationVar(&o.slow, "slow", 100*time.Millisecond, "with --out: requests at least this slow are kept")
+	f.StringSliceVar(&o.slowAPIs, "slow-api", []string{"Produce"}, "with --out: the APIs --slow applies to (repeatable; all: every API)")
+	f.DurationVar(&o.rotate, "rotate", time.Hour, "with --out: start a new recording after this long")
+	f.IntVar(&o.keep, "keep", 24, "with --out: recordings kept (the oldest are deleted)")
+	f.IntVar(&o.slowRate, "slow-rate", 200, "with --out: slow requests written per second at most")
+	f.IntVar(&o.topTopics, "top-topics", 50, "topics named in labels (by traffic); the rest are \"other\"")
+	f.IntVar(&o.topClients, "top-clients", 50, "client ids named in labels (by traffic); the rest are \"other\"")
+	f.IntVar(&o.topPartitions, "top-partitions", 500, "topic-partitions named in labels (by traffic); the rest are \"other\"")
+	f.BoolVar(&o.partitionLabel, "partition-label", false, "add a partition label to the request latency histogram")
+	f.BoolVar(&o.native, "native-histograms", false, "also offer Prometheus native histograms (protobuf scrapes)")
+	f.BoolVar(&o.noTrace, "no-trace", false, "capture only: no eBPF tracing of writes and journal")
+	f.BoolVar(&o.waits, "waits", true, "with --out: keep the broker threads' kernel waits of 1 ms and more")
+	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids (for the slow log)")
+	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	return cmd
+}
+
+func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
+	cfg, err := wireConfig(o.ports, o.messageIDHeader)
+	if err != nil {
+		return err
+	}
+	if o.keep <= 0 || o.slowRate <= 0 || o.rotate <= 0 || o.slow <= 0 {
+		return badInput(errors.New("--keep, --slow-rate, --rotate and --slow must be positive"))
+	}
+	if o.topTopics <= 0 || o.topClients <= 0 || o.topPartitions <= 0 {
+		return badInput(errors.New("--top-topics, --top-clients and --top-partitions must be positive"))
+	}
+	pid := 0
+	if o.pid != "auto" && o.pid != "" {
+		if pid, err = strconv.Atoi(o.pid); err != nil || pid <= 0 {
+			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
+		}
+	}
+	ac := agent.Config{
+		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits,
+		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,
+			PartitionLabel: o.partitionLabel, NativeHistograms: o.native},
+	}
+	if o.out != "" {
+		ac.SlowLog = agent.SlowLogConfig{Dir: o.out, Threshold: o.slow, Rotate: o.rotate, Keep: o.keep, MaxPerSecond: o.slowRate}
+		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {
+			ac.SlowLog.AllAPIs = true
+		} else {
+			ac.SlowLog.APIs = o.slowAPIs
+		}
+	}
+	if !o.quiet {
+		ac.Log = stderr
+	}
+	a, err := agent.New(ac)
+	if err != nil {
+		return badInput(err)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	// The listener first: a port in use ends the command before anything
+	// is traced.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listening := make(chan error, 1)
+	var serveErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		serveErr = a.Serve(ctx, o.listen, func(addr net.Addr) {
+			fmt.Fprintf(stderr, "agent: serving http://%s/metrics and /healthz\n", addr)
+			listening <- nil
+		})
+		if serveErr != nil {
+			listening <- serveErr
+			cancel()
+		}
+	})
+	if err := <-listening; err != nil {
+		wg.Wait()
+		return badInput(fmt.Errorf("--listen %s: %w", o.listen, err))
+	}
+	runErr := a.Run(ctx)
+	cancel()
+	wg.Wait()
+	return errors.Join(runErr, serveErr)
+}
