@@ -230,12 +230,18 @@ func apiLabel(r *event.Request) string {
 	return r.API
 }
 
-// errorName is a Kafka error code's name, e.g. NOT_LEADER_OR_FOLLOWER.
+// UnknownErrorCode is the error label of a code franz-go's kerr does not
+// know: codes come from the wire, and a label per number would be
+// unbounded.
+const UnknownErrorCode = "UNKNOWN_CODE"
+
+// errorName is a Kafka error code's name as franz-go's kerr has it, e.g.
+// NOT_LEADER_FOR_PARTITION for 6.
 func errorName(code int16) string {
 	if err, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && (err != kerr.UnknownServerError || code == -1) {
 		return err.Message
 	}
-	return "CODE_" + strconv.Itoa(int(code))
+	return UnknownErrorCode
 }
 
 // Request counts one decoded request.
