@@ -512,6 +512,11 @@ func (a *Agent) Status() Status {
 	a.mu.Lock()
 	s := Status{Status: "ok", Uptime: time.Since(a.started).Round(time.Second).String(),
 		Capture: a.capture, Trace: a.trace, BrokerPID: h.BrokerPID, CaptureDrops: h.KernelDrops, SlowDropped: h.SlowDropped}
+	if !a.trace.Up {
+		s.BrokerPID = 0 // consistent with Trace: h was read a moment before
+	} else {
+		s.BrokerPID = a.broker.PID
+	}
 	notrace := a.cfg.NoTrace
 	a.mu.Unlock()
 	for _, v := range h.RingbufDrops {

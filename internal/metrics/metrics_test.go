@@ -450,8 +450,8 @@ func TestErrors(t *testing.T) {
 			req("Fetch", "c", time.Millisecond, 10, 10, perr(part("orders", 0, 0, 0), -7)),
 		}, map[[3]string]float64{
 			{"Metadata", "", "UNKNOWN_SERVER_ERROR"}: 1,
-			{"Metadata", "", "UNKNOWN_CODE"}:             1,
-			{"Fetch", "orders", "UNKNOWN_CODE"}:           1,
+			{"Metadata", "", "UNKNOWN_CODE"}:         1,
+			{"Fetch", "orders", "UNKNOWN_CODE"}:      1,
 		}},
 		{"both levels in one response", []*event.Request{
 			withErr(req("Produce", "c", time.Millisecond, 10, 10, perr(part("orders", 0, 1, 1), 3)), 29),
