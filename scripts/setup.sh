@@ -3,7 +3,8 @@
 # (run as root). Idempotent and quiet when everything is already there.
 #
 #   - checks Go and Java (not installed here: they come with the machine)
-#   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven
+#   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven,
+#     ethtool, chromium, tcpreplay
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
 set -euo pipefail
@@ -29,6 +30,7 @@ declare -A pkgs=(
   [maven]=mvn # scripts/kafka-jars.sh resolves the Kafka jars with it
   [ethtool]=ethtool # bench/requests.sh turns off loopback offloads in its namespace
   [chromium]=chromium # the report screenshot test (headless)
+  [tcpreplay]=tcpreplay # bench/agent-replay.sh replays a capture at top speed
 )
 missing=()
 for p in "${!pkgs[@]}"; do

@@ -57,6 +57,9 @@ type Config struct {
 	Retry time.Duration
 	// Log receives one line per state change (nil: discarded).
 	Log io.Writer
+	// Pprof serves Go's profiler on /debug/pprof/ (for the agent's own
+	// CPU and memory, not the broker's).
+	Pprof bool
 }
 
 // Agent runs the sources and holds what /metrics and /healthz report.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -15,8 +16,17 @@ import (
 // formats, native histograms in the latter) and /healthz (JSON; status
 // 200 when everything works, 503 when a source is degraded, so that a
 // readiness probe or an alert can use it).
+//
+// With Config.Pprof, Go's profiler is served under /debug/pprof/ too.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if a.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{
 		EnableOpenMetrics: true,
 		// A scrape must never wait behind a slow one.

@@ -35,7 +35,7 @@ type SlowLogConfig struct {
 	MaxPerSecond int
 	// Window is how long traced I/O events are kept to be joined with a
 	// slow request that has not completed yet (default 30 s);
-	// MaxEvents bounds them in number (default 200 000).
+	// MaxEvents bounds them in number (default 100 000, some 40 MB).
 	Window    time.Duration
 	MaxEvents int
 	// Settle is how long after a slow request ends it is written, so that
@@ -63,7 +63,7 @@ func (c SlowLogConfig) withDefaults() SlowLogConfig {
 		c.Window = 30 * time.Second
 	}
 	if c.MaxEvents <= 0 {
-		c.MaxEvents = 200_000
+		c.MaxEvents = 100_000
 	}
 	if c.Settle <= 0 {
 		c.Settle = time.Second
@@ -172,8 +172,10 @@ func (s *slowLog) event(start, end time.Time, ev any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.io)-s.ioHead >= s.cfg.MaxEvents {
+		s.io[s.ioHead] = ioItem{} // the event goes now, not at the next compaction
 		s.ioHead++
 		s.ioOverflow++
+		s.compact()
 	}
 	s.io = append(s.io, ioItem{start: start, end: end, ev: ev})
 }
@@ -294,16 +296,21 @@ func (s *slowLog) trim(now time.Time) {
 		s.io[s.ioHead] = ioItem{}
 		s.ioHead++
 	}
-	// Compact when the dead front is half the slice.
-	if s.ioHead > 0 && s.ioHead >= len(s.io)/2 {
-		n := copy(s.io, s.io[s.ioHead:])
-		clear(s.io[n:])
-		s.io, s.ioHead = s.io[:n], 0
-	}
+	s.compact()
 	for key, h := range s.conns {
 		if last := h[len(h)-1].r; !last.End.IsZero() && last.End.Before(old) || last.End.IsZero() && last.Arrival.Before(old) {
 			delete(s.conns, key)
 		}
+	}
+}
+
+// compact moves the live events to the front when the dead front is
+// half the slice, so the slice stays within twice MaxEvents.
+func (s *slowLog) compact() {
+	if s.ioHead > 0 && s.ioHead >= len(s.io)/2 {
+		n := copy(s.io, s.io[s.ioHead:])
+		clear(s.io[n:])
+		s.io, s.ioHead = s.io[:n], 0
 	}
 }
 

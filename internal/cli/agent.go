@@ -41,6 +41,7 @@ type agentOptions struct {
 	messageIDHeader string
 	duration        time.Duration
 	quiet           bool
+	pprof           bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -102,6 +103,7 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids (for the slow log)")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
 	return cmd
 }
 
@@ -123,7 +125,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		}
 	}
 	ac := agent.Config{
-		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits,
+		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,
 			PartitionLabel: o.partitionLabel, NativeHistograms: o.native},
 	}
