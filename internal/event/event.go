@@ -75,6 +75,9 @@ type Partition struct {
 	Bytes      int      `json:"bytes"` // record batch bytes
 	MessageIDs []string `json:"message_ids,omitempty"`
 	ErrorCode  int16    `json:"error_code"`
+	// BatchStats, for produce requests decoded with
+	// wire.Config.BatchStats only: the batches' sizes.
+	BatchStats *BatchStats `json:"batch_stats,omitempty"`
 }
 
 // Latency returns End-Arrival, or zero when the request was not answered.

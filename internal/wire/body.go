@@ -38,7 +38,10 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 				tp := &t.Partitions[j]
 				part := event.Partition{Topic: t.Topic, Partition: tp.Partition, Bytes: len(tp.Records)}
 				d.topics.resolve(&part, t.TopicID)
-				d.summarize(&part, tp.Records)
+				d.summarize(&part, tp.Records, d.cfg.MessageIDHeader)
+				if d.cfg.BatchStats {
+					d.batchStats(&part, tp.Records)
+				}
 				ev.Partitions = append(ev.Partitions, part)
 			}
 		}
@@ -67,13 +70,13 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 	return true, req.ReadFrom(body) == nil
 }
 
-// summarize fills a partition's record count and message ids from its
-// record batches.
-func (d *Decoder) summarize(part *event.Partition, batches []byte) {
+// summarize fills a partition's record count and the message ids in
+// header ("" for none) from its record batches.
+func (d *Decoder) summarize(part *event.Partition, batches []byte, header string) {
 	if len(batches) == 0 || d.batches == nil {
 		return
 	}
-	n, ids, err := d.batches.MessageIDs(batches, d.cfg.MessageIDHeader)
+	n, ids, err := d.batches.MessageIDs(batches, header)
 	if len(ids) > d.cfg.MaxMessageIDs {
 		ids = ids[:d.cfg.MaxMessageIDs]
 	}
@@ -82,6 +85,32 @@ func (d *Decoder) summarize(part *event.Partition, batches []byte) {
 	// protocol, not damage.
 	if err != nil && !errors.Is(err, records.ErrTruncated) {
 		d.stats.BatchErrors++
+	}
+}
+
+// batchStatser is what a BatchSummarizer also implements to measure
+// batches by size (records.Decoder does).
+type batchStatser interface {
+	Stats(batches []byte) (records.Stats, error)
+}
+
+// batchStats fills a produce partition's BatchStats, when the summarizer
+// can measure batches. Batches that fail to decode leave it nil (summarize
+// counts the error).
+func (d *Decoder) batchStats(part *event.Partition, batches []byte) {
+	bs, ok := d.batches.(batchStatser)
+	if !ok || len(batches) == 0 {
+		return
+	}
+	s, err := bs.Stats(batches)
+	if err != nil || s.Batches == 0 {
+		return
+	}
+	part.BatchStats = &event.BatchStats{
+		Batches: s.Batches, Magic: s.Magic, Compressed: s.Compressed,
+		RecordsBytes: s.RecordsBytes, UncompressedBytes: s.UncompressedBytes,
+		KeyBytes: s.KeyBytes, NullKeys: s.NullKeys, ValueBytes: s.ValueBytes,
+		Headers: s.Headers, HeaderBytes: s.HeaderBytes, TimestampSpanMs: s.TimestampSpanMs,
 	}
 }
 
@@ -138,7 +167,11 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 				}
 				part.ErrorCode = rp.ErrorCode
 				part.Bytes = len(rp.RecordBatches)
-				d.summarize(part, rp.RecordBatches)
+				header := d.cfg.MessageIDHeader
+				if d.cfg.ProduceIDsOnly {
+					header = ""
+				}
+				d.summarize(part, rp.RecordBatches, header)
 			}
 		}
 		return true

@@ -23,6 +23,13 @@ type Config struct {
 	MessageIDHeader string
 	// MaxMessageIDs bounds the ids kept per partition of a request.
 	MaxMessageIDs int
+	// ProduceIDsOnly collects message ids from produce requests only:
+	// fetch responses are then counted from their batch headers, without
+	// reading (or decompressing) a record (the agent's hot path).
+	ProduceIDsOnly bool
+	// BatchStats fills event.Partition.BatchStats for produce requests
+	// (kscope model --from-capture). It decompresses every batch.
+	BatchStats bool
 	// MaxFrameBytes is the largest frame treated as plausible (Kafka's
 	// socket.request.max.bytes defaults to 100 MiB).
 	MaxFrameBytes int

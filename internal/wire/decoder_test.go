@@ -5,8 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
 )
 
 func TestProducePairing(t *testing.T) {
@@ -213,5 +218,53 @@ func TestGarbageOnPort(t *testing.T) {
 	}
 	if st.SkippedBytes < int64(len(garbage)) {
 		t.Errorf("skipped %d bytes, want at least the %d bytes of garbage", st.SkippedBytes, len(garbage))
+	}
+}
+
+// TestProduceIDsOnly: with Config.ProduceIDsOnly a fetch response's
+// records are counted from its batch headers (the same count) and its
+// message ids are not read; a produce request keeps its ids.
+func TestProduceIDsOnly(t *testing.T) {
+	c := newConversation(40001)
+	c.handshake()
+	c.send(true, requestFrame(produceRequest("orders", 0, -1, "p-1", "p-2"), 9, 1, "c"), 1000, time.Millisecond)
+	c.send(false, responseFrame(produceResponse("orders", 0), 9, 1), 1000, time.Millisecond)
+	fetch := kmsg.NewPtrFetchRequest()
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "orders"
+	ft.Partitions = append(ft.Partitions, kmsg.NewFetchRequestTopicPartition())
+	fetch.Topics = append(fetch.Topics, ft)
+	c.send(true, requestFrame(fetch, 11, 2, "c"), 1000, time.Millisecond)
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = append(makeBatch("f-1", "f-2", "f-3"), makeBatch("f-4")...)
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	c.send(false, responseFrame(resp, 11, 2), 1000, time.Millisecond)
+
+	for _, only := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.ProduceIDsOnly = only
+		var got []*event.Request
+		d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { got = append(got, r) })
+		pd := capture.NewDecoder()
+		for _, s := range c.segs {
+			seg, _ := pd.Decode(s.data, layers.LinkTypeRaw)
+			d.Packet(seg, s.ci)
+		}
+		d.Close()
+		if len(got) != 2 || got[0].API != "Produce" || got[1].API != "Fetch" {
+			t.Fatalf("only=%v: got %d requests", only, len(got))
+		}
+		pp, fp := got[0].Partitions[0], got[1].Partitions[0]
+		wantFetchIDs := 4
+		if only {
+			wantFetchIDs = 0
+		}
+		if len(pp.MessageIDs) != 2 || fp.Records != 4 || len(fp.MessageIDs) != wantFetchIDs {
+			t.Errorf("only=%v: produce ids %v, fetch records %d ids %v", only, pp.MessageIDs, fp.Records, fp.MessageIDs)
+		}
 	}
 }
