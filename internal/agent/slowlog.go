@@ -92,6 +92,9 @@ type ioItem struct {
 	written    bool
 }
 
+// connKey names a connection by its two ends.
+type connKey struct{ client, broker string }
+
 type keptRequest struct {
 	r       *event.Request
 	written bool
@@ -108,7 +111,7 @@ type slowLog struct {
 	mu      sync.Mutex
 	io      []ioItem // in arrival order, a ring trimmed from the front
 	ioHead  int
-	conns   map[string][]keptRequest
+	conns   map[connKey][]keptRequest
 	pending []*event.Request
 
 	seg      *recording.Writer
@@ -130,7 +133,7 @@ func newSlowLog(cfg SlowLogConfig, meta func() recording.Meta) (*slowLog, error)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("slow-request log: %w", err)
 	}
-	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[string][]keptRequest)}
+	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]keptRequest)}
 	if !cfg.AllAPIs {
 		s.apis = make(map[string]bool)
 		for _, a := range cfg.APIs {
@@ -153,7 +156,7 @@ func (s *slowLog) isSlow(r *event.Request) bool {
 // request keeps r in its connection's history and, when slow, for the
 // next flush.
 func (s *slowLog) request(r *event.Request) {
-	key := r.Client + ">" + r.Broker
+	key := connKey{r.Client, r.Broker}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.conns[key]
@@ -244,8 +247,9 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 		}
 	}
 	var errs []error
-	for i := range s.conns[r.Client+">"+r.Broker] {
-		k := &s.conns[r.Client+">"+r.Broker][i]
+	history := s.conns[connKey{r.Client, r.Broker}]
+	for i := range history {
+		k := &history[i]
 		if k.written || k.r == r || !k.r.Arrival.Before(r.Arrival) {
 			continue
 		}
@@ -258,8 +262,8 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 			errs = append(errs, s.seg.Request(k.r))
 		}
 	}
-	for i := range s.conns[r.Client+">"+r.Broker] {
-		if k := &s.conns[r.Client+">"+r.Broker][i]; k.r == r {
+	for i := range history {
+		if k := &history[i]; k.r == r {
 			k.written = true
 		}
 	}

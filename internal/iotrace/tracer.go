@@ -58,15 +58,20 @@ type Config struct {
 // releases them all; the kernel also releases them when the process dies,
 // since nothing is pinned.
 type Tracer struct {
-	cfg     Config
-	objs    iotraceObjects
-	links   []link.Link
-	rd      *ringbuf.Reader
-	clock   clockOffset
-	files   *fileResolver
-	threads *threadNames
-	journal *journal // nil without Config.Journal
-	waits   *waits   // nil without Config.Waits
+	cfg   Config
+	objs  iotraceObjects
+	links []link.Link
+	rd    *ringbuf.Reader
+	clock clockOffset
+	files *fileResolver
+	// Caches of convert, which only the write ring's reader calls: a
+	// path's classification (filepath.Rel and logdir.ParsePath cost more
+	// than the rest of an event) and device names.
+	classified map[string]classifiedFile
+	devNames   map[uint32]string
+	threads    *threadNames
+	journal    *journal // nil without Config.Journal
+	waits      *waits   // nil without Config.Waits
 
 	mu    sync.Mutex
 	stats Stats
@@ -348,10 +353,21 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	return first
 }
 
+// ringIdlePause is how long a reader that emptied its ring waits before
+// it blocks on it again. Without it, a broker writing steadily wakes the
+// reader for every event (an epoll_wait per event: most of a busy
+// agent's CPU); with it, events are read in batches. Events carry their
+// own kernel timestamps, so the delay changes no figure, and a ring
+// (megabytes) does not fill in 2 ms.
+const ringIdlePause = 2 * time.Millisecond
+
 // readRing reads rd until it is flushed or closed, passing each sample to fn.
 func readRing(rd *ringbuf.Reader, fn func([]byte) error) error {
 	var rec ringbuf.Record
 	for {
+		if rd.AvailableBytes() == 0 {
+			time.Sleep(ringIdlePause)
+		}
 		if err := rd.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
 				return nil
@@ -442,7 +458,7 @@ func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
 		t.count(func(s *Stats) { s.Unnamed++ })
 		return nil, nil
 	}
-	f, ok := classify(path, t.cfg.LogDirs, t.cfg.AllFiles)
+	f, ok := t.classifyCached(path)
 	if !ok {
 		t.count(func(s *Stats) { s.OtherFiles++ })
 		return nil, nil
@@ -459,7 +475,7 @@ func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
 		File:      f.rel,
 		Topic:     f.topic,
 		Partition: f.partition,
-		Dev:       devString(ev.Dev),
+		Dev:       t.devName(ev.Dev),
 	}
 	if op.isSync() {
 		w.Offset = -1
@@ -616,6 +632,40 @@ type reportedFile struct {
 }
 
 // classify reports whether path is to be reported, and how it is named.
+// classifiedFile is a cached classify result.
+type classifiedFile struct {
+	f  reportedFile
+	ok bool
+}
+
+// maxCached bounds convert's caches (a broker has a few files per
+// partition open; rolled segments leave stale entries until a reset).
+const maxCached = 1 << 16
+
+func (t *Tracer) classifyCached(path string) (reportedFile, bool) {
+	if c, ok := t.classified[path]; ok {
+		return c.f, c.ok
+	}
+	if t.classified == nil || len(t.classified) >= maxCached {
+		t.classified = make(map[string]classifiedFile)
+	}
+	f, ok := classify(path, t.cfg.LogDirs, t.cfg.AllFiles)
+	t.classified[path] = classifiedFile{f, ok}
+	return f, ok
+}
+
+func (t *Tracer) devName(dev uint32) string {
+	if name, ok := t.devNames[dev]; ok {
+		return name
+	}
+	if t.devNames == nil || len(t.devNames) >= maxCached {
+		t.devNames = make(map[uint32]string)
+	}
+	name := devString(dev)
+	t.devNames[dev] = name
+	return name
+}
+
 func classify(path string, logDirs []string, allFiles bool) (reportedFile, bool) {
 	rel := ""
 	for _, d := range logDirs {
