@@ -56,3 +56,5 @@ fi
 
 (cd "$root" && go mod download)
 "$root/scripts/kafka-jars.sh" >/dev/null
+# The older release the lab tests start (lab broker --version 3.9.1).
+"$root/scripts/kafka-jars.sh" 3.9.1 >/dev/null

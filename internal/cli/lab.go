@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,41 +35,66 @@ func newLabBrokerCmd() *cobra.Command {
 	var (
 		dir        string
 		port       int
+		brokers    int
+		version    string
 		requestLog bool
 		heapMB     int
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
-		Short: "Start, stop or show a single-node KRaft broker (Apache Kafka " + lab.KafkaVersion + " from Maven Central) on 127.0.0.1",
+		Short: "Start, stop or show a KRaft broker or cluster (Apache Kafka from Maven Central, default " + lab.KafkaVersion + ") on 127.0.0.1",
+		Long: `Start, stop or show real Apache Kafka on 127.0.0.1: one KRaft node
+(broker and controller in one JVM) or a cluster of --brokers such nodes,
+each with its own port, controller port and dir (DIR/node-<id>). The jars of
+--version are resolved from Maven Central by scripts/kafka-jars.sh into
+~/.cache/kscope/kafka-<version>/libs. See docs/lab.md.`,
 	}
-	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the broker's config, data and logs")
+	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the brokers' config, data and logs")
 	start := &cobra.Command{
 		Use:   "start",
-		Short: "Start a broker that keeps running after this command exits",
+		Short: "Start a broker (or --brokers N of them) that keeps running after this command exits",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if b, err := lab.Attach(dir); err == nil {
-				return fmt.Errorf("a broker already runs for %s: %s (pid %d)", dir, b.Addr(), b.PID())
+			if c, err := lab.AttachCluster(dir); err == nil {
+				return fmt.Errorf("a cluster already runs for %s: %s", dir, c.Bootstrap())
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if brokers < 0 {
+				return fmt.Errorf("--brokers %d: want 1 or more", brokers)
+			}
+			if version != "" {
+				if err := lab.CheckVersion(version); err != nil {
+					return err
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			b, err := lab.StartBroker(ctx, lab.BrokerConfig{Dir: dir, Port: port, RequestLog: requestLog, HeapMB: heapMB, Detach: true})
+			c, err := lab.StartCluster(ctx, lab.ClusterConfig{
+				Dir:        dir,
+				Brokers:    brokers,
+				Port:       port,
+				Version:    version,
+				RequestLog: requestLog,
+				HeapMB:     heapMB,
+				Detach:     true,
+			})
 			if err != nil {
 				return err
 			}
-			printBroker(cmd, b)
+			printCluster(cmd, c)
 			return nil
 		},
 	}
-	start.Flags().IntVar(&port, "port", 9092, "PLAINTEXT port on 127.0.0.1 (0: any free port)")
-	start.Flags().BoolVar(&requestLog, "request-log", false, "log every completed request as JSON to DIR/kafka-request.log (kafka.request.logger at DEBUG)")
-	start.Flags().IntVar(&heapMB, "heap-mb", 512, "broker JVM heap in MiB")
+	start.Flags().IntVar(&port, "port", 9092, "PLAINTEXT port on 127.0.0.1 of node 1; node i gets PORT+i-1 (0: any free ports)")
+	start.Flags().IntVar(&brokers, "brokers", 0, "number of nodes (default: as many as the cluster in --dir has, else 1)")
+	start.Flags().StringVar(&version, "version", "", "Apache Kafka release, e.g. 3.9.1 or 4.1.1 (default: the one in --dir, else "+lab.KafkaVersion+")")
+	start.Flags().BoolVar(&requestLog, "request-log", false, "log every completed request as JSON to NODEDIR/kafka-request.log (kafka.request.logger at DEBUG)")
+	start.Flags().IntVar(&heapMB, "heap-mb", 0, "JVM heap per node in MiB (default 512 for one node, 256 each for more)")
 	stop := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop the broker of --dir",
+		Short: "Stop the broker(s) of --dir",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := lab.Attach(dir)
+			c, err := lab.AttachCluster(dir)
 			if errors.Is(err, lab.ErrNotRunning) {
 				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", dir)
 				return nil
@@ -75,19 +102,19 @@ func newLabBrokerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return b.Stop()
+			return c.Stop()
 		},
 	}
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "Show the broker of --dir; exit code 1 when none runs",
+		Short: "Show the broker(s) of --dir, one line per node; exit code 1 when none runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := lab.Attach(dir)
+			c, err := lab.AttachCluster(dir)
 			if err != nil {
 				return err
 			}
-			printBroker(cmd, b)
+			printCluster(cmd, c)
 			return nil
 		},
 	}
@@ -95,10 +122,31 @@ func newLabBrokerCmd() *cobra.Command {
 	return cmd
 }
 
-func printBroker(cmd *cobra.Command, b *lab.Broker) {
+// printCluster prints key/value lines about the cluster, then one line per
+// node. With one node the old single-broker keys "broker" and "pid" come
+// first, which scripts read (awk '$1 == "pid"').
+func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "broker    %s\npid       %d\ndir       %s\nlog dirs  %v\njars      %s\n", b.Addr(), b.PID(), b.Dir(), b.LogDirs(), b.LibsDir())
-	if p := b.RequestLogPath(); p != "" {
-		fmt.Fprintf(w, "requests  %s\n", p)
+	nodes := c.Brokers()
+	if len(nodes) == 1 {
+		fmt.Fprintf(w, "broker     %s\npid        %s\n", nodes[0].Addr(), pidOf(nodes[0]))
 	}
+	fmt.Fprintf(w, "kafka      %s\nnodes      %d\ncluster id %s\ndir        %s\nbootstrap  %s\njars       %s\n",
+		c.Version(), len(nodes), c.ClusterID(), c.Dir(), c.Bootstrap(), nodes[0].LibsDir())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, b := range nodes {
+		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), strings.Join(b.LogDirs(), ","))
+		if p := b.RequestLogPath(); p != "" {
+			line += "\trequests " + p
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+}
+
+func pidOf(b *lab.Broker) string {
+	if b.Running() {
+		return fmt.Sprint(b.PID())
+	}
+	return "- (stopped)"
 }

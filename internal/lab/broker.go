@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,8 @@ var ErrNotRunning = errors.New("lab: broker not running")
 // takes ~2 s) before SIGKILL.
 const stopGrace = 20 * time.Second
 
-// Broker is a running single-node KRaft broker.
+// Broker is a running KRaft node (a combined broker+controller): a
+// single-node cluster of its own, or one node of a Cluster.
 type Broker struct {
 	st  state
 	dir string
@@ -40,33 +42,46 @@ type Broker struct {
 // broker as a child process and returns once it answers Metadata, or
 // fails after cfg.StartTimeout. ctx bounds only the startup: cancelling it
 // later does not stop the broker; Stop does. On formatted storage (a
-// restart) the ports and cluster id of the last start are reused.
+// restart) the ports, cluster id and Kafka release of the last start are
+// reused.
 func StartBroker(ctx context.Context, cfg BrokerConfig) (*Broker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := JavaPath(); err != nil {
-		return nil, err
-	}
-	libs := cfg.LibsDir
-	if libs == "" {
-		// Outside StartTimeout: a first run downloads ~45 MB of jars.
-		if libs, err = EnsureLibs(ctx); err != nil {
-			return nil, err
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lab: broker dir: %w", err)
-	}
-	formatted, fresh, err := storageState(cfg.LogDirs)
+	nodes, err := startNodes(ctx, []BrokerConfig{cfg}, cfg.Version, cfg.LibsDir, cfg.StartTimeout)
 	if err != nil {
 		return nil, err
 	}
-	var prev *state
-	if formatted {
+	return nodes[0], nil
+}
+
+// startNodes starts the nodes of one cluster, node i+1 from cfgs[i]
+// (withDefaults applied), and returns once every one of them answers
+// Metadata listing all len(cfgs) brokers. Fresh storage is formatted
+// first, all nodes with one cluster id; formatted storage must be so on
+// every node, and is restarted with its ports, cluster id and release.
+func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, timeout time.Duration) ([]*Broker, error) {
+	if _, err := JavaPath(); err != nil {
+		return nil, err
+	}
+	n := len(cfgs)
+	prev := make([]*state, n)
+	formattedNodes, fresh, fixedPorts := 0, true, false
+	for i, cfg := range cfgs {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("lab: broker dir: %w", err)
+		}
+		formatted, f, err := storageState(cfg.LogDirs)
+		if err != nil {
+			return nil, err
+		}
+		fresh = fresh && f
+		fixedPorts = fixedPorts || cfg.Port != 0
+		if !formatted {
+			continue
+		}
+		formattedNodes++
 		st, err := readState(cfg.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("lab: storage in %v is formatted but: %w", cfg.LogDirs, err)
@@ -74,26 +89,82 @@ func StartBroker(ctx context.Context, cfg BrokerConfig) (*Broker, error) {
 		if brokerAlive(st.PID) {
 			return nil, fmt.Errorf("lab: broker in %s already running (pid %d)", cfg.Dir, st.PID)
 		}
-		prev = &st
+		prev[i] = &st
 	}
+	if formattedNodes != 0 && formattedNodes != n {
+		return nil, fmt.Errorf("lab: only %d of %d nodes have formatted storage (remove the dirs to start afresh)", formattedNodes, n)
+	}
+	// Outside the start timeout: a first run of a release downloads ~45 MB
+	// of jars.
+	version, libs, err := resolveRelease(ctx, version, libs, prev[0], cfgs[0].Dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
-		b, err := startOnce(ctx, cfg, libs, prev)
+		nodes, err := startOnce(ctx, cfgs, version, libs, prev)
 		if err == nil {
-			return b, nil
+			return nodes, nil
 		}
 		// A picked port can be taken by someone else before the JVM binds
 		// it. Retry with new ports, but only when we own the storage (it
 		// did not exist before this call): it must be re-formatted since
-		// the controller endpoint is written into it.
-		if attempt >= 3 || !fresh || cfg.Port != 0 || !isBindFailure(cfg.Dir) || ctx.Err() != nil {
+		// the controller endpoints are written into it.
+		bind := false
+		for _, cfg := range cfgs {
+			bind = bind || isBindFailure(cfg.Dir)
+		}
+		if attempt >= 3 || !fresh || fixedPorts || !bind || ctx.Err() != nil {
 			return nil, err
 		}
-		for _, d := range cfg.LogDirs {
-			if rerr := os.RemoveAll(d); rerr != nil {
-				return nil, errors.Join(err, fmt.Errorf("lab: reset %s: %w", d, rerr))
+		for _, cfg := range cfgs {
+			for _, d := range cfg.LogDirs {
+				if rerr := os.RemoveAll(d); rerr != nil {
+					return nil, errors.Join(err, fmt.Errorf("lab: reset %s: %w", d, rerr))
+				}
 			}
 		}
 	}
+}
+
+// resolveRelease settles which Kafka release runs and from which jars: the
+// release of libs when given, else version, else the one the storage was
+// formatted with (prev), else KafkaVersion. A restart never changes the
+// release of formatted storage.
+func resolveRelease(ctx context.Context, version, libs string, prev *state, dir string) (string, string, error) {
+	if libs != "" {
+		lv, err := LibsVersion(libs)
+		switch {
+		case err == nil && version != "" && lv != version:
+			return "", "", fmt.Errorf("lab: Version %s but LibsDir %s holds Kafka %s", version, libs, lv)
+		case err == nil:
+			version = lv
+		case version == "":
+			version = KafkaVersion // jars not named by release: assume the pinned one
+		}
+	} else {
+		if version == "" && prev != nil {
+			version = prev.version()
+		}
+		if version == "" {
+			version = KafkaVersion
+		}
+	}
+	if err := CheckVersion(version); err != nil {
+		return "", "", err
+	}
+	if prev != nil && prev.version() != version {
+		return "", "", fmt.Errorf("lab: storage in %s was formatted by Kafka %s, not %s (use another dir, or remove it to start afresh)",
+			dir, prev.version(), version)
+	}
+	if libs == "" {
+		var err error
+		if libs, err = EnsureLibsVersion(ctx, version); err != nil {
+			return "", "", err
+		}
+	}
+	return version, libs, nil
 }
 
 // storageState reports whether all log dirs are formatted (meta.properties)
@@ -118,98 +189,180 @@ func isBindFailure(dir string) bool {
 	return strings.Contains(tailFile(filepath.Join(dir, OutFile), 200), "Address already in use")
 }
 
-func startOnce(ctx context.Context, cfg BrokerConfig, libs string, prev *state) (*Broker, error) {
-	port, cport := cfg.Port, 0
-	clusterID := ""
-	if prev != nil {
-		var err error
-		if cport, err = portOf(prev.ControllerAddr); err != nil {
-			return nil, err
+// pickPorts returns every node's PLAINTEXT and CONTROLLER port: the
+// configured port, else the previous start's (the controller port always:
+// it is part of the storage; the client port when still free), else a
+// free one.
+func pickPorts(cfgs []BrokerConfig, prev []*state) (ports, cports []int, err error) {
+	n := len(cfgs)
+	ports, cports = make([]int, n), make([]int, n)
+	var taken []int
+	for i, cfg := range cfgs {
+		ports[i] = cfg.Port
+		if prev[i] != nil {
+			if cports[i], err = portOf(prev[i].ControllerAddr); err != nil {
+				return nil, nil, err
+			}
+			if p, err := portOf(prev[i].Addr); err == nil && ports[i] == 0 && !slices.Contains(taken, p) && checkPortFree(p) == nil {
+				ports[i] = p
+			}
 		}
-		// Keep the old client port when free, so clients can reconnect;
-		// unlike the controller port it is not part of the storage.
-		if p, err := portOf(prev.Addr); err == nil && port == 0 && checkPortFree(p) == nil {
-			port = p
+		if cfg.Port != 0 {
+			if err := checkPortFree(cfg.Port); err != nil {
+				return nil, nil, err
+			}
 		}
-		clusterID = prev.ClusterID
-	}
-	if cfg.Port != 0 {
-		if err := checkPortFree(cfg.Port); err != nil {
-			return nil, err
-		}
-	}
-	if port == 0 || cport == 0 {
-		ports, err := freePorts(2, port, cport)
-		if err != nil {
-			return nil, err
-		}
-		if port == 0 {
-			port = ports[0]
-		}
-		if cport == 0 {
-			cport = ports[1]
-		}
-	}
-
-	requestLog := ""
-	if cfg.RequestLog {
-		requestLog = filepath.Join(cfg.Dir, RequestLogFile)
-	}
-	propsPath := filepath.Join(cfg.Dir, PropertiesFile)
-	if err := os.WriteFile(propsPath, []byte(serverProperties(cfg, port, cport)), 0o644); err != nil {
-		return nil, fmt.Errorf("lab: write server.properties: %w", err)
-	}
-	log4jPath := filepath.Join(cfg.Dir, Log4jFile)
-	if err := os.WriteFile(log4jPath, []byte(log4jConfig(requestLog)), 0o644); err != nil {
-		return nil, fmt.Errorf("lab: write log4j2 config: %w", err)
-	}
-	if prev == nil {
-		var err error
-		if clusterID, err = NewClusterID(); err != nil {
-			return nil, err
-		}
-		if err := formatStorage(ctx, cfg.Dir, libs, clusterID, propsPath); err != nil {
-			return nil, err
+		for _, p := range []int{ports[i], cports[i]} {
+			if p != 0 {
+				if slices.Contains(taken, p) {
+					return nil, nil, fmt.Errorf("lab: port %d given to two listeners", p)
+				}
+				taken = append(taken, p)
+			}
 		}
 	}
-
-	b := &Broker{
-		dir: cfg.Dir,
-		st: state{
-			Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cport)),
-			ClusterID:      clusterID,
-			LogDirs:        cfg.LogDirs,
-			RequestLog:     requestLog,
-			Libs:           libs,
-		},
-	}
-	if err := b.spawn(cfg, log4jPath, propsPath); err != nil {
-		return nil, err
-	}
-	if err := writeState(cfg.Dir, b.st); err != nil {
-		_ = b.Stop()
-		return nil, err
-	}
-	if err := waitReady(ctx, b.st.Addr, b.done); err != nil {
-		select {
-		case <-b.done:
-			err = fmt.Errorf("%w (%v)", err, b.waitErr)
-		default:
+	missing := 0
+	for i := range cfgs {
+		for _, p := range []int{ports[i], cports[i]} {
+			if p == 0 {
+				missing++
+			}
 		}
-		_ = b.Stop()
-		return nil, fmt.Errorf("lab: broker on %s not ready: %w\n--- %s (tail) ---\n%s",
-			b.st.Addr, err, b.OutPath(), tailFile(b.OutPath(), 30))
 	}
-	return b, nil
+	if missing == 0 {
+		return ports, cports, nil
+	}
+	free, err := freePorts(missing, taken...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range cfgs {
+		for _, p := range []*int{&ports[i], &cports[i]} {
+			if *p == 0 {
+				*p, free = free[0], free[1:]
+			}
+		}
+	}
+	return ports, cports, nil
 }
 
-// formatStorage runs `kafka.tools.StorageTool format --standalone`, which
-// Kafka 4.x requires before first start: it writes meta.properties and the
-// KRaft bootstrap checkpoint (this node as the only controller voter).
-func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string) error {
-	cmd, err := JavaCommand(ctx, libs, ToolJVMArgs(), "kafka.tools.StorageTool",
-		"format", "-t", clusterID, "-c", propsPath, "--standalone")
+func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, prev []*state) ([]*Broker, error) {
+	n := len(cfgs)
+	ports, cports, err := pickPorts(cfgs, prev)
+	if err != nil {
+		return nil, err
+	}
+	clusterID := ""
+	if prev[0] != nil {
+		clusterID = prev[0].ClusterID
+	} else if clusterID, err = NewClusterID(); err != nil {
+		return nil, err
+	}
+	voters := ""
+	if !dynamicQuorum(version, n) {
+		voters = staticVoters(cports)
+	}
+
+	nodes := make([]*Broker, n)
+	jvmFlags := make([]string, n)
+	for i, cfg := range cfgs {
+		spec := nodeSpec{cfg: cfg, id: i + 1, n: n, version: version, port: ports[i], cport: cports[i], voters: voters}
+		requestLog := ""
+		if cfg.RequestLog {
+			requestLog = filepath.Join(cfg.Dir, RequestLogFile)
+		}
+		propsPath := filepath.Join(cfg.Dir, PropertiesFile)
+		if err := os.WriteFile(propsPath, []byte(serverProperties(spec)), 0o644); err != nil {
+			return nil, fmt.Errorf("lab: write server.properties: %w", err)
+		}
+		name, content, flag := loggingConfig(version, cfg.Dir, requestLog)
+		if err := os.WriteFile(filepath.Join(cfg.Dir, name), []byte(content), 0o644); err != nil {
+			return nil, fmt.Errorf("lab: write %s: %w", name, err)
+		}
+		jvmFlags[i] = flag
+		nodes[i] = &Broker{
+			dir: cfg.Dir,
+			st: state{
+				NodeID:         spec.id,
+				Version:        version,
+				Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])),
+				ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cports[i])),
+				ClusterID:      clusterID,
+				LogDirs:        cfg.LogDirs,
+				RequestLog:     requestLog,
+				Libs:           libs,
+			},
+		}
+	}
+	if prev[0] == nil {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, cfg := range cfgs {
+			wg.Go(func() {
+				errs[i] = formatStorage(ctx, cfg.Dir, libs, clusterID, filepath.Join(cfg.Dir, PropertiesFile), voters == "")
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+
+	stopAll := func() {
+		var wg sync.WaitGroup
+		for _, b := range nodes {
+			if b.done != nil {
+				wg.Go(func() { _ = b.Stop() })
+			}
+		}
+		wg.Wait()
+	}
+	for i, b := range nodes {
+		err := b.spawn(cfgs[i], jvmFlags[i], filepath.Join(cfgs[i].Dir, PropertiesFile))
+		if err == nil {
+			err = writeState(b.dir, b.st)
+		}
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, b := range nodes {
+		wg.Go(func() {
+			err := waitReady(ctx, b.st.Addr, b.st.NodeID, n, b.done)
+			if err == nil {
+				return
+			}
+			select {
+			case <-b.done:
+				err = fmt.Errorf("%w (%v)", err, b.waitErr)
+			default:
+			}
+			errs[i] = fmt.Errorf("lab: broker %d on %s not ready: %w\n--- %s (tail) ---\n%s",
+				b.st.NodeID, b.st.Addr, err, b.OutPath(), tailFile(b.OutPath(), 30))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		stopAll()
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// formatStorage runs `kafka.tools.StorageTool format`, which KRaft
+// requires before first start: it writes meta.properties and, with
+// standalone (Kafka 4 single node, `--standalone`), the KRaft bootstrap
+// checkpoint naming this node the only controller voter. Without it the
+// voters come from controller.quorum.voters in the properties.
+func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string, standalone bool) error {
+	args := []string{"format", "-t", clusterID, "-c", propsPath}
+	if standalone {
+		args = append(args, "--standalone")
+	}
+	cmd, err := JavaCommand(ctx, libs, ToolJVMArgs(), "kafka.tools.StorageTool", args...)
 	if err != nil {
 		return fmt.Errorf("lab: format storage: %w", err)
 	}
@@ -221,12 +374,12 @@ func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string) 
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("lab: format storage: %w\n%s", err, tailFile(outPath, 20))
+		return fmt.Errorf("lab: format storage in %s: %w\n%s", dir, err, tailFile(outPath, 20))
 	}
 	return nil
 }
 
-func (b *Broker) spawn(cfg BrokerConfig, log4jPath, propsPath string) error {
+func (b *Broker) spawn(cfg BrokerConfig, logFlag, propsPath string) error {
 	java, err := JavaPath()
 	if err != nil {
 		return err
@@ -237,12 +390,13 @@ func (b *Broker) spawn(cfg BrokerConfig, log4jPath, propsPath string) error {
 	}
 	// The child gets its own copy of the descriptor.
 	defer out.Close()
-	fmt.Fprintf(out, "=== kscope lab: starting broker %s at %s ===\n", b.st.Addr, time.Now().Format(time.RFC3339))
+	fmt.Fprintf(out, "=== kscope lab: starting Kafka %s broker %d %s at %s ===\n",
+		b.st.Version, b.st.NodeID, b.st.Addr, time.Now().Format(time.RFC3339))
 	cmd := exec.Command(java,
 		"-Xmx"+strconv.Itoa(cfg.HeapMB)+"m",
 		"-XX:+ExitOnOutOfMemoryError",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile="+log4jPath,
+		logFlag,
 		"-cp", Classpath(b.st.Libs),
 		brokerMainClass, propsPath)
 	cmd.Dir = cfg.Dir
@@ -278,6 +432,18 @@ func (b *Broker) spawn(cfg BrokerConfig, log4jPath, propsPath string) error {
 // Attach returns the broker that a StartBroker (possibly in another
 // process) left running in dir, or an error wrapping ErrNotRunning.
 func Attach(dir string) (*Broker, error) {
+	b, err := attachNode(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !b.Running() {
+		return nil, fmt.Errorf("%w in %s", ErrNotRunning, b.dir)
+	}
+	return b, nil
+}
+
+// attachNode returns the broker whose state is in dir, running or not.
+func attachNode(dir string) (*Broker, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("lab: attach: %w", err)
@@ -289,14 +455,23 @@ func Attach(dir string) (*Broker, error) {
 		}
 		return nil, err
 	}
-	if !brokerAlive(st.PID) {
-		return nil, fmt.Errorf("%w in %s", ErrNotRunning, abs)
-	}
 	return &Broker{st: st, dir: abs}, nil
 }
 
 // Addr is the PLAINTEXT bootstrap address, "127.0.0.1:PORT".
 func (b *Broker) Addr() string { return b.st.Addr }
+
+// NodeID is the broker's node.id: 1 for a single broker, 1..N in a
+// Cluster.
+func (b *Broker) NodeID() int {
+	if b.st.NodeID == 0 {
+		return nodeID // state written before clusters existed
+	}
+	return b.st.NodeID
+}
+
+// Version is the Apache Kafka release the broker runs, e.g. "4.1.2".
+func (b *Broker) Version() string { return b.st.version() }
 
 // ControllerAddr is the CONTROLLER listener address.
 func (b *Broker) ControllerAddr() string { return b.st.ControllerAddr }

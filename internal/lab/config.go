@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// BrokerConfig describes one single-node KRaft broker.
+// BrokerConfig describes one single-node KRaft broker (a combined
+// broker+controller). ClusterConfig describes several.
 type BrokerConfig struct {
 	// Dir holds everything the broker writes (required).
 	Dir string
@@ -34,7 +35,12 @@ type BrokerConfig struct {
 	RequestLog bool
 	// ExtraProps are added to server.properties, overriding the defaults.
 	ExtraProps map[string]string
-	// LibsDir is the Kafka jars dir; default EnsureLibs.
+	// Version is the Apache Kafka release to run, e.g. "3.9.1" (see
+	// CheckVersion). Default: the release of LibsDir when set; else, on
+	// formatted storage, the release it was started with; else
+	// KafkaVersion. With LibsDir set the two must agree.
+	Version string
+	// LibsDir is the Kafka jars dir; default EnsureLibsVersion(Version).
 	LibsDir string
 	// HeapMB is the broker's -Xmx in MiB; default 512.
 	HeapMB int
@@ -49,14 +55,16 @@ type BrokerConfig struct {
 // File names inside BrokerConfig.Dir.
 const (
 	PropertiesFile = "server.properties"
-	Log4jFile      = "log4j2.xml"
+	Log4jFile      = "log4j2.xml"       // Kafka 4.x (log4j2)
+	Log4j1File     = "log4j.properties" // Kafka 3.x (reload4j, log4j 1.2)
 	OutFile        = "broker.out"
 	FormatOutFile  = "format.out"
 	StateFile      = "broker.json"
 	RequestLogFile = "kafka-request.log"
 )
 
-// nodeID is fixed: a lab cluster is always a single node.
+// nodeID is the node.id of a single broker; the nodes of a cluster are
+// numbered 1..N.
 const nodeID = 1
 
 func (c BrokerConfig) withDefaults() (BrokerConfig, error) {
@@ -87,38 +95,75 @@ func (c BrokerConfig) withDefaults() (BrokerConfig, error) {
 	return c, nil
 }
 
-// serverProperties renders server.properties for a broker listening on
+// nodeSpec is one node of a start: its config (withDefaults applied; Dir
+// is the node's own dir), its place in the cluster and its ports.
+type nodeSpec struct {
+	cfg         BrokerConfig
+	id, n       int    // node.id, and the number of nodes in the cluster
+	version     string // Kafka release
+	port, cport int    // PLAINTEXT and CONTROLLER ports on 127.0.0.1
+	// voters is controller.quorum.voters ("1@127.0.0.1:P,..."); empty for
+	// a dynamic single-node quorum (see dynamicQuorum).
+	voters string
+}
+
+// replication returns the replication factor and min ISR for a cluster of
+// n nodes: every replica on its own node, up to 3, and acks=all surviving
+// one node down once there are 3.
+func replication(n int) (rf, minISR int) {
+	rf = min(n, 3)
+	minISR = 1
+	if rf >= 3 {
+		minISR = 2
+	}
+	return rf, minISR
+}
+
+// serverProperties renders server.properties for node s: listening on
 // 127.0.0.1:port (0.0.0.0:port with an AdvertisedHost) with its controller
-// on 127.0.0.1:controllerPort.
-func serverProperties(c BrokerConfig, port, controllerPort int) string {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	caddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(controllerPort))
+// on 127.0.0.1:cport.
+func serverProperties(s nodeSpec) string {
+	c := s.cfg
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	caddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cport))
 	listen, advertised := addr, addr
 	if c.AdvertisedHost != "" {
-		listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(port))
-		advertised = net.JoinHostPort(c.AdvertisedHost, strconv.Itoa(port))
+		listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(s.port))
+		advertised = net.JoinHostPort(c.AdvertisedHost, strconv.Itoa(s.port))
 	}
+	rf, minISR := replication(max(s.n, 1))
 	props := map[string]string{
-		"process.roles":                  "broker,controller",
-		"node.id":                        strconv.Itoa(nodeID),
-		"listeners":                      "PLAINTEXT://" + listen + ",CONTROLLER://" + caddr,
-		"advertised.listeners":           "PLAINTEXT://" + advertised,
-		"controller.listener.names":      "CONTROLLER",
-		"inter.broker.listener.name":     "PLAINTEXT",
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		// Kafka 4.1 with a dynamic quorum (storage formatted --standalone):
-		// bootstrap servers, not the static controller.quorum.voters.
-		"controller.quorum.bootstrap.servers":              caddr,
-		"log.dirs":                                         strings.Join(c.LogDirs, ","),
-		"num.partitions":                                   "1",
-		"default.replication.factor":                       "1",
-		"offsets.topic.replication.factor":                 "1",
-		"transaction.state.log.replication.factor":         "1",
-		"transaction.state.log.min.isr":                    "1",
-		"share.coordinator.state.topic.replication.factor": "1",
-		"share.coordinator.state.topic.min.isr":            "1",
-		"group.initial.rebalance.delay.ms":                 "0",
-		"auto.create.topics.enable":                        "true",
+		"process.roles":                            "broker,controller",
+		"node.id":                                  strconv.Itoa(s.id),
+		"listeners":                                "PLAINTEXT://" + listen + ",CONTROLLER://" + caddr,
+		"advertised.listeners":                     "PLAINTEXT://" + advertised,
+		"controller.listener.names":                "CONTROLLER",
+		"inter.broker.listener.name":               "PLAINTEXT",
+		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"log.dirs":                                 strings.Join(c.LogDirs, ","),
+		"num.partitions":                           "1",
+		"default.replication.factor":               strconv.Itoa(rf),
+		"offsets.topic.replication.factor":         strconv.Itoa(rf),
+		"transaction.state.log.replication.factor": strconv.Itoa(rf),
+		"transaction.state.log.min.isr":            strconv.Itoa(minISR),
+		"group.initial.rebalance.delay.ms":         "0",
+		"auto.create.topics.enable":                "true",
+	}
+	if s.voters == "" {
+		// A dynamic quorum (storage formatted --standalone): bootstrap
+		// servers, not the static controller.quorum.voters.
+		props["controller.quorum.bootstrap.servers"] = caddr
+	} else {
+		props["controller.quorum.voters"] = s.voters
+	}
+	if s.n > 1 {
+		props["min.insync.replicas"] = strconv.Itoa(minISR)
+	}
+	if usesLog4j2(s.version) {
+		// Share groups (KIP-932) exist from 4.0; 3.x would warn about
+		// unknown configs.
+		props["share.coordinator.state.topic.replication.factor"] = strconv.Itoa(rf)
+		props["share.coordinator.state.topic.min.isr"] = strconv.Itoa(minISR)
 	}
 	for k, v := range c.ExtraProps {
 		props[k] = v
@@ -132,6 +177,53 @@ func serverProperties(c BrokerConfig, port, controllerPort int) string {
 	b.WriteString("# Written by kscope internal/lab; regenerated on every start.\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", escapeProp(k), escapeProp(props[k]))
+	}
+	return b.String()
+}
+
+// staticVoters renders controller.quorum.voters for nodes 1..len(cports).
+func staticVoters(cports []int) string {
+	vs := make([]string, len(cports))
+	for i, p := range cports {
+		vs[i] = strconv.Itoa(i+1) + "@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return strings.Join(vs, ",")
+}
+
+// loggingConfig returns the logging config file name and content for
+// Kafka release version, and the JVM flag that points the broker at it:
+// log4j2 XML for 4.x, log4j 1.2 properties for 3.x.
+func loggingConfig(version, dir, requestLog string) (name, content, jvmFlag string) {
+	if usesLog4j2(version) {
+		p := filepath.Join(dir, Log4jFile)
+		return Log4jFile, log4jConfig(requestLog), "-Dlog4j2.configurationFile=" + p
+	}
+	p := filepath.Join(dir, Log4j1File)
+	return Log4j1File, log4j1Config(requestLog), "-Dlog4j.configuration=file:" + p
+}
+
+// log4j1Config renders the log4j 1.2 (reload4j) configuration of a 3.x
+// broker, equivalent to log4jConfig: everything at INFO to stdout; with a
+// request log path, kafka.request.logger at DEBUG to that file only, each
+// message after an RFC 3339 timestamp.
+func log4j1Config(requestLog string) string {
+	var b strings.Builder
+	b.WriteString(`# Written by kscope internal/lab.
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+`)
+	if requestLog != "" {
+		b.WriteString(`log4j.appender.requestAppender=org.apache.log4j.FileAppender
+log4j.appender.requestAppender.File=` + escapeProp(requestLog) + `
+log4j.appender.requestAppender.Append=true
+log4j.appender.requestAppender.ImmediateFlush=true
+log4j.appender.requestAppender.layout=org.apache.log4j.PatternLayout
+log4j.appender.requestAppender.layout.ConversionPattern=%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %m%n
+log4j.logger.kafka.request.logger=DEBUG, requestAppender
+log4j.additivity.kafka.request.logger=false
+`)
 	}
 	return b.String()
 }

@@ -1,11 +1,17 @@
 // Package lab starts and stops real Apache Kafka brokers for kscope's tests
 // and for `kscope lab broker start|stop|status`.
 //
-// A broker is a single KRaft node (process.roles=broker,controller) run as
+// A broker is a KRaft node (process.roles=broker,controller) run as
 // `java -cp LIBS/* kafka.Kafka server.properties` from the jars that
-// scripts/kafka-jars.sh resolves from Maven Central (lab/kafka/pom.xml).
-// Everything a broker owns lives in its Dir: server.properties, log4j2.xml,
-// broker.out (stdout/stderr), broker.json (state for Attach), the data dirs
-// and, with RequestLog, kafka-request.log (parsed by package
-// internal/lab/requestlog).
+// scripts/kafka-jars.sh resolves from Maven Central (lab/kafka/pom.xml), of
+// the pinned KafkaVersion or another release (BrokerConfig.Version,
+// EnsureLibsVersion; 3.x logs through log4j 1, 4.x through log4j2).
+// Everything a broker owns lives in its Dir: server.properties, the
+// logging config (log4j2.xml or log4j.properties), broker.out
+// (stdout/stderr), broker.json (state for Attach), the data dirs and, with
+// RequestLog, kafka-request.log (parsed by package internal/lab/requestlog).
+//
+// StartCluster runs N such nodes as one cluster (a static controller
+// quorum of all of them), node i in Dir/node-<i>, recorded in
+// Dir/cluster.json. docs/lab.md has the details.
 package lab

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// KafkaVersion is the Kafka release the lab runs. It must match
+// KafkaVersion is the Kafka release the lab runs by default. It must match
 // <kafka.version> in lab/kafka/pom.xml (checked by a test): the default jar
 // cache dir is named after it.
 const KafkaVersion = "4.1.2"
@@ -26,14 +26,24 @@ const completeMarker = ".kscope-complete"
 // DefaultLibsDir returns $KSCOPE_KAFKA_LIBS, else
 // $HOME/.cache/kscope/kafka-<KafkaVersion>/libs. It may not exist yet.
 func DefaultLibsDir() (string, error) {
-	if d := os.Getenv(LibsEnv); d != "" {
+	return LibsDirFor(KafkaVersion)
+}
+
+// LibsDirFor returns the jar cache dir of Kafka release version, as
+// scripts/kafka-jars.sh names it: $HOME/.cache/kscope/kafka-<version>/libs,
+// or $KSCOPE_KAFKA_LIBS for the pinned KafkaVersion. It may not exist yet.
+func LibsDirFor(version string) (string, error) {
+	if version == "" {
+		version = KafkaVersion
+	}
+	if d := os.Getenv(LibsEnv); d != "" && version == KafkaVersion {
 		return d, nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("lab: default libs dir: %w", err)
 	}
-	return filepath.Join(home, ".cache", "kscope", "kafka-"+KafkaVersion, "libs"), nil
+	return filepath.Join(home, ".cache", "kscope", "kafka-"+version, "libs"), nil
 }
 
 // LibsComplete reports whether dir was fully populated by
@@ -43,32 +53,56 @@ func LibsComplete(dir string) bool {
 	return err == nil
 }
 
-// EnsureLibs returns a dir holding the Kafka jars. When the kscope checkout
-// is found (walking up from the working dir, then from the executable), it
-// runs scripts/kafka-jars.sh, which is a cheap no-op when the cache is
-// current and otherwise resolves the jars with Maven. Without a checkout it
-// falls back to an already complete DefaultLibsDir.
+// EnsureLibs returns a dir holding the jars of the pinned KafkaVersion:
+// EnsureLibsVersion(ctx, KafkaVersion).
 func EnsureLibs(ctx context.Context) (string, error) {
+	return EnsureLibsVersion(ctx, KafkaVersion)
+}
+
+// EnsureLibsVersion returns a dir holding the jars of Kafka release
+// version ("" is KafkaVersion). When the kscope checkout is found (walking
+// up from the working dir, then from the executable), it runs
+// `scripts/kafka-jars.sh VERSION`, which is a cheap no-op when the cache is
+// current and otherwise resolves the jars with Maven (a first run of a
+// version downloads ~45 MB). Without a checkout it falls back to an already
+// complete LibsDirFor(version).
+func EnsureLibsVersion(ctx context.Context, version string) (string, error) {
+	if version == "" {
+		version = KafkaVersion
+	}
+	if err := CheckVersion(version); err != nil {
+		return "", err
+	}
 	script, err := findJarsScript()
 	if err != nil {
-		dir, derr := DefaultLibsDir()
+		dir, derr := LibsDirFor(version)
 		if derr == nil && LibsComplete(dir) {
 			return dir, nil
 		}
-		return "", fmt.Errorf("lab: kafka jars: not in %q and %w", dir, err)
+		return "", fmt.Errorf("lab: kafka %s jars: not in %q and %w", version, dir, err)
 	}
-	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd := exec.CommandContext(ctx, "bash", script, version)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("lab: %s: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("lab: %s %s: %w: %s", script, version, err, lastLines(stderr.String(), 15))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	dir := strings.TrimSpace(lines[len(lines)-1])
 	if dir == "" || !LibsComplete(dir) {
-		return "", fmt.Errorf("lab: %s: printed %q, which is not a complete libs dir", script, dir)
+		return "", fmt.Errorf("lab: %s %s: printed %q, which is not a complete libs dir", script, version, dir)
 	}
 	return dir, nil
+}
+
+// lastLines trims s to its last n lines (mvn's failure output is long; the
+// reason is at the end).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // findJarsScript locates scripts/kafka-jars.sh of a kscope checkout.

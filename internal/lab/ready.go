@@ -16,11 +16,12 @@ import (
 const ReadyClientID = "kscope-lab-ready"
 
 // waitReady polls until the broker at addr accepts connections and answers
-// a Metadata request listing itself. An open port alone is not enough: the
-// listener is up before the broker has registered with the controller and
-// been unfenced, and until then auto topic creation and produce fail.
-// exited is closed when the broker process dies, which ends the wait early.
-func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+// a Metadata request listing itself (node id) and n brokers in all. An
+// open port alone is not enough: the listener is up before the broker has
+// registered with the controller and been unfenced, and until then auto
+// topic creation and produce fail. exited is closed when the broker process
+// dies, which ends the wait early.
+func waitReady(ctx context.Context, addr string, id, n int, exited <-chan struct{}) error {
 	var cl *kgo.Client
 	defer func() {
 		if cl != nil {
@@ -52,24 +53,36 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 				return fmt.Errorf("kafka client: %w", err)
 			}
 		}
-		if last = probeMetadata(ctx, cl); last == nil {
+		if last = probeMetadata(ctx, cl, id, n); last == nil {
 			return nil
 		}
 	}
 }
 
-func probeMetadata(ctx context.Context, cl *kgo.Client) error {
+// probeMetadata asks the seed broker (not any broker the client learnt
+// of) for metadata and checks it lists broker id and n brokers in all.
+func probeMetadata(ctx context.Context, cl *kgo.Client, id, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return errors.New("metadata: no seed broker")
+	}
 	req := kmsg.NewPtrMetadataRequest() // no topics: brokers and controller only
-	resp, err := req.RequestWith(ctx, cl)
+	kresp, err := seeds[0].Request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	self := false
 	for _, b := range resp.Brokers {
-		if b.NodeID == nodeID {
-			return nil
-		}
+		self = self || b.NodeID == int32(id)
 	}
-	return fmt.Errorf("metadata: broker %d not registered yet", nodeID)
+	switch {
+	case !self:
+		return fmt.Errorf("metadata: broker %d not registered yet", id)
+	case len(resp.Brokers) < n:
+		return fmt.Errorf("metadata: %d of %d brokers registered", len(resp.Brokers), n)
+	}
+	return nil
 }

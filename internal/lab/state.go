@@ -13,7 +13,9 @@ import (
 // formatted storage reuses the controller port baked into the KRaft
 // bootstrap checkpoint.
 type state struct {
-	PID            int       `json:"pid"` // 0 once stopped
+	PID            int       `json:"pid"`              // 0 once stopped
+	NodeID         int       `json:"nodeId,omitempty"` // absent (1) before clusters
+	Version        string    `json:"version,omitempty"`
 	Addr           string    `json:"addr"`
 	ControllerAddr string    `json:"controllerAddr"`
 	ClusterID      string    `json:"clusterId"`
@@ -50,4 +52,16 @@ func writeState(dir string, st state) error {
 		return fmt.Errorf("lab: write state: %w", err)
 	}
 	return nil
+}
+
+// version is the Kafka release of a start; state written before releases
+// were selectable lacks it, and then the jars tell.
+func (st state) version() string {
+	if st.Version != "" {
+		return st.Version
+	}
+	if v, err := LibsVersion(st.Libs); err == nil {
+		return v
+	}
+	return KafkaVersion
 }
