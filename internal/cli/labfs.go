@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+)
+
+type labFSOptions struct {
+	variants  string
+	workload  string
+	trials    int
+	stall     string
+	noise     string
+	slo       time.Duration
+	out       string
+	format    string
+	workDir   string
+	imageSize string
+	libs      string
+	version   string
+	heapMB    int
+	threshold thresholdFlag
+	alpha     float64
+	cleanup   bool
+	verbose   bool
+}
+
+// newLabFSCmd is `kscope lab fs`.
+func newLabFSCmd() *cobra.Command {
+	o := labFSOptions{threshold: compare.DefaultThreshold}
+	cmd := &cobra.Command{
+		Use:   "fs [flags]",
+		Short: "Compare file systems under a real broker: produce latency, writes and journal commits, with verdicts",
+		Long: `For each variant (ext4, ext4-writeback, ext4-fastcommit, xfs) and trial, makes
+the file system afresh on a loop device backed by a sparse image in --work-dir,
+starts a real Kafka broker with its log dir there, adds the --noise (a writer
+that fsyncs in a loop on the same file system) and --stall (fsfreeze) if asked,
+runs the open-loop load of 'kscope bench run' with the broker's writes and the
+journal commits traced (eBPF), and tears it all down. Variants are interleaved
+within each trial round.
+
+Prints, per variant, the mean and 95% confidence interval over trials of
+produce latency p50/p99/p99.9/max, the share of messages over --slo, write
+latency p99, journal commit latency p99 and rate; per metric a verdict against
+the first variant (Mann–Whitney on the per-second samples pooled over trials,
+Holm-adjusted); and every run. -o writes an HTML page. See docs/labfs.md.
+
+Needs root (loop devices, mount, eBPF). Ctrl-C stops at once and removes
+everything the run made; what a killed run left is removed by the next run,
+or by --cleanup.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLabFS(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &o)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	f := cmd.Flags()
+	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline")
+	f.StringVar(&o.workload, "workload", "", "JSON file of the load: rate, producers, message_size, duration, warmup, acks, linger, partitions, ... (default 2000 msg/s of 1 KiB, acks=all, 20 s)")
+	f.IntVar(&o.trials, "trials", 3, "runs of each variant")
+	f.StringVar(&o.stall, "stall", "", "inject stalls: fsfreeze:DURATION@everyPERIOD, e.g. fsfreeze:300ms@every10s")
+	f.StringVar(&o.noise, "noise", "", "noisy neighbour on the same file system: fsync-writer[:SIZE] (SIZE written per fsync, default 256KiB)")
+	f.DurationVar(&o.slo, "slo", 65*time.Millisecond, "produce latency SLO: the share of messages above it is reported")
+	f.StringVarP(&o.out, "out", "o", "", "write an HTML report here")
+	f.StringVar(&o.format, "format", "table", "table or json")
+	f.StringVar(&o.workDir, "work-dir", fsbench.DefaultWorkDir, "where images, mount points, broker dirs and the state file go")
+	f.StringVar(&o.imageSize, "image-size", "3GiB", "size of each sparse image")
+	f.StringVar(&o.libs, "libs", "", "Kafka jars dir (default: resolved for --version)")
+	f.StringVar(&o.version, "version", "", "Apache Kafka release of the brokers (default the lab's)")
+	f.IntVar(&o.heapMB, "heap-mb", 0, "broker heap in MiB (default 512)")
+	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05)")
+	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the tests (Holm-adjusted)")
+	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
+	return cmd
+}
+
+func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.cleanup {
+		left, err := fsbench.Cleanup(o.workDir)
+		if left != nil {
+			fmt.Fprintf(stdout, "%s: %s\n", o.workDir, left)
+		}
+		return err
+	}
+	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
+		HeapMB: o.heapMB, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
+	var err error
+	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
+		return badInput(fmt.Errorf("--variants: %w", err))
+	}
+	cfg.Workload = fsbench.DefaultWorkload()
+	if o.workload != "" {
+		if cfg.Workload, err = fsbench.LoadWorkload(o.workload); err != nil {
+			return badInput(err)
+		}
+	}
+	if cfg.Noise, err = fsbench.ParseNoise(o.noise); err != nil {
+		return badInput(err)
+	}
+	if cfg.Stall, err = fsbench.ParseStall(o.stall); err != nil {
+		return badInput(err)
+	}
+	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
+		return badInput(fmt.Errorf("--image-size: %w", err))
+	}
+	if o.trials < 1 {
+		return badInput(fmt.Errorf("--trials %d: want 1 or more", o.trials))
+	}
+	if o.slo <= 0 {
+		return badInput(errors.New("--slo must be positive"))
+	}
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return badInput(fmt.Errorf("--alpha %g: want (0, 1)", o.alpha))
+	}
+	if o.format != "table" && o.format != "json" {
+		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
+	}
+	if os.Geteuid() != 0 {
+		return badInput(errors.New("lab fs needs root: loop devices, mount, fsfreeze and eBPF"))
+	}
+	if o.verbose {
+		cfg.BenchProgress = stderr
+	}
+	// Fail on an unwritable -o before the run, not after it.
+	var tmp *os.File
+	if o.out != "" {
+		if tmp, err = os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*"); err != nil {
+			return badInput(fmt.Errorf("-o %s: %w", o.out, err))
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+	}
+
+	// Signals keep being caught while the run cleans up: a second Ctrl-C
+	// must not leave mounts behind. (SIGKILL does; the next run or
+	// --cleanup removes them.)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "lab fs: %v: stopping, and removing what the run made\n", sig)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, runErr := fsbench.Run(ctx, cfg)
+	if res == nil {
+		return runErr
+	}
+	if len(res.Runs) > 0 {
+		switch o.format {
+		case "json":
+			if err := fsbench.WriteJSON(stdout, res); err != nil {
+				return errors.Join(runErr, err)
+			}
+		default:
+			if err := fsbench.WriteTable(stdout, res); err != nil {
+				return errors.Join(runErr, err)
+			}
+		}
+		if tmp != nil {
+			if err := fsbench.WriteHTML(tmp, res); err != nil {
+				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
+			}
+			if err := tmp.Close(); err != nil {
+				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
+			}
+			if err := os.Rename(tmp.Name(), o.out); err != nil {
+				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
+			}
+			fmt.Fprintf(stderr, "lab fs: report written to %s\n", o.out)
+		}
+	}
+	return runErr
+}

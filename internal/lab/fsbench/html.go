@@ -1,0 +1,197 @@
+package fsbench
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+)
+
+// The page: self-contained (inline SVG, no script, nothing fetched), with
+// the same Content-Security-Policy as kscope report's.
+var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>kscope lab fs</title>
+<style>
+body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1300px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; }
+h3 { font-size: 14px; margin: 18px 0 4px; }
+.meta { color: #555; font-size: 13px; }
+svg.chart { width: 100%; max-width: 900px; height: auto; display: block; }
+svg text { font-size: 12px; fill: #333; }
+table { border-collapse: collapse; font-size: 12px; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.better { background: #e3f4e3; } td.worse { background: #fbe3e3; }
+.note { color: #666; font-size: 12px; }
+.warn { color: #a40; }
+</style>
+</head>
+<body>
+<h1>kscope lab fs{{if .Interrupted}} (interrupted){{end}}</h1>
+<p class="meta">{{.Describe}}.<br>{{.Environment}}.<br>{{.Start.UTC.Format "2006-01-02 15:04:05 MST"}} to {{.End.UTC.Format "15:04:05"}}.</p>
+{{range .Warnings}}<p class="warn">warning: {{.}}</p>
+{{end}}
+<h2>Variants</h2>
+<table id="variants"><tr><th>variant</th><th>mkfs</th><th>mount</th></tr>
+{{range .VariantRows}}<tr><td>{{.Name}}</td><td><code>{{.Mkfs}}</code></td><td><code>{{.Mount}}</code></td></tr>
+{{end}}</table>
+
+<h2>Mean and 95% confidence interval over trials</h2>
+<p class="note">Produce latency is the load generator's service latency (send to acknowledgement) in ms; over SLO is the share of messages slower than {{.SLOMs}} ms; write is the broker's write calls on its log segments; journal is jbd2 commits (ext4) or iclog writes (XFS). The interval is Student's t over the trials' values; n/a with one trial.</p>
+<table id="summary"><tr><th>variant</th><th>n</th>{{range .Headers}}<th>{{.}}</th>{{end}}</tr>
+{{range .SummaryRows}}<tr><td>{{.Variant}}</td><td class="num">{{.N}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</table>
+
+{{if .VerdictRows}}<h2>Verdicts against {{.Baseline}}</h2>
+<p class="note">Change of the mean over trials, and a Mann–Whitney test on the per-second samples of all trials pooled, Holm-adjusted over the metrics; a verdict needs a change beyond {{.ThresholdPct}}% and an adjusted p below {{.Alpha}}. p99.9, max and the share over the SLO are tested on the per-second max.</p>
+<table id="verdicts"><tr><th>variant</th>{{range .Labels}}<th>{{.}}</th>{{end}}</tr>
+{{range .VerdictRows}}<tr><td>{{.Variant}}</td>{{range .Cells}}<td class="{{.Class}}" title="p adjusted {{.P}}{{with .Reason}}; {{.}}{{end}}">{{.Text}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+
+<h2>Charts</h2>
+<p class="note">Bar: mean over trials; line: 95% confidence interval; dots: the trials.</p>
+{{range .Charts}}<h3>{{.Title}}</h3>
+{{.SVG}}
+{{end}}
+
+<h2>Runs</h2>
+<table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>freezes</th><th>device, mount options</th></tr>
+{{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`))
+
+type htmlPage struct {
+	*Result
+	VariantRows  []struct{ Name, Mkfs, Mount string }
+	Headers      []string
+	Labels       []string
+	SummaryRows  []htmlSummaryRow
+	Baseline     string
+	ThresholdPct float64
+	VerdictRows  []htmlVerdictRow
+	Charts       []htmlChart
+}
+
+type htmlSummaryRow struct {
+	Variant string
+	N       int
+	Cells   []string
+}
+
+type htmlVerdictRow struct {
+	Variant string
+	Cells   []htmlVerdictCell
+}
+
+type htmlVerdictCell struct{ Text, Class, P, Reason string }
+
+type htmlChart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// WriteHTML writes res as one self-contained HTML page.
+func WriteHTML(w io.Writer, res *Result) error {
+	p := htmlPage{Result: res, ThresholdPct: res.Threshold * 100}
+	for _, v := range res.Variants {
+		p.VariantRows = append(p.VariantRows, struct{ Name, Mkfs, Mount string }{
+			v.Name, strings.Join(v.MkfsCommand("DEV"), " "), strings.Join(v.MountCommand("DEV", "DIR"), " ")})
+	}
+	for _, m := range Metrics {
+		p.Headers = append(p.Headers, label(m, res))
+		p.Labels = append(p.Labels, m.Label)
+	}
+	for _, s := range res.Summary {
+		row := htmlSummaryRow{Variant: s.Variant, N: s.Runs}
+		for _, m := range Metrics {
+			row.Cells = append(row.Cells, meanCI(s.Metrics[m.Key]))
+		}
+		p.SummaryRows = append(p.SummaryRows, row)
+	}
+	for _, c := range res.Verdicts {
+		p.Baseline = c.Baseline
+		row := htmlVerdictRow{Variant: c.Variant}
+		for _, r := range c.Rows {
+			class := ""
+			switch r.Verdict {
+			case Better:
+				class = "better"
+			case Worse:
+				class = "worse"
+			}
+			row.Cells = append(row.Cells, htmlVerdictCell{Text: verdictCell(r), Class: class, P: fmt.Sprintf("%.3g", r.PAdjusted), Reason: r.Reason})
+		}
+		p.VerdictRows = append(p.VerdictRows, row)
+	}
+	for i, m := range Metrics {
+		p.Charts = append(p.Charts, htmlChart{Title: label(m, res), SVG: ciChart(fmt.Sprintf("chart-%d", i), m, res.Summary)})
+	}
+	return pageTmpl.Execute(w, p)
+}
+
+// ciChart draws one metric per variant: a bar to the mean, the 95%
+// interval as a line with ticks, each trial as a dot.
+func ciChart(id string, m Metric, sums []*Summary) template.HTML {
+	const (
+		width, labelW, rowH, right = 900, 150, 26, 90
+		plotW                      = width - labelW - right
+	)
+	hi := 0.0
+	for _, s := range sums {
+		st := s.Metrics[m.Key]
+		hi = math.Max(hi, st.Mean)
+		if st.CI95 != nil {
+			hi = math.Max(hi, st.Mean+*st.CI95)
+		}
+		for _, v := range st.Values {
+			hi = math.Max(hi, v)
+		}
+	}
+	if !(hi > 0) || math.IsInf(hi, 0) {
+		hi = 1
+	}
+	x := func(v float64) float64 { return labelW + math.Max(0, math.Min(v/hi, 1))*plotW }
+	h := rowH*len(sums) + 22
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="%s" class="chart" viewBox="0 0 %d %d">`, html.EscapeString(id), width, h)
+	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+	for i, s := range sums {
+		st := s.Metrics[m.Key]
+		y := float64(4 + i*rowH)
+		mid := y + rowH/2 - 2
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, labelW-8, mid+4, html.EscapeString(s.Variant))
+		fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%.1f" height="%d" fill="%s" fill-opacity="0.35"/>`,
+			labelW, y+3, x(st.Mean)-labelW, rowH-10, colors[i%len(colors)])
+		if st.CI95 != nil {
+			lo, up := x(st.Mean-*st.CI95), x(st.Mean+*st.CI95)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#222" stroke-width="1.5"/>`, lo, mid, up, mid)
+			for _, xx := range []float64{lo, up} {
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#222" stroke-width="1.5"/>`, xx, mid-5, xx, mid+5)
+			}
+		}
+		for _, v := range st.Values {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, x(v), mid, colors[i%len(colors)])
+		}
+		text := num(st.Mean)
+		if st.CI95 != nil {
+			text += " ±" + num(*st.CI95)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f">%s %s</text>`, width-right+6, mid+4, html.EscapeString(text), html.EscapeString(m.Unit))
+	}
+	axisY := float64(4 + len(sums)*rowH + 2)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#888"/>`, labelW, axisY, labelW+plotW, axisY)
+	for _, f := range []float64{0, 0.5, 1} {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, labelW+f*plotW, axisY+14, html.EscapeString(num(f*hi)))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

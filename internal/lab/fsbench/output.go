@@ -1,0 +1,165 @@
+package fsbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes res as indented JSON.
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// num formats a figure with about three significant digits.
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	case a < 0.0005:
+		return "0"
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// meanCI formats a Stat as "mean ±ci" ("mean ±n/a" with one trial).
+func meanCI(s Stat) string {
+	if s.CI95 == nil {
+		return num(s.Mean) + " ±n/a"
+	}
+	return num(s.Mean) + " ±" + num(*s.CI95)
+}
+
+// Describe is the one-line description of the set-up.
+func (res *Result) Describe() string {
+	w := res.Workload
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d variant(s) x %d trial(s); load %g msg/s of %s B from %d producer(s), acks=%s, linger %v, %d partitions, %v measured after %v warm-up",
+		len(res.Variants), res.Trials, w.Rate, w.MessageSize, w.Producers, w.Acks, time.Duration(w.Linger), w.Partitions, time.Duration(w.Duration), time.Duration(w.Warmup))
+	if res.Noise != nil {
+		fmt.Fprintf(&b, "; noise %s (%d KiB per fsync)", res.Noise.Kind, res.Noise.Bytes>>10)
+	} else {
+		b.WriteString("; no noise")
+	}
+	if res.Stall != nil {
+		fmt.Fprintf(&b, "; stalls %s", res.Stall)
+	}
+	fmt.Fprintf(&b, "; SLO %g ms", res.SLOMs)
+	return b.String()
+}
+
+// Environment is the one-line description of where it ran.
+func (res *Result) Environment() string {
+	dio := "buffered"
+	if res.LoopDirectIO {
+		dio = "direct I/O"
+	}
+	return fmt.Sprintf("Kafka %s, kernel %s, %d CPUs, host %s; loop devices (%s) on %d MiB sparse images",
+		res.Kafka, res.Kernel, res.CPUs, res.Host, dio, res.ImageBytes>>20)
+}
+
+// WriteTable writes the summary, the verdicts and every run as aligned
+// text tables.
+func WriteTable(w io.Writer, res *Result) error {
+	fmt.Fprintf(w, "kscope lab fs: %s\n%s\n", res.Describe(), res.Environment())
+	if res.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED: %d runs finished\n", len(res.Runs))
+	}
+	fmt.Fprintf(w, "\nMean ±95%% CI over trials (Student's t). Produce latency (ms) is bench's service latency, send to acknowledgement;\n"+
+		"over SLO is the share of messages slower than %g ms; write is the broker's write calls on its segments;\n"+
+		"journal is jbd2 commits (ext4) or iclog writes (xfs) of the file system.\n", res.SLOMs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"variant", "n"}
+	for _, m := range Metrics {
+		header = append(header, label(m, res))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, s := range res.Summary {
+		row := []string{s.Variant, fmt.Sprint(s.Runs)}
+		for _, m := range Metrics {
+			row = append(row, meanCI(s.Metrics[m.Key]))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Verdicts) > 0 {
+		fmt.Fprintf(w, "\nVerdicts against %s: change of the mean; Mann–Whitney on the per-second samples of all trials, Holm-adjusted;\n"+
+			"a verdict needs a change beyond %g%% and p < %g (p99.9, max and over SLO are tested on the per-second max).\n",
+			res.Verdicts[0].Baseline, res.Threshold*100, res.Alpha)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		header = []string{"variant"}
+		for _, m := range Metrics {
+			header = append(header, m.Label)
+		}
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, c := range res.Verdicts {
+			row := []string{c.Variant}
+			for _, r := range c.Rows {
+				row = append(row, verdictCell(r))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nRuns, in the order they ran:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\ttrial\tacked\tmsg/s\tp50\tp99\tp99.9\tmax ms\tover SLO\twrites\twrite p99\twrite max ms\tjournal\tcommits\tp99\tmax ms\tnoise fsyncs\tfsync p99 ms\tfreezes\tmount")
+	for _, r := range res.Runs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s (%d)\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n",
+			r.Variant, r.Trial, r.Acked, num(r.MsgsPerSec), num(r.P50Ms), num(r.P99Ms), num(r.P999Ms), num(r.MaxMs),
+			num(r.OverSLOPct)+"%", r.OverSLO, r.Writes, num(r.WriteP99Ms), num(r.WriteMaxMs),
+			r.JournalKind, r.Journal, num(r.JournalP99Ms), num(r.JournalMaxMs),
+			r.NoiseFsyncs, num(r.NoiseFsyncP99), r.Freezes, r.MountOptions)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wn := range res.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	return nil
+}
+
+func label(m Metric, res *Result) string {
+	switch m.Unit {
+	case "ms":
+		return m.Label + " ms"
+	case "%":
+		return fmt.Sprintf(">%gms %%", res.SLOMs)
+	}
+	return m.Label
+}
+
+func verdictCell(r *VerdictRow) string {
+	ch := "="
+	switch {
+	case r.ChangePct != nil && r.A != r.B:
+		ch = fmt.Sprintf("%+.0f%%", *r.ChangePct)
+		if math.Abs(*r.ChangePct) < 1 {
+			ch = fmt.Sprintf("%+.1f%%", *r.ChangePct)
+		}
+	case r.ChangePct == nil && r.A != r.B:
+		ch = "from 0"
+	}
+	return ch + " " + r.Verdict
+}

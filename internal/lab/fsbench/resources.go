@@ -1,0 +1,588 @@
+package fsbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Names inside the work dir.
+const (
+	stateFile = "state.json" // the resources of the run in progress
+	lockFile  = "lock"       // flock'ed by the run in progress
+	runDir    = "run"        // images, mount points, broker dirs
+)
+
+// Resource kinds. The first five outlive a killed process and are listed
+// in the state file; the others end with the process.
+const (
+	kindImage  = "image"  // Path: an image file
+	kindLoop   = "loop"   // Dev: a loop device, Path: its image
+	kindMount  = "mount"  // Path: a mount point, Dev: its device
+	kindBroker = "broker" // PID, Path: the broker's dir
+	kindFrozen = "frozen" // Path: a frozen mount point
+	kindDir    = "dir"    // Path: a dir removed at the end
+	kindTask   = "task"   // a goroutine of ours (noise, tracer, stalls)
+)
+
+func persistent(kind string) bool {
+	switch kind {
+	case kindImage, kindLoop, kindMount, kindBroker, kindFrozen:
+		return true
+	}
+	return false
+}
+
+// item is one resource on the cleanup stack.
+type item struct {
+	Kind string `json:"kind"`
+	Path string `json:"path,omitempty"`
+	Dev  string `json:"dev,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// Name says what it is in messages.
+	Name string `json:"name,omitempty"`
+	undo func() error
+}
+
+// state is the state file: who runs, and what it holds.
+type state struct {
+	PID       int       `json:"pid"`
+	Started   time.Time `json:"started"`
+	Resources []*item   `json:"resources"`
+}
+
+// stack is the cleanup stack of a run: resources are pushed as they are
+// made and undone in reverse order; the persistent ones are mirrored in
+// the state file after every change, so that a run killed at any point
+// leaves a list of what to remove (and Cleanup also finds what was made
+// but not yet listed, by looking under the work dir).
+type stack struct {
+	dir     string
+	started time.Time
+	mu      sync.Mutex
+	items   []*item
+	// failed are resources whose undo failed: still listed in the state
+	// file, for Cleanup.
+	failed []*item
+}
+
+func newStack(dir string) *stack { return &stack{dir: dir, started: time.Now()} }
+
+// push adds it; for a persistent kind the state file is written before
+// push returns.
+func (s *stack) push(it *item) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.items = append(s.items, it)
+	if persistent(it.Kind) {
+		return s.saveLocked()
+	}
+	return nil
+}
+
+// depth is a mark for unwind.
+func (s *stack) depth() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.items)
+}
+
+// release undoes it now and removes it from the stack, wherever it is.
+func (s *stack) release(it *item) error {
+	err := it.undo()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.items, it); i >= 0 {
+		s.items = slices.Delete(s.items, i, i+1)
+	}
+	if err != nil {
+		s.failed = append(s.failed, it)
+	}
+	if persistent(it.Kind) {
+		err = errors.Join(err, s.saveLocked())
+	}
+	return err
+}
+
+// unwind undoes every resource above mark, the newest first, and returns
+// all their errors. A resource whose undo fails stays listed in the state
+// file (Cleanup tries again).
+func (s *stack) unwind(mark int) error {
+	var errs []error
+	for {
+		s.mu.Lock()
+		if len(s.items) <= mark {
+			s.mu.Unlock()
+			break
+		}
+		it := s.items[len(s.items)-1]
+		s.items = s.items[:len(s.items)-1]
+		s.mu.Unlock()
+		if err := it.undo(); err != nil {
+			errs = append(errs, fmt.Errorf("cleanup %s: %w", it.describe(), err))
+			s.mu.Lock()
+			s.failed = append(s.failed, it)
+			s.mu.Unlock()
+			continue
+		}
+		if persistent(it.Kind) {
+			s.mu.Lock()
+			errs = append(errs, s.saveLocked())
+			s.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *stack) saveLocked() error {
+	st := state{PID: os.Getpid(), Started: s.started, Resources: []*item{}}
+	for _, it := range append(slices.Clone(s.failed), s.items...) {
+		if persistent(it.Kind) {
+			st.Resources = append(st.Resources, it)
+		}
+	}
+	return writeState(s.dir, st)
+}
+
+func (it *item) describe() string {
+	switch {
+	case it.Name != "":
+		return it.Kind + " " + it.Name
+	case it.Dev != "":
+		return it.Kind + " " + it.Dev
+	case it.PID != 0:
+		return it.Kind + " pid " + strconv.Itoa(it.PID)
+	}
+	return it.Kind + " " + it.Path
+}
+
+// writeState replaces the state file atomically.
+func writeState(dir string, st state) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
+
+// lockWorkDir takes the work dir's lock (flock, released when the process
+// dies), or fails when another run holds it.
+func lockWorkDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		holder := ""
+		if st, err := readState(dir); err == nil && st.PID != 0 {
+			holder = fmt.Sprintf(" (pid %d)", st.PID)
+		}
+		return nil, fmt.Errorf("another kscope lab fs%s is using %s", holder, dir)
+	}
+	return f, nil
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("state file %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, nil
+}
+
+// Leftovers is what Cleanup removed.
+type Leftovers struct {
+	// PID is the process that left them, from the state file (0: none).
+	PID     int      `json:"pid"`
+	Thawed  []string `json:"thawed"`
+	Brokers []int    `json:"brokers"`
+	Mounts  []string `json:"mounts"`
+	Loops   []string `json:"loops"`
+	Files   []string `json:"files"`
+}
+
+// Empty reports whether nothing was left.
+func (l *Leftovers) Empty() bool {
+	return len(l.Thawed)+len(l.Brokers)+len(l.Mounts)+len(l.Loops)+len(l.Files) == 0
+}
+
+func (l *Leftovers) String() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(len(l.Thawed), "frozen file system(s) thawed")
+	add(len(l.Brokers), "broker(s) killed")
+	add(len(l.Mounts), "mount(s) removed")
+	add(len(l.Loops), "loop device(s) detached")
+	add(len(l.Files), "file(s) or dir(s) removed")
+	if len(parts) == 0 {
+		return "nothing left behind"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Cleanup removes what a killed `kscope lab fs` left in workDir: it
+// thaws and unmounts every file system mounted under it, kills the broker
+// JVMs running from it, detaches the loop devices backed by files in it
+// and removes the images and run dirs. It uses the state file and also
+// looks for itself (mounts under workDir, loop devices backed by files
+// under it, brokers whose working dir is under it), so it also removes
+// what was made in the instant before it was listed. It fails when a run
+// is in progress in workDir.
+func Cleanup(workDir string) (*Leftovers, error) {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return &Leftovers{}, nil
+	}
+	lock, err := lockWorkDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	return sweep(abs)
+}
+
+// sweep is Cleanup with the lock held.
+func sweep(dir string) (*Leftovers, error) {
+	l := &Leftovers{}
+	st, stErr := readState(dir)
+	if stErr == nil {
+		l.PID = st.PID
+	} else if !errors.Is(stErr, os.ErrNotExist) {
+		stErr = fmt.Errorf("%w (ignored: looking under the dir instead)", stErr)
+	} else {
+		stErr = nil
+	}
+	var errs []error
+	if stErr != nil {
+		errs = append(errs, stErr)
+	}
+	// What the state file lists, and what is really there.
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return l, err
+	}
+	for _, r := range st.Resources {
+		if r.Kind == kindFrozen && !slices.Contains(mounts, r.Path) && isMounted(r.Path) {
+			mounts = append(mounts, r.Path)
+		}
+	}
+	// 1. Thaw: a broker writing to a frozen file system cannot die, and
+	// a frozen one cannot be unmounted.
+	for _, m := range mounts {
+		if thaw(m) == nil {
+			l.Thawed = append(l.Thawed, m)
+		}
+	}
+	// 2. Brokers.
+	pids := brokersUnder(dir)
+	for _, r := range st.Resources {
+		if r.Kind == kindBroker && !slices.Contains(pids, r.PID) && isBrokerIn(r.PID, r.Path) {
+			pids = append(pids, r.PID)
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !waitGone(pid, 30*time.Second) {
+			errs = append(errs, fmt.Errorf("broker pid %d still alive after SIGKILL", pid))
+			continue
+		}
+		l.Brokers = append(l.Brokers, pid)
+	}
+	// 3. Mounts, the deepest first.
+	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
+	for _, m := range mounts {
+		if err := unmount(m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.Mounts = append(l.Mounts, m)
+	}
+	// 4. Loop devices backed by files in the dir.
+	loops, err := loopsBackedUnder(dir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, dev := range loops {
+		if err := detachLoop(dev); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.Loops = append(l.Loops, dev)
+	}
+	// 5. Files: only once nothing is mounted under them.
+	if left, _ := mountsUnder(dir); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("still mounted under %s: %s (files kept)", dir, strings.Join(left, ", ")))
+	} else {
+		for _, r := range st.Resources {
+			if r.Kind == kindImage && within(dir, r.Path) {
+				if err := os.Remove(r.Path); err == nil {
+					l.Files = append(l.Files, r.Path)
+				}
+			}
+		}
+		// What is left in the run dir (an orderly run leaves it empty).
+		rd := filepath.Join(dir, runDir)
+		entries, _ := os.ReadDir(rd)
+		for _, e := range entries {
+			p := filepath.Join(rd, e.Name())
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+			} else if !slices.Contains(l.Files, p) {
+				l.Files = append(l.Files, p)
+			}
+		}
+		if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return l, errors.Join(errs...)
+}
+
+// within reports whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// tool finds a system tool on PATH or in the sbin dirs.
+func tool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	return name
+}
+
+// run runs a system command, bounded by a minute (it never takes the
+// run's context: cleanup must work after an interrupt), and returns its
+// stdout; the error carries stderr.
+func run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool(args[0]), args[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// mountsUnder lists the mount points at or below dir (/proc/self/mountinfo).
+func mountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if mp := unescapeMount(f[4]); within(dir, mp) && !slices.Contains(out, mp) {
+			out = append(out, mp)
+		}
+	}
+	return out, nil
+}
+
+func isMounted(path string) bool {
+	m, err := mountsUnder(path)
+	return err == nil && slices.Contains(m, path)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// loopsBackedUnder lists the loop devices whose backing file is in dir
+// (/sys/block/loopN/loop/backing_file; a deleted file shows as
+// "PATH (deleted)").
+func loopsBackedUnder(dir string) ([]string, error) {
+	files, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // detached meanwhile
+		}
+		back := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+		if within(dir, back) {
+			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out, nil
+}
+
+// loopBackingFile is the backing file of a loop device, "" when detached.
+func loopBackingFile(dev string) string {
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+}
+
+// brokersUnder lists the broker JVMs whose working dir is in dir (the
+// lab runs a broker in its Dir).
+func brokersUnder(dir string) []int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
+		if err != nil || !within(dir, strings.TrimSuffix(cwd, " (deleted)")) {
+			continue
+		}
+		if isBroker(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// isBroker reports whether pid is a live (not zombie) broker JVM.
+func isBroker(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	if stat, err := os.ReadFile(proc + "/stat"); err == nil {
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	} else {
+		return false
+	}
+	cmdline, err := os.ReadFile(proc + "/cmdline")
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(string(cmdline), "\x00"), "kafka.Kafka")
+}
+
+// isBrokerIn reports whether pid is a broker JVM running in dir.
+func isBrokerIn(pid int, dir string) bool {
+	if !isBroker(pid) {
+		return false
+	}
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	return err == nil && within(dir, strings.TrimSuffix(cwd, " (deleted)"))
+}
+
+func waitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for isBroker(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// thaw runs fsfreeze -u; it fails when the file system was not frozen.
+func thaw(mnt string) error {
+	_, err := run("fsfreeze", "-u", mnt)
+	return err
+}
+
+// unmount unmounts mnt, retrying for a while when it is busy (a process
+// that just died may still hold it), then removes the mount point.
+func unmount(mnt string) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if !isMounted(mnt) {
+			break
+		}
+		if _, err = run("umount", mnt); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if isMounted(mnt) {
+		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	_ = os.Remove(mnt)
+	return nil
+}
+
+// detachLoop detaches a loop device (losetup -d).
+func detachLoop(dev string) error {
+	var err error
+	for i := 0; i < 25; i++ {
+		if loopBackingFile(dev) == "" {
+			return nil
+		}
+		if _, err = run("losetup", "-d", dev); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
+
+// logf writes a progress line.
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "lab fs: "+format+"\n", args...)
+	}
+}

@@ -1,0 +1,635 @@
+package fsbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/lab"
+)
+
+// Config is one `kscope lab fs`.
+type Config struct {
+	// Variants are compared against the first.
+	Variants []Variant
+	// Trials is the number of runs of each variant (default 3).
+	Trials   int
+	Workload Workload
+	Noise    *Noise // nil: none
+	Stall    *Stall // nil: none
+	// SLO is the produce latency whose share is counted (default 65 ms).
+	SLO time.Duration
+	// WorkDir holds the images, mount points, broker dirs and the state
+	// file (default DefaultWorkDir).
+	WorkDir string
+	// ImageSize is the size of each sparse image (default 3 GiB).
+	ImageSize int64
+	// LibsDir and Version choose the Kafka jars (see lab.BrokerConfig).
+	LibsDir string
+	Version string
+	// HeapMB is the broker's heap (default 512).
+	HeapMB int
+	// Threshold and Alpha tune the verdicts as in compare.Options
+	// (defaults 5% and 0.05).
+	Threshold float64
+	Alpha     float64
+	// Progress receives a line per step (nil: none); BenchProgress the
+	// load generator's line per second (nil: none).
+	Progress      io.Writer
+	BenchProgress io.Writer
+}
+
+// DefaultWorkDir is where images and mounts go without Config.WorkDir: on
+// the root disk (not a tmpfs), and kept across reboots so that a run's
+// leftovers are found.
+const DefaultWorkDir = "/var/tmp/kscope-lab-fs"
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Variants) == 0 {
+		return c, errors.New("no variants")
+	}
+	if c.Trials == 0 {
+		c.Trials = 3
+	}
+	if c.Trials < 1 || c.Trials > 100 {
+		return c, fmt.Errorf("trials must be 1..100, not %d", c.Trials)
+	}
+	if c.SLO == 0 {
+		c.SLO = 65 * time.Millisecond
+	}
+	if c.SLO < 0 {
+		return c, errors.New("the SLO must be positive")
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = DefaultWorkDir
+	}
+	dir, err := filepath.Abs(c.WorkDir)
+	if err != nil {
+		return c, err
+	}
+	c.WorkDir = dir
+	if c.ImageSize == 0 {
+		c.ImageSize = 3 << 30
+	}
+	if c.ImageSize < 512<<20 {
+		return c, errors.New("the image must be at least 512 MiB (XFS needs 300 MiB)")
+	}
+	if c.Threshold == 0 {
+		c.Threshold = compare.DefaultThreshold
+	}
+	if c.Alpha == 0 {
+		c.Alpha = compare.DefaultAlpha
+	}
+	if _, err := c.Workload.BenchConfig("127.0.0.1:9092"); err != nil {
+		return c, fmt.Errorf("workload: %w", err)
+	}
+	return c, nil
+}
+
+// Result is what a lab run measured: every run's figures, and per variant
+// the summary over trials and the verdicts against the first variant.
+type Result struct {
+	Tool        string    `json:"tool"` // "kscope lab fs"
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	Interrupted bool      `json:"interrupted"`
+	Host        string    `json:"host"`
+	Kernel      string    `json:"kernel"`
+	CPUs        int       `json:"cpus"`
+	Kafka       string    `json:"kafka"`
+	// LoopDirectIO: the loop devices did direct I/O to their images
+	// (losetup --direct-io=on), so the page cache is not counted twice.
+	LoopDirectIO bool      `json:"loop_direct_io"`
+	ImageBytes   int64     `json:"image_bytes"`
+	Variants     []Variant `json:"variants"`
+	Trials       int       `json:"trials"`
+	Workload     Workload  `json:"workload"`
+	Noise        *Noise    `json:"noise"`
+	Stall        *Stall    `json:"stall"`
+	SLOMs        float64   `json:"slo_ms"`
+	Threshold    float64   `json:"threshold"`
+	Alpha        float64   `json:"alpha"`
+	// Runs in the order they ran (trial rounds, variants interleaved).
+	Runs      []*RunResult  `json:"runs"`
+	Summary   []*Summary    `json:"summary"`
+	Verdicts  []*Comparison `json:"verdicts"`
+	Warnings  []string      `json:"warnings"`
+	Leftovers *Leftovers    `json:"leftovers_removed,omitempty"`
+}
+
+// RunResult is one run of one variant.
+type RunResult struct {
+	Variant string    `json:"variant"`
+	Trial   int       `json:"trial"`
+	Start   time.Time `json:"start"` // of the measured part
+	// Device and MountOptions as the kernel shows them; Features is
+	// dumpe2fs's feature list for ext4.
+	Device       string `json:"device"`
+	MountOptions string `json:"mount_options"`
+	Features     string `json:"features,omitempty"`
+	BrokerPID    int    `json:"broker_pid"`
+
+	// Produce latency: bench's service latency (send to acknowledgement)
+	// of the measured part, in ms.
+	Acked      int64   `json:"acked"`
+	Failed     int64   `json:"failed"`
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	P50Ms      float64 `json:"produce_p50_ms"`
+	P99Ms      float64 `json:"produce_p99_ms"`
+	P999Ms     float64 `json:"produce_p999_ms"`
+	MaxMs      float64 `json:"produce_max_ms"`
+	// OverSLO is the number of acknowledged messages slower than the SLO
+	// (at the histogram's precision, 3 significant digits), OverSLOPct
+	// their share in percent.
+	OverSLO    int64   `json:"over_slo"`
+	OverSLOPct float64 `json:"over_slo_pct"`
+
+	// The broker's write calls on its log segments (iotrace), in ms.
+	Writes     int64   `json:"writes"`
+	WriteP99Ms float64 `json:"write_p99_ms"`
+	WriteMaxMs float64 `json:"write_max_ms"`
+	// The file system's journal commits: jbd2 commits on ext4, iclog
+	// writes on XFS (JournalKind), in ms; JournalPerSec is their rate.
+	JournalKind   string  `json:"journal_kind"`
+	Journal       int64   `json:"journal_commits"`
+	JournalPerSec float64 `json:"journal_per_sec"`
+	JournalP99Ms  float64 `json:"journal_p99_ms"`
+	JournalMaxMs  float64 `json:"journal_max_ms"`
+	// TraceLost is events the kernel dropped (ring buffer full).
+	TraceLost uint64 `json:"trace_lost"`
+
+	// The noise writer's fsyncs in the measured part, and stalls made.
+	NoiseFsyncs   int64   `json:"noise_fsyncs"`
+	NoiseFsyncP99 float64 `json:"noise_fsync_p99_ms"`
+	Freezes       int     `json:"freezes"`
+
+	// Seconds are the per-second samples of the measured part, the unit
+	// of evidence of the verdicts.
+	Seconds []SecondSample `json:"seconds"`
+}
+
+// SecondSample is one second of a run. Latencies in ms; a field is null
+// when the second had none of it.
+type SecondSample struct {
+	MsgsPerSec     float64  `json:"msgs_per_sec"`
+	P50Ms          *float64 `json:"produce_p50_ms"`
+	P99Ms          *float64 `json:"produce_p99_ms"`
+	MaxMs          *float64 `json:"produce_max_ms"`
+	WriteP99Ms     *float64 `json:"write_p99_ms"`
+	JournalCommits int64    `json:"journal_commits"`
+	JournalP99Ms   *float64 `json:"journal_p99_ms"`
+}
+
+// Run runs the lab: cfg.Trials rounds of every variant, then the summary
+// and verdicts. Cancelling ctx (Ctrl-C) stops at once: what was made is
+// removed and the runs finished so far are returned with Interrupted set,
+// along with an error. Leftovers of an earlier killed run in the work dir
+// are removed first.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Tool: "kscope lab fs", Start: time.Now(), Variants: cfg.Variants, Trials: cfg.Trials,
+		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO),
+		Threshold: cfg.Threshold, Alpha: cfg.Alpha, ImageBytes: cfg.ImageSize,
+		CPUs: runtime.NumCPU(), Runs: []*RunResult{}, Warnings: []string{}, LoopDirectIO: true,
+	}
+	res.Host, _ = os.Hostname()
+	res.Kernel = kernel()
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockWorkDir(cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	left, err := sweep(cfg.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("removing what an earlier run left in %s: %w", cfg.WorkDir, err)
+	}
+	if !left.Empty() {
+		res.Leftovers = left
+		logf(cfg.Progress, "removed what an earlier run (pid %d) left in %s: %s", left.PID, cfg.WorkDir, left)
+	}
+	r := &runner{cfg: cfg, res: res, st: newStack(cfg.WorkDir), dir: filepath.Join(cfg.WorkDir, runDir)}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	err = r.all(ctx)
+	err = errors.Join(err, r.st.unwind(0))
+	// A last look under the work dir: nothing may be left.
+	if left, serr := sweep(cfg.WorkDir); serr != nil {
+		err = errors.Join(err, serr)
+	} else if !left.Empty() && ctx.Err() == nil {
+		err = errors.Join(err, fmt.Errorf("left behind after cleanup (now removed): %s", left))
+	}
+	res.End = time.Now()
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		err = errors.Join(fmt.Errorf("interrupted after %d of %d runs; everything it made was removed", len(res.Runs), cfg.Trials*len(cfg.Variants)), err)
+	}
+	if len(res.Runs) > 0 {
+		summarize(res)
+	}
+	return res, err
+}
+
+type runner struct {
+	cfg Config
+	res *Result
+	st  *stack
+	dir string
+}
+
+func (r *runner) all(ctx context.Context) error {
+	n := r.cfg.Trials * len(r.cfg.Variants)
+	for trial := 1; trial <= r.cfg.Trials; trial++ {
+		for _, v := range r.cfg.Variants {
+			if ctx.Err() != nil {
+				return nil
+			}
+			logf(r.cfg.Progress, "[%d/%d] %s trial %d/%d", len(r.res.Runs)+1, n, v.Name, trial, r.cfg.Trials)
+			rr, err := r.one(ctx, v, trial)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s trial %d: %w", v.Name, trial, err)
+			}
+			r.res.Runs = append(r.res.Runs, rr)
+			logf(r.cfg.Progress, "%s trial %d: %.0f msg/s, produce p50 %.2f p99 %.2f p99.9 %.2f max %.1f ms, %.3f%% over %v; write p99 %.3f ms; %d %s p99 %.2f ms",
+				v.Name, trial, rr.MsgsPerSec, rr.P50Ms, rr.P99Ms, rr.P999Ms, rr.MaxMs, rr.OverSLOPct, r.cfg.SLO,
+				rr.WriteP99Ms, rr.Journal, rr.JournalKind, rr.JournalP99Ms)
+		}
+	}
+	return nil
+}
+
+// task is an in-process job on the stack whose stop runs once, whether
+// called in order or by the unwinding.
+func (r *runner) task(name string, stop func() error) (*item, func() error) {
+	var once sync.Once
+	var err error
+	f := func() error {
+		once.Do(func() { err = stop() })
+		return err
+	}
+	it := &item{Kind: kindTask, Name: name, undo: f}
+	return it, f
+}
+
+// one runs variant v once: file system, broker, noise, tracing, load,
+// teardown (the unwinding of everything it pushed, on every path).
+func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, err error) {
+	mark := r.st.depth()
+	defer func() {
+		if uerr := r.st.unwind(mark); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	cfg := r.cfg
+	tag := v.Name + "-" + strconv.Itoa(trial)
+	rr = &RunResult{Variant: v.Name, Trial: trial}
+
+	// The image: sparse, made fresh.
+	img := filepath.Join(r.dir, tag+".img")
+	if err := r.st.push(&item{Kind: kindImage, Path: img, undo: func() error { return removeFile(img) }}); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Truncate(img, cfg.ImageSize); err != nil {
+		return nil, err
+	}
+
+	// The loop device.
+	out, err := run("losetup", "--find", "--show", "--direct-io=on", img)
+	if err != nil {
+		// Not every backing file system takes direct I/O.
+		r.res.LoopDirectIO = false
+		if out, err = run("losetup", "--find", "--show", img); err != nil {
+			return nil, err
+		}
+	}
+	dev := strings.TrimSpace(out)
+	if err := r.st.push(&item{Kind: kindLoop, Dev: dev, Path: img, undo: func() error {
+		if loopBackingFile(dev) != img {
+			return nil // gone already
+		}
+		return detachLoop(dev)
+	}}); err != nil {
+		return nil, err
+	}
+	rr.Device = dev
+
+	// The file system.
+	if _, err := run(v.MkfsCommand(dev)...); err != nil {
+		return nil, err
+	}
+	mnt := filepath.Join(r.dir, tag)
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return nil, err
+	}
+	if err := r.st.push(&item{Kind: kindMount, Path: mnt, Dev: dev, undo: func() error {
+		_ = thaw(mnt)
+		return unmount(mnt)
+	}}); err != nil {
+		return nil, err
+	}
+	if _, err := run(v.MountCommand(dev, mnt)...); err != nil {
+		return nil, err
+	}
+	rr.MountOptions = mountOptions(mnt)
+	if v.FS == "ext4" {
+		rr.Features = ext4Features(dev)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	// The broker, its log dir on the file system under test (its config
+	// and logs stay on the root disk).
+	logDir := filepath.Join(mnt, "kafka-logs")
+	bdir := filepath.Join(r.dir, "broker-"+tag)
+	ok := false
+	if err := r.st.push(&item{Kind: kindDir, Path: bdir, undo: func() error {
+		if !ok && ctx.Err() == nil {
+			// Keep the broker's output of a failed run (the run dir goes).
+			if b, err := os.ReadFile(filepath.Join(bdir, lab.OutFile)); err == nil {
+				kept := filepath.Join(cfg.WorkDir, "failed-"+tag+"-"+lab.OutFile)
+				if os.WriteFile(kept, b, 0o644) == nil {
+					logf(cfg.Progress, "%s trial %d failed: the broker's output is kept in %s", v.Name, trial, kept)
+				}
+			}
+		}
+		return os.RemoveAll(bdir)
+	}}); err != nil {
+		return nil, err
+	}
+	b, err := lab.StartBroker(ctx, lab.BrokerConfig{
+		Dir: bdir, LogDirs: []string{logDir}, LibsDir: cfg.LibsDir, Version: cfg.Version, HeapMB: cfg.HeapMB,
+		ExtraProps: map[string]string{"num.partitions": strconv.Itoa(int(cfg.Workload.Partitions))},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.st.push(&item{Kind: kindBroker, PID: b.PID(), Path: bdir, undo: b.Stop}); err != nil {
+		return nil, err
+	}
+	rr.BrokerPID = b.PID()
+	r.res.Kafka = b.Version()
+	logf(cfg.Progress, "%s trial %d: broker pid %d on %s, log dir %s on %s (%s %s)", v.Name, trial, b.PID(), b.Addr(), logDir, dev, v.FS, rr.MountOptions)
+
+	// Tracing, then the noise, then the load (and the stalls with it).
+	win := &window{}
+	tr, err := startTracing(b.PID(), logDir, win)
+	if err != nil {
+		return nil, err
+	}
+	var lost uint64
+	trItem, stopTrace := r.task("tracer", func() error {
+		var err error
+		lost, err = tr.stop()
+		return err
+	})
+	if err := r.st.push(trItem); err != nil {
+		return nil, err
+	}
+	var noise *noiseStats
+	stopNoise := func() error { return nil }
+	if cfg.Noise != nil {
+		dir := filepath.Join(mnt, "noise")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		ns, stop, err := startNoise(ctx, cfg.Noise, dir, win)
+		if err != nil {
+			return nil, err
+		}
+		noise = ns
+		var it *item
+		it, stopNoise = r.task("noise", func() error { stop(); return nil })
+		if err := r.st.push(it); err != nil {
+			return nil, err
+		}
+	}
+	bc, err := cfg.Workload.BenchConfig(b.Addr())
+	if err != nil {
+		return nil, err
+	}
+	bc.Progress = cfg.BenchProgress
+	var (
+		stMu      sync.Mutex
+		stl       *staller
+		stopStall = func() error { return nil }
+	)
+	bc.OnStart = func(_, measureStart time.Time) {
+		win.set(measureStart, bc.Duration)
+		if cfg.Stall == nil {
+			return
+		}
+		stMu.Lock()
+		defer stMu.Unlock()
+		stl = startStaller(ctx, r.st, mnt, *cfg.Stall, measureStart.Add(cfg.Stall.Period/2))
+		var it *item
+		it, stopStall = r.task("stalls", stl.stop)
+		_ = r.st.push(it)
+	}
+	others := otherBrokers(b.PID())
+	br, berr := bench.Run(ctx, bc)
+	others = append(others, otherBrokers(b.PID())...)
+	stMu.Lock()
+	serr := stopStall()
+	stMu.Unlock()
+	nerr := stopNoise()
+	terr := stopTrace()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if berr != nil {
+		return nil, fmt.Errorf("load: %w", berr)
+	}
+	if err := errors.Join(serr, nerr, terr); err != nil {
+		return nil, err
+	}
+	if noise != nil && noise.err != nil {
+		return nil, noise.err
+	}
+	start, _ := win.get()
+	rr.Start = start
+	rr.TraceLost = lost
+	if stl != nil {
+		rr.Freezes = stl.freeze
+	}
+	if err := r.figures(rr, br, tr, noise); err != nil {
+		return nil, err
+	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: other Kafka brokers ran on this machine during the load (pids %v): they compete for CPU and disk", v.Name, trial, slices.Compact(others)))
+	}
+	ok = true
+	return rr, nil
+}
+
+// figures fills rr from the load's result, the trace and the noise.
+func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *noiseStats) error {
+	svc := br.Latency[bench.LatencyService]
+	if svc == nil || svc.Count == 0 {
+		return errors.New("the load has no produce latencies (nothing acknowledged)")
+	}
+	rr.Acked, rr.Failed, rr.MsgsPerSec = br.Totals.Acked, br.Totals.Failed, br.Totals.MsgsPerSec
+	rr.P50Ms, rr.P99Ms, rr.P999Ms, rr.MaxMs = usMs(svc.P50Us), usMs(svc.P99Us), usMs(svc.P999Us), usMs(svc.MaxUs)
+	h, err := bench.DecodeHistogram(svc.Histogram)
+	if err != nil {
+		return err
+	}
+	rr.OverSLO = countAbove(h, r.cfg.SLO.Microseconds())
+	rr.OverSLOPct = 100 * float64(rr.OverSLO) / float64(h.TotalCount())
+
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	rr.Writes = tr.writes.all.TotalCount()
+	rr.WriteP99Ms, rr.WriteMaxMs = nsMs(tr.writes.all.ValueAtQuantile(99)), nsMs(tr.writes.all.Max())
+	rr.Journal = tr.commits.all.TotalCount()
+	rr.JournalP99Ms, rr.JournalMaxMs = nsMs(tr.commits.all.ValueAtQuantile(99)), nsMs(tr.commits.all.Max())
+	rr.JournalKind = journalKind(tr.kinds)
+	secs := len(br.Series)
+	if secs > 0 {
+		rr.JournalPerSec = float64(rr.Journal) / float64(secs)
+	}
+	for i, s := range br.Series {
+		ss := SecondSample{MsgsPerSec: s.MsgsPerSec}
+		if l, ok := s.Latency[bench.LatencyService]; ok && l.Count > 0 {
+			ss.P50Ms, ss.P99Ms, ss.MaxMs = ptr(usMs(l.P50Us)), ptr(usMs(l.P99Us)), ptr(usMs(l.MaxUs))
+		}
+		if w := tr.writes.secs[i]; w != nil {
+			ss.WriteP99Ms = ptr(nsMs(w.ValueAtQuantile(99)))
+		}
+		if c := tr.commits.secs[i]; c != nil {
+			ss.JournalCommits = c.TotalCount()
+			ss.JournalP99Ms = ptr(nsMs(c.ValueAtQuantile(99)))
+		}
+		rr.Seconds = append(rr.Seconds, ss)
+	}
+	if noise != nil {
+		noise.mu.Lock()
+		rr.NoiseFsyncs = noise.fsyncs.TotalCount()
+		rr.NoiseFsyncP99 = usMs(noise.fsyncs.ValueAtQuantile(99))
+		noise.mu.Unlock()
+	}
+	return nil
+}
+
+// countAbove counts the values of h above limit (µs), at h's precision:
+// a bucket counts when its lowest equivalent value is above the limit.
+func countAbove(h *hdrhistogram.Histogram, limit int64) int64 {
+	var n int64
+	for _, b := range h.Distribution() {
+		if b.From > limit {
+			n += b.Count
+		}
+	}
+	return n
+}
+
+func journalKind(kinds map[string]int64) string {
+	var names []string
+	for k := range kinds {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	if len(names) > 1 {
+		return strings.Join(names, "+")
+	}
+	return names[0]
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func usMs(us int64) float64 { return float64(us) / 1000 }
+
+func nsMs(ns int64) float64 { return float64(ns) / 1e6 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// mountOptions returns the mount and super options of mnt as the kernel
+// shows them (/proc/self/mountinfo).
+func mountOptions(mnt string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || unescapeMount(f[4]) != mnt {
+			continue
+		}
+		for i := 6; i < len(f)-3; i++ {
+			if f[i] == "-" {
+				return f[i+3]
+			}
+		}
+	}
+	return ""
+}
+
+// ext4Features is the feature list of an ext4 file system (dumpe2fs -h).
+func ext4Features(dev string) string {
+	out, err := run("dumpe2fs", "-h", dev)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Filesystem features:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// otherBrokers lists the broker JVMs on this machine other than ours.
+func otherBrokers(ours int) []int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, p := range procs {
+		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil && pid != ours && isBroker(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

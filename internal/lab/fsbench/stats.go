@@ -1,0 +1,299 @@
+package fsbench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/kscope-dev/kscope/internal/bench/compare"
+)
+
+// Metric is one figure of a run, how it is summarised over trials and
+// which per-second sample its verdict is tested on.
+type Metric struct {
+	Key   string // as in RunResult's JSON
+	Label string // column header
+	Unit  string
+	// Better is +1 when higher is better, -1 when lower is, 0 when
+	// neither (the verdict then says "higher" or "lower").
+	Better int
+	// Sample names the per-second sample of the test.
+	Sample string
+	value  func(*RunResult) float64
+	perSec func(SecondSample) (float64, bool)
+}
+
+func opt(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// Metrics are the figures compared, in table order. The per-second
+// stand-ins are those of internal/bench/compare (p99.9 and max on the
+// per-second max), plus the share over the SLO on the per-second max: a
+// run's share over the SLO is made by its slow seconds, and the
+// per-second max is the sample that sees them (bench keeps no per-second
+// count over a threshold).
+var Metrics = []Metric{
+	{Key: "msgs_per_sec", Label: "msg/s", Unit: "msg/s", Better: +1, Sample: "per-second msgs/s",
+		value: func(r *RunResult) float64 { return r.MsgsPerSec }, perSec: func(s SecondSample) (float64, bool) { return s.MsgsPerSec, true }},
+	{Key: "produce_p50_ms", Label: "p50", Unit: "ms", Better: -1, Sample: "per-second p50",
+		value: func(r *RunResult) float64 { return r.P50Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.P50Ms) }},
+	{Key: "produce_p99_ms", Label: "p99", Unit: "ms", Better: -1, Sample: "per-second p99",
+		value: func(r *RunResult) float64 { return r.P99Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.P99Ms) }},
+	{Key: "produce_p999_ms", Label: "p99.9", Unit: "ms", Better: -1, Sample: "per-second max",
+		value: func(r *RunResult) float64 { return r.P999Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
+	{Key: "produce_max_ms", Label: "max", Unit: "ms", Better: -1, Sample: "per-second max",
+		value: func(r *RunResult) float64 { return r.MaxMs }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
+	{Key: "over_slo_pct", Label: "over SLO", Unit: "%", Better: -1, Sample: "per-second max",
+		value: func(r *RunResult) float64 { return r.OverSLOPct }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
+	{Key: "write_p99_ms", Label: "write p99", Unit: "ms", Better: -1, Sample: "per-second write p99",
+		value: func(r *RunResult) float64 { return r.WriteP99Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.WriteP99Ms) }},
+	{Key: "journal_p99_ms", Label: "journal p99", Unit: "ms", Better: -1, Sample: "per-second journal p99",
+		value: func(r *RunResult) float64 { return r.JournalP99Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.JournalP99Ms) }},
+	{Key: "journal_per_sec", Label: "commits/s", Unit: "/s", Better: 0, Sample: "per-second journal commits",
+		value: func(r *RunResult) float64 { return r.JournalPerSec }, perSec: func(s SecondSample) (float64, bool) { return float64(s.JournalCommits), true }},
+}
+
+// Stat is one metric of one variant over its trials.
+type Stat struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	// CI95 is the half-width of the 95% confidence interval of the mean
+	// (Student's t with N-1 degrees of freedom); null with one trial.
+	CI95   *float64  `json:"ci95"`
+	Values []float64 `json:"values"` // per trial
+}
+
+// Summary is one variant over its trials.
+type Summary struct {
+	Variant string          `json:"variant"`
+	Runs    int             `json:"runs"`
+	Metrics map[string]Stat `json:"metrics"`
+}
+
+// Comparison is one variant against the first.
+type Comparison struct {
+	Variant  string        `json:"variant"`
+	Baseline string        `json:"baseline"`
+	Rows     []*VerdictRow `json:"rows"`
+}
+
+// Verdicts.
+const (
+	Better   = "better"
+	Worse    = "worse"
+	Higher   = "higher"
+	Lower    = "lower"
+	NoChange = "no change"
+)
+
+// VerdictRow is one metric's verdict.
+type VerdictRow struct {
+	Metric string  `json:"metric"`
+	A      float64 `json:"a"` // the baseline's mean over trials
+	B      float64 `json:"b"`
+	// ChangePct is (B−A)/A in percent; null when A is 0.
+	ChangePct *float64                  `json:"change_pct"`
+	Sample    string                    `json:"sample"`
+	Test      compare.MannWhitneyResult `json:"test"`
+	// PAdjusted is Holm's adjustment over the comparison's tests.
+	PAdjusted float64 `json:"p_adjusted"`
+	Verdict   string  `json:"verdict"`
+	Reason    string  `json:"reason,omitempty"`
+}
+
+// summarize fills res.Summary and res.Verdicts from res.Runs.
+func summarize(res *Result) {
+	byVariant := map[string][]*RunResult{}
+	for _, r := range res.Runs {
+		byVariant[r.Variant] = append(byVariant[r.Variant], r)
+	}
+	res.Summary, res.Verdicts = nil, nil
+	var base string
+	for _, v := range res.Variants {
+		runs := byVariant[v.Name]
+		if len(runs) == 0 {
+			continue
+		}
+		s := &Summary{Variant: v.Name, Runs: len(runs), Metrics: map[string]Stat{}}
+		for _, m := range Metrics {
+			vals := make([]float64, len(runs))
+			for i, r := range runs {
+				vals[i] = m.value(r)
+			}
+			s.Metrics[m.Key] = stat(vals)
+		}
+		res.Summary = append(res.Summary, s)
+		if base == "" {
+			base = v.Name
+			continue
+		}
+		res.Verdicts = append(res.Verdicts, judgeAll(base, byVariant[base], v.Name, runs, res.Threshold, res.Alpha))
+	}
+	for _, r := range res.Runs {
+		if r.TraceLost > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s trial %d: the kernel dropped %d traced events (write and journal figures undercount)", r.Variant, r.Trial, r.TraceLost))
+		}
+		if r.Failed > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s trial %d: %d produce errors", r.Variant, r.Trial, r.Failed))
+		}
+	}
+	if res.Trials < 2 {
+		res.Warnings = append(res.Warnings, "one trial per variant: no confidence intervals, and the verdicts rest on the seconds of a single run of each")
+	}
+}
+
+// stat is the mean and 95% confidence interval of vals.
+func stat(vals []float64) Stat {
+	s := Stat{N: len(vals), Values: vals}
+	if s.N == 0 {
+		return s
+	}
+	for _, v := range vals {
+		s.Mean += v
+	}
+	s.Mean /= float64(s.N)
+	if s.N < 2 {
+		return s
+	}
+	var ss float64
+	for _, v := range vals {
+		ss += (v - s.Mean) * (v - s.Mean)
+	}
+	sd := math.Sqrt(ss / float64(s.N-1))
+	ci := tQuantile975(s.N-1) * sd / math.Sqrt(float64(s.N))
+	s.CI95 = &ci
+	return s
+}
+
+// t975 is Student's t 0.975 quantile for 1..30 degrees of freedom.
+var t975 = []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// tQuantile975 is the 0.975 quantile of Student's t with df degrees of
+// freedom: the table up to 30, then the first terms of its expansion
+// around the normal quantile (error below 0.001).
+func tQuantile975(df int) float64 {
+	if df < 1 {
+		return math.NaN()
+	}
+	if df <= len(t975) {
+		return t975[df-1]
+	}
+	const z = 1.959964
+	d := float64(df)
+	return z + (z*z*z+z)/(4*d) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*d*d)
+}
+
+// judgeAll compares runs of variant b against those of the baseline a,
+// metric by metric: the change between the means over trials, and a
+// Mann–Whitney test on the per-second samples of all trials pooled,
+// Holm-adjusted over the distinct samples tested.
+func judgeAll(a string, runsA []*RunResult, b string, runsB []*RunResult, threshold, alpha float64) *Comparison {
+	c := &Comparison{Variant: b, Baseline: a}
+	tests := map[string]compare.MannWhitneyResult{}
+	pooled := func(runs []*RunResult, m Metric) []float64 {
+		var out []float64
+		for _, r := range runs {
+			for _, s := range r.Seconds {
+				if v, ok := m.perSec(s); ok {
+					out = append(out, v)
+				}
+			}
+		}
+		return out
+	}
+	for _, m := range Metrics {
+		row := &VerdictRow{Metric: m.Key, Sample: m.Sample, A: stat(values(runsA, m)).Mean, B: stat(values(runsB, m)).Mean}
+		if _, ok := tests[m.Sample]; !ok {
+			tests[m.Sample] = compare.MannWhitney(pooled(runsA, m), pooled(runsB, m))
+		}
+		row.Test = tests[m.Sample]
+		c.Rows = append(c.Rows, row)
+	}
+	adj := holm(tests)
+	for i, row := range c.Rows {
+		row.PAdjusted = adj[row.Sample]
+		judge(row, Metrics[i].Better, threshold, alpha)
+	}
+	return c
+}
+
+func values(runs []*RunResult, m Metric) []float64 {
+	out := make([]float64, len(runs))
+	for i, r := range runs {
+		out[i] = m.value(r)
+	}
+	return out
+}
+
+// holm is Holm's step-down adjustment of the p-values of a family of
+// tests, as internal/bench/compare does it.
+func holm(tests map[string]compare.MannWhitneyResult) map[string]float64 {
+	keys := make([]string, 0, len(tests))
+	for k := range tests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if pi, pj := tests[keys[i]].P, tests[keys[j]].P; pi != pj {
+			return pi < pj
+		}
+		return keys[i] < keys[j]
+	})
+	out := make(map[string]float64, len(keys))
+	m, running := len(keys), 0.0
+	for i, k := range keys {
+		running = max(running, min(1, float64(m-i)*tests[k].P))
+		out[k] = running
+	}
+	return out
+}
+
+// judge sets row's verdict, by compare's rule: a change beyond the
+// threshold, significant after adjustment, and the per-second samples
+// shifted the same way as the means.
+func judge(row *VerdictRow, better int, threshold, alpha float64) {
+	row.Verdict = NoChange
+	var change float64
+	switch {
+	case row.A == row.B:
+		return
+	case row.A == 0:
+		change = math.Inf(1)
+		if row.B < 0 {
+			change = math.Inf(-1)
+		}
+	default:
+		change = (row.B - row.A) / math.Abs(row.A)
+		pct := change * 100
+		row.ChangePct = &pct
+	}
+	switch {
+	case math.Abs(change) <= threshold:
+		row.Reason = "within threshold"
+		return
+	case row.Test.NA == 0 || row.Test.NB == 0:
+		row.Reason = "no per-second samples"
+		return
+	case row.PAdjusted >= alpha:
+		row.Reason = "not significant"
+		return
+	case (change > 0) != (row.Test.U > float64(row.Test.NA*row.Test.NB)/2):
+		row.Reason = "per-second samples shift the other way"
+		return
+	}
+	switch {
+	case better == 0 && change > 0:
+		row.Verdict = Higher
+	case better == 0:
+		row.Verdict = Lower
+	case (change > 0) == (better > 0):
+		row.Verdict = Better
+	default:
+		row.Verdict = Worse
+	}
+}
