@@ -6,7 +6,11 @@
 // every message, and a result file that runs can be compared with.
 package bench
 
-import "time"
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
 
 // ResultVersion is the version of the RESULT.json format.
 const ResultVersion = 1
@@ -151,4 +155,12 @@ type SecondLatency struct {
 	P50Us int64 `json:"p50_us"`
 	P99Us int64 `json:"p99_us"`
 	MaxUs int64 `json:"max_us"`
+}
+
+// WriteResult writes r as RESULT.json: indented JSON, the form `bench
+// compare` and `bench report` read.
+func WriteResult(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }

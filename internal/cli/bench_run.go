@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,9 +152,7 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 		}
 		return err
 	}
-	enc := json.NewEncoder(tmp)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
+	if err := bench.WriteResult(tmp, res); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", o.out, err)
 	}

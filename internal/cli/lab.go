@@ -20,7 +20,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "Run real Kafka brokers on this machine for experiments and tests",
 	}
-	cmd.AddCommand(newLabBrokerCmd(), newLabFSCmd())
+	cmd.AddCommand(newLabBrokerCmd(), newLabFSCmd(), newLabVersionsCmd())
 	return cmd
 }
 

@@ -1,11 +1,12 @@
 // Package hostinfo describes the machine and the broker process a
 // recording was taken on: kernel release, the file system and mount
-// options under each log directory, and the broker's Kafka version. It
-// reads /proc only.
+// options under each log directory, the broker's Kafka version and its
+// CPU time. It reads /proc only.
 package hostinfo
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -195,4 +197,39 @@ func JDKTool(name string) (string, error) {
 		return "", fmt.Errorf("%s not found (it comes with a JDK; set JAVA_HOME or put %s on PATH)", name, name)
 	}
 	return p, nil
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, which
+// Linux fixes at 100 for user space on every architecture (sysconf
+// _SC_CLK_TCK), whatever the kernel's own HZ.
+const userHZ = 100
+
+// ProcessCPU is the user and system CPU time process pid has used so far
+// (its threads included), from /proc/PID/stat.
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a stat line.
+// The command name (field 2) may hold spaces and parentheses: fields are
+// counted after its last ')'.
+func parseStatCPU(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("hostinfo: stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, errors.New("hostinfo: stat: too few fields")
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("hostinfo: stat: bad CPU times")
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }

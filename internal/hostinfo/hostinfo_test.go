@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const mountinfo = `22 1 259:1 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p1 rw,errors=remount-ro
@@ -68,6 +69,25 @@ func TestVersionFromClasspath(t *testing.T) {
 	for _, tt := range tests {
 		if got := versionFromClasspath(tt.cp, tt.cwd); got != tt.want {
 			t.Errorf("%q: %q, want %q", tt.cp, got, tt.want)
+		}
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want time.Duration
+		bad  bool
+	}{
+		{line: "4242 (java) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 56 0 0 20 0 80 0 100 0 0", want: 12900 * time.Millisecond},
+		{line: "7 (a) b) (c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0", want: 70 * time.Millisecond},
+		{line: "7 java S 1", bad: true},
+		{line: "7 (java) S 1 2 3", bad: true},
+		{line: "7 (java) S 1 7 7 0 -1 0 0 0 0 0 x 4 0 0", bad: true},
+	} {
+		got, err := parseStatCPU([]byte(tc.line))
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v (bad %v)", tc.line, got, err, tc.want, tc.bad)
 		}
 	}
 }
