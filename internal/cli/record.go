@@ -234,6 +234,10 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
 	}
 
+	// The host's USE figures every second into use.jsonl, as kscope use.
+	useDone := make(chan struct{})
+	go func() { defer close(useDone); recordUse(ctx, stderr, o.quiet, pid, meta.Broker.LogDirs, rec) }()
+
 	var reqErr error
 	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
 		if reqErr == nil {
@@ -241,6 +245,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		}
 	}, raw)
 	wg.Wait()
+	<-useDone
 	meta.End = time.Now().UTC()
 
 	var errs []error

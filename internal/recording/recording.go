@@ -11,6 +11,7 @@
 //	lockwaits.jsonl   event.LockWait, from a JFR recording (optional)
 //	capture.pcapng    the raw capture (optional, record --pcap)
 //	broker.jfr        the broker's flight recording (optional, record --jfr)
+//	use.jsonl         use.Sample, the host's USE figures every second (optional)
 //
 // Readers stream: no file is loaded whole, and a line longer than
 // MaxLineBytes is an error naming the file and line.
@@ -30,6 +31,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/use"
 )
 
 // The files of a recording directory.
@@ -41,6 +43,7 @@ const (
 	LockWaitsFile = "lockwaits.jsonl"
 	CaptureFile   = "capture.pcapng"
 	JFRFile       = "broker.jfr"
+	UseFile       = "use.jsonl"
 )
 
 // FormatVersion is the version of the directory layout and meta.json.
@@ -181,6 +184,10 @@ type Writer struct {
 	writes   *output.JSONLines
 	journal  *output.JSONLines
 	locks    *output.JSONLines
+	// use.jsonl is opened by its own writer's goroutine on first use, so
+	// its file is kept apart from files (appended to by LockWait).
+	useFile *os.File
+	use     *output.JSONLines
 }
 
 // Create makes dir (which must not exist, or be empty) and opens its data
@@ -251,12 +258,26 @@ func (w *Writer) LockWait(l *event.LockWait) error {
 	return w.locks.Encode(l)
 }
 
+// Use appends a USE sample, creating use.jsonl on first use. Flush
+// must not run while the first Use does (record calls neither Flush nor
+// Close before its sampler has stopped).
+func (w *Writer) Use(s *use.Sample) error {
+	if w.use == nil {
+		f, err := os.Create(filepath.Join(w.dir, UseFile))
+		if err != nil {
+			return err
+		}
+		w.useFile, w.use = f, output.NewJSONLines(f)
+	}
+	return w.use.Encode(s)
+}
+
 // Flush writes out what the data files buffer, so that a reader sees
 // every event given so far (the agent's slow-request log is read while
 // it grows).
 func (w *Writer) Flush() error {
 	var errs []error
-	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks} {
+	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks, w.use} {
 		if j != nil {
 			errs = append(errs, j.Flush())
 		}
@@ -268,16 +289,20 @@ func (w *Writer) Flush() error {
 // the files present.
 func (w *Writer) Close(meta *Meta) error {
 	var errs []error
-	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks} {
+	for _, j := range []*output.JSONLines{w.requests, w.writes, w.journal, w.locks, w.use} {
 		if j != nil {
 			errs = append(errs, j.Flush())
 		}
 	}
 	errs = append(errs, w.closeFiles())
+	if w.useFile != nil {
+		errs = append(errs, w.useFile.Close())
+		w.useFile = nil
+	}
 	if meta != nil {
 		meta.Version = FormatVersion
 		meta.Files = meta.Files[:0]
-		for _, name := range []string{RequestsFile, WritesFile, JournalFile, LockWaitsFile, CaptureFile, JFRFile} {
+		for _, name := range []string{RequestsFile, WritesFile, JournalFile, LockWaitsFile, CaptureFile, JFRFile, UseFile} {
 			if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
 				meta.Files = append(meta.Files, name)
 			}
@@ -515,5 +540,17 @@ func ReadLockWaits(path string, fn func(*event.LockWait) error) error {
 			return err
 		}
 		return fn(&l)
+	})
+}
+
+// ReadUse reads a use.jsonl file.
+func ReadUse(path string, fn func(*use.Sample) error) error {
+	var s use.Sample
+	return Lines(path, func(line []byte, _ int64) error {
+		s = use.Sample{}
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		return fn(&s)
 	})
 }

@@ -34,6 +34,7 @@ type page struct {
 	CausesSVG      template.HTML
 	Stalls         []explain.Stall
 	Devices        []devicePage
+	Use            *usePage
 }
 
 type devicePage struct {
@@ -81,6 +82,9 @@ func WriteHTML(w io.Writer, d *Data) error {
 			dp.CommitsSVG = HeatmapSVG(fmt.Sprintf("commits-heatmap-%d", i), dv.Commits, start, end)
 		}
 		p.Devices = append(p.Devices, dp)
+	}
+	if d.Use != nil {
+		p.Use = drawUse(d.Use, start, end)
 	}
 	return pageTmpl.Execute(w, p)
 }

@@ -218,6 +218,8 @@ type Inputs struct {
 	// broker; either (or both) give lock-wait evidence.
 	LockWaits string
 	JFR       string
+	// Use is a use.jsonl file (the host's USE figures); "" for none.
+	Use string
 	// Meta is the recording's meta.json; nil for captures.
 	Meta *recording.Meta
 	// Dir is the recording directory, Captures the capture files the
@@ -245,6 +247,7 @@ type Data struct {
 	Devices     []DeviceSeries     // by device name
 	Commits     []event.JournalCommit
 	CommitsSeen int64
+	Use         *UsePanel // nil without use.jsonl
 	Start, End  time.Time
 }
 
@@ -300,6 +303,9 @@ func RecordingInputs(dir string) (Inputs, error) {
 	} else if p := filepath.Join(dir, recording.JFRFile); fileExists(p) {
 		in.JFR = p
 	}
+	if p := filepath.Join(dir, recording.UseFile); fileExists(p) {
+		in.Use = p
+	}
 	return in, nil
 }
 
@@ -334,6 +340,11 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 	}
 	if err := loadLockWaits(idx, in); err != nil {
 		return nil, err
+	}
+	if in.Use != "" {
+		if err := b.readUse(in.Use); err != nil {
+			return nil, err
+		}
 	}
 	if in.Requests != "" {
 		if err := b.explain(idx, in.Requests); err != nil {
@@ -545,6 +556,19 @@ func (d *Data) span() {
 	for _, s := range d.Devices {
 		add(s.Writes)
 		add(s.Commits)
+	}
+	if d.Use != nil {
+		for _, s := range d.Use.spanSeries() {
+			if len(s.Vals) == 0 {
+				continue
+			}
+			if d.Start.IsZero() || s.Origin.Before(d.Start) {
+				d.Start = s.Origin
+			}
+			if s.End().After(d.End) {
+				d.End = s.End()
+			}
+		}
 	}
 }
 
