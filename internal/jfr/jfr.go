@@ -12,6 +12,9 @@
 //     metadata and constant pools (threads, classes) every chunk carries.
 //   - Settings(threshold) is that recording's .jfc settings file, for
 //     java -XX:StartFlightRecording=settings=FILE,filename=PATH.
+//   - ReadProfile (cpu.go) reads a profiling recording (profile.go starts
+//     one): CPU samples with their stacks, threads' CPU load, monitor
+//     waits and parks, for kscope profile (internal/profile).
 //
 // # Times and threads
 //

@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/profile"
+)
+
+type profileOptions struct {
+	pid           string
+	duration      time.Duration
+	out           string
+	jfr           string
+	top           int
+	format        string
+	flame         string
+	period        time.Duration
+	lockThreshold time.Duration
+	quiet         bool
+}
+
+func newProfileCmd() *cobra.Command {
+	var o profileOptions
+	cmd := &cobra.Command{
+		Use:   "profile [--pid auto|N] [--duration 30s] [--out FILE.jfr] | --jfr FILE",
+		Short: "Profile a broker with Java Flight Recorder: CPU by category, top methods and stacks, flame graph, lock contention, hints",
+		Long: `Records the broker with Java Flight Recorder through jcmd (part of the JDK:
+nothing to install, nothing to restart) for --duration: CPU samples of
+threads in Java and in native code every --period, lock waits
+(synchronized monitors, java.util.concurrent locks, Object.wait) of
+--lock-threshold or longer with stacks, per-thread and JVM CPU load, GC
+pauses and the JVM's flags. Or reads an existing recording (--jfr FILE).
+
+Reports:
+  - CPU by category, with the frames that decided it: compression per
+    codec, checksums (CRC32C, MD5), crypto (AES-GCM, TLS), network, log
+    append and index, replication, request handling, GC, JIT, other;
+  - the top methods (self and total), the top stacks and the threads;
+  - lock contention: monitors by total and worst wait, with the waiting
+    threads, the holders and a stack;
+  - hints when a known costly pattern shows (a codec the broker
+    recompresses to, MD5 or AES without intrinsics, GC), with the numbers.
+--flame FILE.svg or FILE.html writes a self-contained flame graph.
+
+Shares are estimates of the JVM's CPU (samples weighed and scaled to each
+thread's measured CPU): docs/profile.md says how, and what JFR cannot see.
+
+jcmd must run as the broker's user (or root). Ctrl-C ends the recording
+early and reports what was recorded. Exit status: 0, 1 on failure, 2 for
+bad input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return badInput(fmt.Errorf("unexpected argument %q: a recording goes after --jfr", args[0]))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runProfile(ctx, cmd, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.pid, "pid", "auto", "the broker's pid, or auto: the one JVM running kafka.Kafka")
+	f.DurationVar(&o.duration, "duration", 30*time.Second, "how long to record")
+	f.StringVar(&o.out, "out", "", "keep the recording in this file (the JVM writes it: it must be able to); default: a temporary file")
+	f.StringVar(&o.jfr, "jfr", "", "read this recording instead of recording")
+	f.IntVar(&o.top, "top", 20, "methods, stacks, threads, monitors and waits to list")
+	f.StringVar(&o.format, "format", "table", "output format: table or json")
+	f.StringVar(&o.flame, "flame", "", "write a flame graph to FILE.svg or FILE.html")
+	f.DurationVar(&o.period, "period", jfr.DefaultSamplePeriod, "JFR sampling period (jdk.ExecutionSample, jdk.NativeMethodSample)")
+	f.DurationVar(&o.lockThreshold, "lock-threshold", jfr.DefaultLockThreshold, "record lock waits at least this long")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	return cmd
+}
+
+func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.format != "table" && o.format != "json" {
+		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
+	}
+	if o.top <= 0 {
+		return badInput(fmt.Errorf("--top %d: want a positive number", o.top))
+	}
+	if o.flame != "" {
+		switch strings.ToLower(filepath.Ext(o.flame)) {
+		case ".svg", ".html", ".htm":
+		default:
+			return badInput(fmt.Errorf("--flame %q: want a FILE.svg or FILE.html", o.flame))
+		}
+	}
+	if o.jfr != "" && cmd.Flags().Changed("out") {
+		return badInput(errors.New("--jfr reads a recording and --out keeps a new one: give one of them"))
+	}
+	if o.jfr != "" && (cmd.Flags().Changed("duration") || cmd.Flags().Changed("period") || cmd.Flags().Changed("lock-threshold")) {
+		return badInput(errors.New("--duration, --period and --lock-threshold are for recording, not with --jfr"))
+	}
+	if o.duration <= 0 || o.period <= 0 || o.lockThreshold < 0 {
+		return badInput(errors.New("--duration and --period must be positive, --lock-threshold not negative"))
+	}
+	notef := func(format string, args ...any) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "profile: "+format+"\n", args...)
+		}
+	}
+
+	path := o.jfr
+	var flags map[string]string
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return badInput(fmt.Errorf("--jfr: %w", err))
+		}
+		// The flags of a running JVM only when asked for one: the file
+		// may come from another machine.
+		if cmd.Flags().Changed("pid") {
+			if pid, err := brokerPID(o.pid); err == nil {
+				flags = vmFlags(ctx, pid, notef)
+			}
+		}
+	} else {
+		pid, err := brokerPID(o.pid)
+		if err != nil {
+			return err
+		}
+		var cleanup func()
+		if path, cleanup, err = profilePath(o.out); err != nil {
+			return err
+		}
+		defer cleanup()
+		if err := recordProfile(ctx, pid, path, o, notef); err != nil {
+			return err
+		}
+		flags = vmFlags(ctx, pid, notef)
+		if o.out != "" {
+			notef("recording kept in %s", path)
+		}
+	}
+
+	pr, err := jfr.ReadProfile(path)
+	if err != nil {
+		if pr.Stats.Chunks == 0 {
+			if o.jfr != "" {
+				return badInput(err)
+			}
+			return err
+		}
+		// A recording damaged at the end still has its first chunks.
+		fmt.Fprintf(stderr, "profile: WARNING: %v; reporting the %d chunks before the damage\n", err, pr.Stats.Chunks)
+	}
+	rep := profile.Build(pr, profile.Options{Top: o.top, Flags: flags})
+	if o.flame != "" {
+		if err := writeFlame(o.flame, rep); err != nil {
+			return err
+		}
+		notef("flame graph in %s", o.flame)
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(rep)
+	}
+	return profile.WriteText(stdout, rep)
+}
+
+// profilePath is where the JVM writes the recording: --out, or a file in
+// a new temporary directory that the JVM (perhaps another user) may
+// write to, removed by cleanup.
+func profilePath(out string) (string, func(), error) {
+	if out != "" {
+		abs, err := filepath.Abs(out)
+		if err != nil {
+			return "", nil, badInput(fmt.Errorf("--out: %w", err))
+		}
+		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
+			return "", nil, badInput(fmt.Errorf("--out %s: no such directory %s", out, filepath.Dir(abs)))
+		}
+		return abs, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "kscope-profile-")
+	if err != nil {
+		return "", nil, fmt.Errorf("profile: %w", err)
+	}
+	// Writable and searchable, not listable, by the JVM's user.
+	if err := os.Chmod(dir, 0o733); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("profile: %w", err)
+	}
+	return filepath.Join(dir, "profile.jfr"), func() { os.RemoveAll(dir) }, nil
+}
+
+// recordProfile records pid into path for o.duration, or until SIGINT or
+// SIGTERM.
+func recordProfile(ctx context.Context, pid int, path string, o *profileOptions, notef func(string, ...any)) error {
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	jctx, cancel := context.WithTimeout(sctx, 30*time.Second)
+	rec, err := jfr.StartProfile(jctx, pid, "kscope-profile", path, jfr.ProfileOptions{SamplePeriod: o.period, LockThreshold: o.lockThreshold})
+	cancel()
+	if err != nil {
+		return err
+	}
+	notef("recording pid %d for %v (CPU samples every %v, lock waits of %v or more); Ctrl-C stops early", pid, o.duration, o.period, o.lockThreshold)
+	t := time.NewTimer(o.duration)
+	select {
+	case <-t.C:
+	case <-sctx.Done():
+		t.Stop()
+		notef("stopping early")
+	}
+	// Stop even when interrupted: the recording is what was asked for.
+	jctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return rec.Stop(jctx)
+}
+
+// vmFlags asks the JVM for its flags, for the hints; without them the
+// hints say less.
+func vmFlags(ctx context.Context, pid int, notef func(string, ...any)) map[string]string {
+	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	flags, err := jfr.VMFlags(jctx, pid)
+	if err != nil {
+		notef("no JVM flags for the hints: %v", err)
+		return nil
+	}
+	return flags
+}
+
+func writeFlame(path string, rep *profile.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--flame: %w", err)
+	}
+	write := profile.FlameSVG
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".html" || ext == ".htm" {
+		write = profile.FlameHTML
+	}
+	if err := write(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("--flame: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--flame: %w", err)
+	}
+	return nil
+}
