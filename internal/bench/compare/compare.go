@@ -302,19 +302,19 @@ func latencySample(r *bench.Result, series string, get func(bench.SecondLatency)
 	return out
 }
 
-// holm adjusts the p-values of a comparison's tests by Holm's step-down
+// Holm adjusts a family of p-values, by name, by Holm's step-down
 // method. A comparison runs a dozen or more tests; at 0.05 each, two
 // identical runs would get some verdict in a good part of comparisons (a
 // flaky CI job). Holm keeps the chance of any false verdict at or below
 // alpha, and unlike Bonferroni costs little power when some differences
 // are real.
-func holm(tests map[string]*MannWhitneyResult) map[string]float64 {
-	keys := make([]string, 0, len(tests))
-	for k := range tests {
+func Holm(p map[string]float64) map[string]float64 {
+	keys := make([]string, 0, len(p))
+	for k := range p {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if pi, pj := tests[keys[i]].P, tests[keys[j]].P; pi != pj {
+		if pi, pj := p[keys[i]], p[keys[j]]; pi != pj {
 			return pi < pj
 		}
 		return keys[i] < keys[j]
@@ -322,10 +322,18 @@ func holm(tests map[string]*MannWhitneyResult) map[string]float64 {
 	out := make(map[string]float64, len(keys))
 	m, running := len(keys), 0.0
 	for i, k := range keys {
-		running = max(running, min(1, float64(m-i)*tests[k].P))
+		running = max(running, min(1, float64(m-i)*p[k]))
 		out[k] = running
 	}
 	return out
+}
+
+func holm(tests map[string]*MannWhitneyResult) map[string]float64 {
+	p := make(map[string]float64, len(tests))
+	for k, t := range tests {
+		p[k] = t.P
+	}
+	return Holm(p)
 }
 
 // judge fills in the verdict of row from its change and its adjusted

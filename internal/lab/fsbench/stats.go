@@ -3,7 +3,6 @@ package fsbench
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 )
@@ -231,26 +230,13 @@ func values(runs []*RunResult, m Metric) []float64 {
 	return out
 }
 
-// holm is Holm's step-down adjustment of the p-values of a family of
-// tests, as internal/bench/compare does it.
+// holm adjusts the tests' p-values as internal/bench/compare does.
 func holm(tests map[string]compare.MannWhitneyResult) map[string]float64 {
-	keys := make([]string, 0, len(tests))
-	for k := range tests {
-		keys = append(keys, k)
+	p := make(map[string]float64, len(tests))
+	for k, t := range tests {
+		p[k] = t.P
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if pi, pj := tests[keys[i]].P, tests[keys[j]].P; pi != pj {
-			return pi < pj
-		}
-		return keys[i] < keys[j]
-	})
-	out := make(map[string]float64, len(keys))
-	m, running := len(keys), 0.0
-	for i, k := range keys {
-		running = max(running, min(1, float64(m-i)*tests[k].P))
-		out[k] = running
-	}
-	return out
+	return compare.Holm(p)
 }
 
 // judge sets row's verdict, by compare's rule: a change beyond the
