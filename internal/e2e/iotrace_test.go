@@ -546,17 +546,25 @@ func testIotraceStall(ctx context.Context, t *testing.T, b *lab.Broker, mnt, log
 	}
 }
 
-// The helper process for the leak test: `kscope iotrace` itself, run by
+// The helper process of the tests that signal or kill a command
+// (iotrace, record, agent, lab fs): `kscope ARGS` itself, run by
 // re-executing the test binary (as os/exec's tests do), so that it can be
-// killed like the real command.
-const iotHelperEnv = "KSCOPE_E2E_IOTRACE_ARGS"
+// interrupted and killed like the real command. helperCommand makes one.
+const kscopeHelperEnv = "KSCOPE_E2E_ARGS"
 
-func TestIotraceHelperProcess(t *testing.T) {
-	args := os.Getenv(iotHelperEnv)
+func TestKscopeHelperProcess(t *testing.T) {
+	args := os.Getenv(kscopeHelperEnv)
 	if args == "" {
 		return // not the helper: nothing to test here
 	}
 	os.Exit(cli.Main(strings.Split(args, "\n"), os.Stdout, os.Stderr))
+}
+
+// helperCommand is `kscope ARGS` as a helper process of this test binary.
+func helperCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKscopeHelperProcess$")
+	cmd.Env = append(os.Environ(), kscopeHelperEnv+"="+strings.Join(args, "\n"))
+	return cmd
 }
 
 // iotCLI runs `kscope iotrace ARGS` as a process and waits until it has
@@ -579,8 +587,7 @@ func iotStartCLI(ctx context.Context, t *testing.T, args ...string) *iotCLI {
 func startCLI(ctx context.Context, t *testing.T, ready string, args ...string) *iotCLI {
 	t.Helper()
 	c := &iotCLI{exited: make(chan error, 1)}
-	c.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestIotraceHelperProcess$")
-	c.cmd.Env = append(os.Environ(), iotHelperEnv+"="+strings.Join(args, "\n"))
+	c.cmd = helperCommand(ctx, args...)
 	c.cmd.Stdout = &c.stdout
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {

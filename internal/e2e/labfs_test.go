@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -278,18 +279,6 @@ func brokerAlive(pid int) bool {
 	return slices.Contains(strings.Split(string(cmdline), "\x00"), "kafka.Kafka")
 }
 
-// The helper process: `kscope ARGS` itself, run by re-executing the test
-// binary, so that it can be interrupted and killed like the real command.
-const labfsHelperEnv = "KSCOPE_E2E_LABFS_ARGS"
-
-func TestLabFSHelperProcess(t *testing.T) {
-	args := os.Getenv(labfsHelperEnv)
-	if args == "" {
-		return // not the helper: nothing to test here
-	}
-	os.Exit(cli.Main(strings.Split(args, "\n"), os.Stdout, os.Stderr))
-}
-
 // labfsCLI is a running `kscope lab fs`.
 type labfsCLI struct {
 	cmd    *exec.Cmd
@@ -305,8 +294,7 @@ type labfsCLI struct {
 func startLabFS(t *testing.T, args ...string) *labfsCLI {
 	t.Helper()
 	c := &labfsCLI{lines: make(chan string, 1000), exited: make(chan error, 1)}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^TestLabFSHelperProcess$")
-	c.cmd.Env = append(os.Environ(), labfsHelperEnv+"="+strings.Join(args, "\n"))
+	c.cmd = helperCommand(context.Background(), args...)
 	c.cmd.Stdout = &c.stdout
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
