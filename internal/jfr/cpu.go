@@ -332,17 +332,8 @@ func (c *profChunk) javaThread(ref types.ThreadRef) *Thread {
 		return t
 	}
 	var t *Thread
-	if i, ok := c.p.Threads.IDMap[ref]; ok && int(i) < len(c.p.Threads.Thread) {
-		pt := &c.p.Threads.Thread[i]
-		name := pt.JavaName
-		if name == "" {
-			name = pt.OsName
-		}
-		tid := 0
-		if pt.OsThreadId <= math.MaxInt32 {
-			tid = int(pt.OsThreadId)
-		}
-		t = &Thread{TID: tid, JavaID: pt.JavaThreadId, Name: c.in.get(name)}
+	if pt := threadOf(c.p, ref); pt != nil {
+		t = &Thread{TID: osTID(pt), JavaID: pt.JavaThreadId, Name: c.in.get(threadName(pt))}
 	}
 	c.pthread[ref] = t
 	return t

@@ -431,22 +431,39 @@ func (c *converter) thread(ref types.ThreadRef) *thread {
 		return t
 	}
 	var t *thread
-	if i, ok := c.p.Threads.IDMap[ref]; ok && int(i) < len(c.p.Threads.Thread) {
-		pt := &c.p.Threads.Thread[i]
-		name := pt.JavaName
-		if name == "" {
-			name = pt.OsName
-		}
-		tid := 0
-		if pt.OsThreadId <= math.MaxInt32 {
-			tid = int(pt.OsThreadId)
-		}
+	if pt := threadOf(c.p, ref); pt != nil {
 		// The parser's strings point into the file's bytes; copy so that
 		// a kept LockWait does not keep the whole file in memory.
-		t = &thread{tid: tid, name: strings.Clone(name)}
+		t = &thread{tid: osTID(pt), name: strings.Clone(threadName(pt))}
 	}
 	c.threads[ref] = t
 	return t
+}
+
+// threadOf is the chunk's thread of ref, nil when the chunk lacks it.
+func threadOf(p *parser.Parser, ref types.ThreadRef) *types.Thread {
+	if i, ok := p.Threads.IDMap[ref]; ok && int(i) < len(p.Threads.Thread) {
+		return &p.Threads.Thread[i]
+	}
+	return nil
+}
+
+// threadName is a thread's Java name, or its OS name for a thread the
+// JVM did not start (GC, compiler threads).
+func threadName(pt *types.Thread) string {
+	if pt.JavaName != "" {
+		return pt.JavaName
+	}
+	return pt.OsName
+}
+
+// osTID is a thread's kernel thread id; 0 when it has none (a virtual
+// thread) or a value no Linux tid can have.
+func osTID(pt *types.Thread) int {
+	if pt.OsThreadId <= math.MaxInt32 {
+		return int(pt.OsThreadId)
+	}
+	return 0
 }
 
 func (c *converter) class(ref types.ClassRef) (string, bool) {
