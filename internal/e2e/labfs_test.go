@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
@@ -99,7 +99,7 @@ func TestLabFS(t *testing.T) {
 		if l := labfsLoops(t, work); len(l) == 0 {
 			t.Errorf("SIGKILL left no loop device: the test tests nothing")
 		}
-		t.Logf("after SIGKILL: mounts %v, loop devices %v, broker %d alive: %v", labfsMounts(t, work), labfsLoops(t, work), pid, brokerAlive(pid))
+		t.Logf("after SIGKILL: mounts %v, loop devices %v, broker %d alive: %v", labfsMounts(t, work), labfsLoops(t, work), pid, lab.BrokerAlive(pid))
 
 		t.Run("next run cleans up and runs", func(t *testing.T) {
 			html := filepath.Join(t.TempDir(), "report.html")
@@ -208,10 +208,10 @@ func assertNothingLeft(t *testing.T, work string, brokerPID int) {
 		t.Errorf("loop devices left backed by %s: %v", work, l)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for brokerAlive(brokerPID) && time.Now().Before(deadline) {
+	for lab.BrokerAlive(brokerPID) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if brokerAlive(brokerPID) {
+	if lab.BrokerAlive(brokerPID) {
 		t.Errorf("broker pid %d still running", brokerPID)
 	}
 	if imgs, _ := filepath.Glob(filepath.Join(work, "run", "*.img")); len(imgs) > 0 {
@@ -263,21 +263,6 @@ func labfsLoops(t *testing.T, dir string) []string {
 	return devs
 }
 
-// brokerAlive reports whether pid is a live broker JVM (not a zombie).
-func brokerAlive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-		return false
-	}
-	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return slices.Contains(strings.Split(string(cmdline), "\x00"), "kafka.Kafka")
-}
 
 // labfsCLI is a running `kscope lab fs`.
 type labfsCLI struct {
@@ -347,7 +332,7 @@ func (c *labfsCLI) waitBroker(t *testing.T) int {
 			}
 			if m := brokerLine.FindStringSubmatch(line); m != nil {
 				pid, _ := strconv.Atoi(m[1])
-				if !brokerAlive(pid) {
+				if !lab.BrokerAlive(pid) {
 					t.Fatalf("broker pid %d of %q is not running", pid, line)
 				}
 				return pid

@@ -37,16 +37,41 @@ type Mount struct {
 	Source     string
 	MountPoint string
 	Options    string // per-mount options, then the super block's
+	// SuperOptions are the super block's options alone (data=writeback,
+	// inode64, ...): what the file system was mounted with.
+	SuperOptions string
+}
+
+// Mounts lists every mount process pid sees (pid 0: this process), in
+// /proc/PID/mountinfo's order (a later mount on the same point is on top).
+func Mounts(pid int) ([]Mount, error) {
+	f, err := os.Open(mountinfoPath(pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mount
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if m, ok := parseMountinfo(sc.Text()); ok {
+			out = append(out, m)
+		}
+	}
+	return out, sc.Err()
+}
+
+func mountinfoPath(pid int) string {
+	if pid > 0 {
+		return "/proc/" + strconv.Itoa(pid) + "/mountinfo"
+	}
+	return "/proc/self/mountinfo"
 }
 
 // MountOf returns the mount that holds path, as process pid sees it
 // (/proc/PID/mountinfo; pid 0 means this process).
 func MountOf(pid int, path string) (Mount, error) {
-	proc := "/proc/self/mountinfo"
-	if pid > 0 {
-		proc = "/proc/" + strconv.Itoa(pid) + "/mountinfo"
-	}
-	f, err := os.Open(proc)
+	f, err := os.Open(mountinfoPath(pid))
 	if err != nil {
 		return Mount{}, err
 	}
@@ -109,11 +134,12 @@ func parseMountinfo(line string) (Mount, bool) {
 		return Mount{}, false
 	}
 	return Mount{
-		Device:     fields[2],
-		MountPoint: unescape(fields[4]),
-		Options:    fields[5] + "," + fields[sep+3],
-		FSType:     fields[sep+1],
-		Source:     unescape(fields[sep+2]),
+		Device:       fields[2],
+		MountPoint:   unescape(fields[4]),
+		Options:      fields[5] + "," + fields[sep+3],
+		SuperOptions: fields[sep+3],
+		FSType:       fields[sep+1],
+		Source:       unescape(fields[sep+2]),
 	}, true
 }
 

@@ -86,7 +86,7 @@ func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, 
 		if err != nil {
 			return nil, fmt.Errorf("lab: storage in %v is formatted but: %w", cfg.LogDirs, err)
 		}
-		if brokerAlive(st.PID) {
+		if BrokerAlive(st.PID) {
 			return nil, fmt.Errorf("lab: broker in %s already running (pid %d)", cfg.Dir, st.PID)
 		}
 		prev[i] = &st
@@ -507,7 +507,7 @@ func (b *Broker) Running() bool {
 			return true
 		}
 	}
-	return brokerAlive(b.st.PID)
+	return BrokerAlive(b.st.PID)
 }
 
 // Stop sends SIGTERM (a controlled shutdown), waits up to 20 s, then
@@ -533,12 +533,12 @@ func (b *Broker) stop() error {
 				<-b.done
 			}
 		}
-	} else if brokerAlive(pid) {
+	} else if BrokerAlive(pid) {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		if !waitGone(pid, stopGrace) {
+		if !WaitGone(pid, stopGrace) {
 			killed = true
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			if !waitGone(pid, 5*time.Second) {
+			if !WaitGone(pid, 5*time.Second) {
 				return fmt.Errorf("lab: stop broker pid %d: still alive after SIGKILL", pid)
 			}
 		}

@@ -46,9 +46,9 @@ func StartChild(cmd *exec.Cmd) (<-chan error, error) {
 // brokerMainClass identifies a broker JVM in /proc/PID/cmdline.
 const brokerMainClass = "kafka.Kafka"
 
-// brokerAlive reports whether pid is a live (not zombie) broker JVM. The
+// BrokerAlive reports whether pid is a live (not zombie) broker JVM. The
 // cmdline check guards against a recycled pid after the broker died.
-func brokerAlive(pid int) bool {
+func BrokerAlive(pid int) bool {
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		return false
 	}
@@ -71,11 +71,12 @@ func brokerAlive(pid int) bool {
 	return false
 }
 
-// waitGone polls until pid is no longer a live broker or d elapses.
-func waitGone(pid int, d time.Duration) bool {
+// WaitGone polls until pid is no longer a live broker or d elapses; it
+// reports whether the broker is gone.
+func WaitGone(pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if !brokerAlive(pid) {
+		if !BrokerAlive(pid) {
 			return true
 		}
 		if time.Now().After(deadline) {

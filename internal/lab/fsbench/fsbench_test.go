@@ -304,9 +304,6 @@ func TestStackAndState(t *testing.T) {
 }
 
 func TestMountHelpers(t *testing.T) {
-	if got := unescapeMount(`/a\040b/c\011d`); got != "/a b/c\td" {
-		t.Errorf("unescape %q", got)
-	}
 	for _, c := range []struct {
 		dir, path string
 		in        bool

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/lab"
 )
 
 // Names inside the work dir.
@@ -313,7 +316,7 @@ func sweep(dir string) (*Leftovers, error) {
 	}
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		if !waitGone(pid, 30*time.Second) {
+		if !lab.WaitGone(pid, 30*time.Second) {
 			errs = append(errs, fmt.Errorf("broker pid %d still alive after SIGKILL", pid))
 			continue
 		}
@@ -404,20 +407,16 @@ func run(args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// mountsUnder lists the mount points at or below dir (/proc/self/mountinfo).
+// mountsUnder lists the mount points at or below dir.
 func mountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := hostinfo.Mounts(0)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		if mp := unescapeMount(f[4]); within(dir, mp) && !slices.Contains(out, mp) {
-			out = append(out, mp)
+	for _, m := range ms {
+		if within(dir, m.MountPoint) && !slices.Contains(out, m.MountPoint) {
+			out = append(out, m.MountPoint)
 		}
 	}
 	return out, nil
@@ -426,25 +425,6 @@ func mountsUnder(dir string) ([]string, error) {
 func isMounted(path string) bool {
 	m, err := mountsUnder(path)
 	return err == nil && slices.Contains(m, path)
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // loopsBackedUnder lists the loop devices whose backing file is in dir
@@ -492,51 +472,20 @@ func brokersUnder(dir string) []int {
 		if err != nil || !within(dir, strings.TrimSuffix(cwd, " (deleted)")) {
 			continue
 		}
-		if isBroker(pid) {
+		if lab.BrokerAlive(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// isBroker reports whether pid is a live (not zombie) broker JVM.
-func isBroker(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	proc := "/proc/" + strconv.Itoa(pid)
-	if stat, err := os.ReadFile(proc + "/stat"); err == nil {
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return false
-		}
-	} else {
-		return false
-	}
-	cmdline, err := os.ReadFile(proc + "/cmdline")
-	if err != nil {
-		return false
-	}
-	return slices.Contains(strings.Split(string(cmdline), "\x00"), "kafka.Kafka")
-}
-
 // isBrokerIn reports whether pid is a broker JVM running in dir.
 func isBrokerIn(pid int, dir string) bool {
-	if !isBroker(pid) {
+	if !lab.BrokerAlive(pid) {
 		return false
 	}
 	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	return err == nil && within(dir, strings.TrimSuffix(cwd, " (deleted)"))
-}
-
-func waitGone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for isBroker(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }
 
 // thaw runs fsfreeze -u; it fails when the file system was not frozen.

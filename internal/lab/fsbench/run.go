@@ -18,6 +18,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
 )
 
@@ -210,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		CPUs: runtime.NumCPU(), Runs: []*RunResult{}, Warnings: []string{}, LoopDirectIO: true,
 	}
 	res.Host, _ = os.Hostname()
-	res.Kernel = kernel()
+	res.Kernel = hostinfo.Kernel()
 	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -579,22 +580,15 @@ func removeFile(path string) error {
 	return nil
 }
 
-// mountOptions returns the mount and super options of mnt as the kernel
-// shows them (/proc/self/mountinfo).
+// mountOptions returns the super block options mnt was mounted with.
 func mountOptions(mnt string) string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := hostinfo.Mounts(0)
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 || unescapeMount(f[4]) != mnt {
-			continue
-		}
-		for i := 6; i < len(f)-3; i++ {
-			if f[i] == "-" {
-				return f[i+3]
-			}
+	for _, m := range ms {
+		if m.MountPoint == mnt {
+			return m.SuperOptions
 		}
 	}
 	return ""
@@ -614,20 +608,12 @@ func ext4Features(dev string) string {
 	return ""
 }
 
-func kernel() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
 // otherBrokers lists the broker JVMs on this machine other than ours.
 func otherBrokers(ours int) []int {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []int
 	for _, p := range procs {
-		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil && pid != ours && isBroker(pid) {
+		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil && pid != ours && lab.BrokerAlive(pid) {
 			out = append(out, pid)
 		}
 	}
