@@ -242,7 +242,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 			}
 		}}, a.onRequest, nil)
 	a.mu.Lock()
-	addResult(&a.capDone, res)
+	a.capDone.Add(res)
 	a.capNow, a.gauges = source.Result{}, wire.Gauges{}
 	a.mu.Unlock()
 	if err == nil {
@@ -274,36 +274,6 @@ func watchInterface(name string, index int, stop <-chan struct{}, cancel context
 			return
 		}
 	}
-}
-
-// addResult adds a closed capture's counters to the totals.
-func addResult(dst *source.Result, r source.Result) {
-	w, d := r.Wire, &dst.Wire
-	d.Packets += w.Packets
-	d.Bytes += w.Bytes
-	d.Connections += w.Connections
-	d.Requests += w.Requests
-	d.Responses += w.Responses
-	d.NoResponse += w.NoResponse
-	d.Unanswered += w.Unanswered
-	d.Unpaired += w.Unpaired
-	d.UnknownAPIs += w.UnknownAPIs
-	d.SkippedBytes += w.SkippedBytes
-	d.Gaps += w.Gaps
-	d.Resyncs += w.Resyncs
-	d.Partial += w.Partial
-	d.DecodeErrors += w.DecodeErrors
-	d.BatchErrors += w.BatchErrors
-	d.Oversized += w.Oversized
-	d.Evicted += w.Evicted
-	c, dc := r.Capture, &dst.Capture
-	dc.Packets += c.Packets
-	dc.KernelPackets += c.KernelPackets
-	dc.KernelDrops += c.KernelDrops
-	dc.QueueFreezes += c.QueueFreezes
-	dc.NotTCP += c.NotTCP
-	dc.Undecodable += c.Undecodable
-	dc.Fragments += c.Fragments
 }
 
 func (a *Agent) onRequest(r *event.Request) {
@@ -479,8 +449,8 @@ func (a *Agent) Health() metrics.Health {
 // a.mu must be held.
 func (a *Agent) totals() (source.Result, iotrace.Stats) {
 	var tot source.Result
-	addResult(&tot, a.capDone)
-	addResult(&tot, a.capNow)
+	tot.Add(a.capDone)
+	tot.Add(a.capNow)
 	var tr iotrace.Stats
 	iotrace.AddStats(&tr, a.traceDone)
 	iotrace.AddStats(&tr, a.traceNow)

@@ -263,7 +263,6 @@ func labfsLoops(t *testing.T, dir string) []string {
 	return devs
 }
 
-
 // labfsCLI is a running `kscope lab fs`.
 type labfsCLI struct {
 	cmd    *exec.Cmd

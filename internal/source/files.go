@@ -40,6 +40,25 @@ type CaptureStats struct {
 	QueueFreezes  int64 `json:"queue_freezes,omitempty"`  // times the ring filled up
 }
 
+// Add adds o's counters to c.
+func (c *CaptureStats) Add(o CaptureStats) {
+	c.Packets += o.Packets
+	c.FileBytes += o.FileBytes
+	c.NotTCP += o.NotTCP
+	c.Undecodable += o.Undecodable
+	c.Fragments += o.Fragments
+	c.KernelPackets += o.KernelPackets
+	c.KernelDrops += o.KernelDrops
+	c.QueueFreezes += o.QueueFreezes
+}
+
+// Add adds the counters of o, a later capture, to r (files, warnings
+// and the interface name are not counters: r keeps its own).
+func (r *Result) Add(o Result) {
+	r.Wire.Add(o.Wire)
+	r.Capture.Add(o.Capture)
+}
+
 // Options configure ReadFiles.
 type Options struct {
 	Wire   wire.Config

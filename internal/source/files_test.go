@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gopacket/gopacket/pcapgo"
@@ -167,5 +168,26 @@ func BenchmarkReadFiles(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		readAll(b, realCapture)
+	}
+}
+
+// TestResultAdd: every counter of a Result is summed (a field added to
+// wire.Stats or CaptureStats without its line in Add fails here).
+func TestResultAdd(t *testing.T) {
+	var one Result
+	for _, v := range []reflect.Value{reflect.ValueOf(&one.Wire).Elem(), reflect.ValueOf(&one.Capture).Elem()} {
+		for i := range v.NumField() {
+			v.Field(i).SetInt(1)
+		}
+	}
+	var sum Result
+	sum.Add(one)
+	sum.Add(one)
+	for _, v := range []reflect.Value{reflect.ValueOf(sum.Wire), reflect.ValueOf(sum.Capture)} {
+		for i := range v.NumField() {
+			if got := v.Field(i).Int(); got != 2 {
+				t.Errorf("%s.%s = %d after adding 1 twice", v.Type().Name(), v.Type().Field(i).Name, got)
+			}
+		}
 	}
 }

@@ -23,3 +23,25 @@ type Stats struct {
 	Oversized    int64 `json:"oversized"`     // frames larger than the keep limit: not decoded
 	Evicted      int64 `json:"evicted"`       // requests dropped from a full in-flight table
 }
+
+// Add adds o's counters to s: totals over several decoders (a live
+// capture opened again).
+func (s *Stats) Add(o Stats) {
+	s.Packets += o.Packets
+	s.Bytes += o.Bytes
+	s.Connections += o.Connections
+	s.Requests += o.Requests
+	s.Responses += o.Responses
+	s.NoResponse += o.NoResponse
+	s.Unanswered += o.Unanswered
+	s.Unpaired += o.Unpaired
+	s.UnknownAPIs += o.UnknownAPIs
+	s.SkippedBytes += o.SkippedBytes
+	s.Gaps += o.Gaps
+	s.Resyncs += o.Resyncs
+	s.Partial += o.Partial
+	s.DecodeErrors += o.DecodeErrors
+	s.BatchErrors += o.BatchErrors
+	s.Oversized += o.Oversized
+	s.Evicted += o.Evicted
+}
