@@ -271,7 +271,7 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 	s.written++
 
 	from, to := r.Arrival.Add(-joinMargin), r.End.Add(joinMargin)
-	for i := s.ioHead; i < len(s.io); i++ {
+	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
 		it := &s.io[i]
 		if it.written || it.end.Before(from) || it.start.After(to) {
 			continue
@@ -291,6 +291,24 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// arrivalDisorder bounds how far out of end-time order events arrive:
+// the tracer sends each event when its call ends, and its readers (one
+// per ring buffer) run within milliseconds of each other.
+const arrivalDisorder = 5 * time.Second
+
+// firstEndingAfter is the index from which the buffered events may end at
+// or after t: events arrive in about the order they end, so the search
+// walks back from the newest instead of reading the whole window for
+// every slow request.
+func (s *slowLog) firstEndingAfter(t time.Time) int {
+	limit := t.Add(-arrivalDisorder)
+	i := len(s.io)
+	for i > s.ioHead && !s.io[i-1].end.Before(limit) {
+		i--
+	}
+	return i
 }
 
 // trim forgets events and connections too old to be joined.

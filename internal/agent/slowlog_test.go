@@ -170,3 +170,26 @@ func TestSlowLogBoundsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlowLogJoinSkipsOld: events that ended long before a slow request
+// are not read for it, and an event a little out of order still joins.
+func TestSlowLogJoinSkipsOld(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100), Window: time.Minute})
+	for i := range 100 {
+		s.event(t0.Add(ms(100*i)), t0.Add(ms(100*i+1)), write(ms(100*i), ms(1), "old"))
+	}
+	// Arrives after a later one, though it overlaps the slow request.
+	s.event(t0.Add(ms(20000)), t0.Add(ms(20300)), write(ms(20000), ms(300), "late-arrival"))
+	if i := s.firstEndingAfter(t0.Add(ms(20000))); i < 95 || i > 100 {
+		t.Errorf("search starts at %d of %d", i, len(s.io))
+	}
+	s.request(req("a:1", 1, "Produce", ms(20000), ms(400)))
+	s.flush(t0.Add(25 * time.Second))
+	if err := s.close(t0.Add(26 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, files := readSegment(t, s.cfg.Dir)
+	if !slices.Equal(files, []string{"late-arrival"}) {
+		t.Errorf("writes %v, want the overlapping one only", files)
+	}
+}
