@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
@@ -19,7 +20,11 @@ import (
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
-type explainOptions struct {
+// slowRequestInputs are what explain and report share: where the
+// requests and the broker's I/O come from (a recording, or captures with
+// iotrace output), how writes are matched to requests, and what makes a
+// request slow.
+type slowRequestInputs struct {
 	pcaps           []string
 	ioFiles         []string
 	jfrFile         string
@@ -29,16 +34,43 @@ type explainOptions struct {
 	messageIDHeader string
 	slow            time.Duration
 	percentile      float64
-	share           float64
-	stall           time.Duration
-	slowWrite       time.Duration
-	request         string
-	format          string
-	summary         bool
-	top             int
-	quiet           bool
 
 	percentileSet bool // --percentile was given, not defaulted
+}
+
+// addFlags registers the inputs' flags; ioHelp says how --io goes with
+// --pcap for the command.
+func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string) {
+	f.StringSliceVar(&in.pcaps, "pcap", nil, pcapHelp)
+	f.StringSliceVar(&in.ioFiles, "io", nil, ioHelp)
+	f.StringVar(&in.jfrFile, "jfr", "", "a Java Flight Recorder file of the broker: its jdk.JavaMonitorEnter events are lock-wait evidence")
+	f.UintSliceVar(&in.ports, "port", []uint{9092}, "broker port, with --pcap")
+	f.StringSliceVar(&in.logDirs, "log-dirs", nil, "the broker's log dirs: topic names and exact matching by message id (default: from meta.json)")
+	f.BoolVar(&in.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
+	f.StringVar(&in.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
+	f.DurationVar(&in.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
+	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
+}
+
+// idLookup finds writes' message ids in the segment files of logDirs,
+// unless --no-segments or there is nothing to look in.
+func (in *slowRequestInputs) idLookup(logDirs []string) explain.IDLookup {
+	if in.noSegments || len(logDirs) == 0 || in.messageIDHeader == "" {
+		return nil
+	}
+	return explain.SegmentLookup(logDirs, in.messageIDHeader)
+}
+
+type explainOptions struct {
+	slowRequestInputs
+	share     float64
+	stall     time.Duration
+	slowWrite time.Duration
+	request   string
+	format    string
+	summary   bool
+	top       int
+	quiet     bool
 }
 
 func newExplainCmd() *cobra.Command {
@@ -76,15 +108,7 @@ DIR is a recording made by 'kscope record'. Without one, give a capture
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.pcaps, "pcap", nil, "capture file(s) instead of a recording (with --io)")
-	f.StringSliceVar(&o.ioFiles, "io", nil, "iotrace --format json output (with --pcap)")
-	f.StringVar(&o.jfrFile, "jfr", "", "a Java Flight Recorder file of the broker: its jdk.JavaMonitorEnter events are lock-wait evidence")
-	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port, with --pcap")
-	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs, for exact matching by message id (default: from meta.json)")
-	f.BoolVar(&o.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
-	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
-	f.DurationVar(&o.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
-	f.Float64Var(&o.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
+	o.addFlags(f, "capture file(s) instead of a recording (with --io)", "iotrace --format json output (with --pcap)")
 	f.Float64Var(&o.share, "share", 0.5, "part of a request's latency a cause must account for")
 	f.DurationVar(&o.stall, "stall", 50*time.Millisecond, "writes at least this long are grouped into stalls per device")
 	f.DurationVar(&o.slowWrite, "slow-write", 10*time.Millisecond, "appends at least this long are listed with the journal commits that overlapped them")
@@ -191,10 +215,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if scanErr != nil {
 		return badInput(scanErr)
 	}
-	var lookup explain.IDLookup
-	if !o.noSegments && len(logDirs) > 0 && o.messageIDHeader != "" {
-		lookup = explain.SegmentLookup(logDirs, o.messageIDHeader)
-	}
+	lookup := o.idLookup(logDirs)
 	e := explain.New(explain.Config{Slow: slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}, idx, lookup)
 
 	if only != nil {

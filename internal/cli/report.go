@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,22 +14,12 @@ import (
 )
 
 type reportOptions struct {
-	pcaps           []string
-	ioFiles         []string
-	jfrFile         string
-	ports           []uint
-	logDirs         []string
-	noSegments      bool
-	messageIDHeader string
-	out             string
-	slow            time.Duration
-	percentile      float64
-	top             int
-	maxCols         int
-	title           string
-	quiet           bool
-
-	percentileSet bool // --percentile was given, not defaulted
+	slowRequestInputs
+	out     string
+	top     int
+	maxCols int
+	title   string
+	quiet   bool
 }
 
 func newReportCmd() *cobra.Command {
@@ -61,15 +50,7 @@ nothing (an explicit --percentile is honoured, with a warning).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.out, "out", "o", "", "the HTML file to write (required)")
-	f.StringSliceVar(&o.pcaps, "pcap", nil, "capture file(s) instead of a recording")
-	f.StringSliceVar(&o.ioFiles, "io", nil, "iotrace --format json output, with --pcap (optional)")
-	f.StringVar(&o.jfrFile, "jfr", "", "a Java Flight Recorder file of the broker: its lock waits are evidence")
-	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port, with --pcap")
-	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs: topic names and exact matching by message id (default: from meta.json)")
-	f.BoolVar(&o.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
-	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
-	f.DurationVar(&o.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
-	f.Float64Var(&o.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
+	o.addFlags(f, "capture file(s) instead of a recording", "iotrace --format json output, with --pcap (optional)")
 	f.IntVar(&o.top, "top", 50, "slowest requests and journal commits listed")
 	f.IntVar(&o.maxCols, "columns", 200, "time columns of the charts, at most")
 	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording or the capture files)")
@@ -86,10 +67,7 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 		return err
 	}
 	defer cleanup()
-	var lookup explain.IDLookup
-	if !o.noSegments && len(logDirs) > 0 && o.messageIDHeader != "" {
-		lookup = explain.SegmentLookup(logDirs, o.messageIDHeader)
-	}
+	lookup := o.idLookup(logDirs)
 	slow, slowFrom := slowLogThreshold(stderr, in.Dir, in.Meta, o.slow, o.percentileSet)
 	d, err := report.BuildFrom(in, report.Options{
 		Explain:       explain.Config{Slow: slow, Percentile: o.percentile},
