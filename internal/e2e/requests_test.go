@@ -33,6 +33,7 @@ type capturedRun struct {
 	entries []requestlog.Entry
 	keep    string // directory to copy captures to, or ""
 	broker  *lab.Broker
+	gcLog   string // the broker's -Xlog:gc file
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -54,7 +55,11 @@ func recordTraffic(t *testing.T) capturedRun {
 	libs := labtest.RequireKafka(t)
 	labtest.RequireRoot(t)
 	dir := t.TempDir()
-	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), RequestLog: true, LibsDir: libs})
+	// The GC log tells which of the worst cases a stop-the-world pause
+	// explains.
+	gcLog := filepath.Join(dir, "gc.log")
+	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), RequestLog: true, LibsDir: libs,
+		JVMArgs: []string{"-Xlog:gc:file=" + gcLog + ":time"}})
 	_, portStr, _ := net.SplitHostPort(b.Addr())
 	var port int
 	fmt.Sscan(portStr, &port)
@@ -64,6 +69,13 @@ func recordTraffic(t *testing.T) capturedRun {
 	pin(t, b.PID(), "1")
 	pin(t, os.Getpid(), "0")
 	prioritizeNetworkThreads(t, b.PID())
+	// The broker's clock is the reference: let the JIT compile its
+	// request path and request logger first (outside the capture).
+	warmCtx, warmCancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := traffic.WarmUp(warmCtx, b.Addr(), "warm-up", 5000); err != nil {
+		t.Fatal(err)
+	}
+	warmCancel()
 	pcap := filepath.Join(dir, "traffic.pcap")
 	stop := labtest.Capture(t, "lo", port, pcap)
 
@@ -100,13 +112,17 @@ func recordTraffic(t *testing.T) capturedRun {
 	if len(ours) < 200 {
 		t.Fatalf("request log has only %d requests on port %d", len(ours), port)
 	}
-	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b}
+	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b, gcLog: gcLog}
 }
 
-// prioritizeNetworkThreads raises the scheduling priority of the broker's
-// network (and acceptor) threads above its request handlers, on its one
-// core: the broker starts totalTimeMs when a network thread has read the
-// request, and that clock is what the wire is compared with.
+// prioritizeNetworkThreads makes the broker's network (and acceptor)
+// threads real-time (SCHED_FIFO) on its one core: the broker starts
+// totalTimeMs when a network thread has read the request, and that clock
+// is what the wire is compared with. A woken thread of normal priority,
+// even reniced, waits up to the scheduler's slice (1.5 ms on 2 CPUs) for
+// a handler thread to yield the CPU; measured, that was 2-4% of requests
+// late by 1-4 ms. A real-time thread preempts at once; these threads only
+// wake to move bytes, so they cannot starve the core.
 func prioritizeNetworkThreads(t *testing.T, pid int) {
 	t.Helper()
 	out, err := exec.Command("jcmd", strconv.Itoa(pid), "Thread.print").Output()
@@ -117,8 +133,8 @@ func prioritizeNetworkThreads(t *testing.T, pid int) {
 	n := 0
 	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
 		tid, _ := strconv.ParseInt(m[1], 16, 64)
-		if err := exec.Command("renice", "-n", "-10", "-p", strconv.FormatInt(tid, 10)).Run(); err != nil {
-			t.Fatalf("renice %d: %v", tid, err)
+		if out, err := exec.Command("chrt", "--fifo", "-p", "10", strconv.FormatInt(tid, 10)).CombinedOutput(); err != nil {
+			t.Fatalf("chrt %d: %v: %s", tid, err, out)
 		}
 		n++
 	}
@@ -221,6 +237,8 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		t.Errorf("decode errors on a real broker's traffic: %+v", w)
 	}
 	var within, compared, notOnWire int
+	var outside []*event.Request
+	pauses := readGCPauses(t, run.gcLog)
 	var diffs []float64
 	byCat := map[string][]float64{}
 	var worst []string
@@ -276,10 +294,13 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		byCat[cat] = append(byCat[cat], diff)
 		if diff <= 1 {
 			within++
-		} else if len(worst) < 12 {
-			worst = append(worst, fmt.Sprintf("%s corr %d (%d B): wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms (queue %.3f local %.3f response queue %.3f send %.3f)",
-				r.API, r.CorrelationID, r.RequestBytes, r.LatencyMs, r.BrokerMs, r.QueuedMs, e.TotalTimeMs,
-				e.RequestQueueTimeMs, e.LocalTimeMs, e.ResponseQueueTimeMs, e.SendTimeMs))
+		} else {
+			outside = append(outside, r)
+			if len(worst) < 12 {
+				worst = append(worst, fmt.Sprintf("%s %s corr %d (%d B): wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms (queue %.3f local %.3f response queue %.3f send %.3f)%s",
+					r.Arrival.Format("15:04:05.000000"), r.API, r.CorrelationID, r.RequestBytes, r.LatencyMs, r.BrokerMs, r.QueuedMs, e.TotalTimeMs,
+					e.RequestQueueTimeMs, e.LocalTimeMs, e.ResponseQueueTimeMs, e.SendTimeMs, pauses.during(r.Arrival, r.End)))
+			}
 		}
 	}
 	for cat, ds := range byCat {
@@ -292,19 +313,18 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		t.Logf("  %s: %d/%d within 1 ms", cat, n, len(ds))
 	}
 	// The broker starts its clock when a network thread has read the
-	// request, the wire when the request's last byte reached the socket;
-	// on two cores the thread is often late (connection setup, CPU taken
-	// by the broker's own handler threads). README: "Wire latency and the
-	// broker's totalTimeMs".
-	// Thresholds: what this 2-core machine gives run after run with the
-	// broker pinned and its network threads prioritized (82-97% within
-	// 1 ms, 99.1-99.85% within 5 ms; the low end when the package's
-	// earlier tests' file systems are still writing back); a decoder that paired or
-	// timed requests wrongly lands far outside them. The rest is the
-	// broker's network-thread loop: it reads a pipelined request one poll
-	// after the previous send completes, and accepts new connections
-	// before reading their first request.
+	// request, the wire when the request's last byte reached the socket.
+	// README: "Wire latency and the broker's totalTimeMs". With the broker
+	// warmed up, on a core of its own, and its network threads real-time,
+	// 99.5-99.6% agree within 1 ms on this 2-core machine; what remains is
+	// mostly GC pauses (the examples say which) and new connections.
 	share := float64(within) / float64(max(compared, 1))
+	inPause := 0
+	for _, r := range outside {
+		if pauses.during(r.Arrival, r.End) != "" {
+			inPause++
+		}
+	}
 	within5, within10 := 0, 0
 	for _, d := range diffs {
 		if math.Abs(d) <= 5 {
@@ -318,10 +338,10 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	share5, share10 := float64(within5)/n, float64(within10)/n
 	t.Logf("%d logged requests (%v); broker-view latency within 1 ms of totalTimeMs: %d/%d (%.2f%%), within 5 ms: %.2f%%, within 10 ms: %.2f%%",
 		len(run.entries), apis, within, compared, 100*share, 100*share5, 100*share10)
-	t.Logf("examples beyond 1 ms:\n  %s", strings.Join(worst, "\n  "))
-	if share < 0.75 || share5 < 0.985 || share10 < 0.99 {
-		t.Errorf("latency agreement too low: %.2f%% within 1 ms (want >= 75%%), %.2f%% within 5 ms (want >= 98.5%%), %.2f%% within 10 ms (want >= 99%%)",
-			100*share, 100*share5, 100*share10)
+	t.Logf("%d beyond 1 ms, %d of them during a GC pause of the broker (%d pauses in its log); examples:\n  %s",
+		len(outside), inPause, len(pauses), strings.Join(worst, "\n  "))
+	if share < 0.99 {
+		t.Errorf("latency agreement too low: %.2f%% within 1 ms of totalTimeMs, want >= 99%%", 100*share)
 	}
 	sort.Float64s(diffs)
 	if len(diffs) > 0 {
@@ -434,4 +454,46 @@ func tsharkLostSegments(t *testing.T, pcap string) int {
 		t.Fatalf("tshark: %v", err)
 	}
 	return len(strings.Fields(string(out)))
+}
+
+// gcPause is a stop-the-world pause of the broker's JVM.
+type gcPause struct {
+	start, end time.Time
+	what       string
+}
+
+type gcPauses []gcPause
+
+// during describes the pauses that overlap [from, to], or returns "".
+func (ps gcPauses) during(from, to time.Time) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if p.start.Before(to) && p.end.After(from) {
+			fmt.Fprintf(&b, "; during %s", p.what)
+		}
+	}
+	return b.String()
+}
+
+// readGCPauses parses the pauses of a -Xlog:gc:file=F:time log, lines like
+// "[2026-11-22T04:06:14.337+0000] GC(6) Pause Remark 12M->12M(44M) 3.390ms",
+// stamped when the pause ended.
+func readGCPauses(t *testing.T, path string) gcPauses {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("GC log: %v", err)
+	}
+	re := regexp.MustCompile(`(?m)^\[([^\]]+)\] GC\(\d+\) (Pause [^\n]*?) ([0-9.]+)ms$`)
+	var ps gcPauses
+	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+		end, err := time.Parse("2006-01-02T15:04:05.000-0700", m[1])
+		if err != nil {
+			t.Fatalf("GC log %s: time %q: %v", path, m[1], err)
+		}
+		ms, _ := strconv.ParseFloat(m[3], 64)
+		d := time.Duration(ms * float64(time.Millisecond))
+		ps = append(ps, gcPause{start: end.Add(-d), end: end, what: fmt.Sprintf("%s %.1f ms", m[2], ms)})
+	}
+	return ps
 }

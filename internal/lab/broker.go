@@ -392,13 +392,14 @@ func (b *Broker) spawn(cfg BrokerConfig, logFlag, propsPath string) error {
 	defer out.Close()
 	fmt.Fprintf(out, "=== kscope lab: starting Kafka %s broker %d %s at %s ===\n",
 		b.st.Version, b.st.NodeID, b.st.Addr, time.Now().Format(time.RFC3339))
-	cmd := exec.Command(java,
-		"-Xmx"+strconv.Itoa(cfg.HeapMB)+"m",
+	args := append([]string{"-Xmx" + strconv.Itoa(cfg.HeapMB) + "m"}, cfg.JVMArgs...)
+	args = append(args,
 		"-XX:+ExitOnOutOfMemoryError",
 		"-Djava.awt.headless=true",
 		logFlag,
 		"-cp", Classpath(b.st.Libs),
 		brokerMainClass, propsPath)
+	cmd := exec.Command(java, args...)
 	cmd.Dir = cfg.Dir
 	cmd.Stdout, cmd.Stderr = out, out
 	b.done = make(chan struct{})

@@ -44,6 +44,8 @@ type BrokerConfig struct {
 	LibsDir string
 	// HeapMB is the broker's -Xmx in MiB; default 512.
 	HeapMB int
+	// JVMArgs are further JVM options, after -Xmx (e.g. -Xms, -Xlog:gc).
+	JVMArgs []string
 	// StartTimeout bounds the wait for the broker to answer; default 60s.
 	StartTimeout time.Duration
 	// Detach lets the broker outlive this process (kscope lab broker

@@ -99,3 +99,47 @@ func ConsumeFranz(ctx context.Context, addr, group, topic string, n int) error {
 	}
 	return nil
 }
+
+// WarmUp sends n produce requests of one record each, one at a time, to
+// the topics "<prefix>-<codec>", cycling through the codecs. A broker just
+// started runs its request path, and its request logger's JSON rendering,
+// in the JVM's interpreter for the first thousands of requests: a
+// millisecond and more each, spent by the network thread between sending
+// a response and reading the next request. Measurements that take the
+// broker's own clock as the reference warm it up first.
+func WarmUp(ctx context.Context, addr, prefix string, n int) error {
+	codecs := Codecs()
+	clients := make([]*kgo.Client, len(codecs))
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i, codec := range codecs {
+		c, err := franzCodec(codec)
+		if err != nil {
+			return err
+		}
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(addr),
+			kgo.ClientID("kscope-warm-up"),
+			kgo.DefaultProduceTopic(prefix+"-"+codec),
+			kgo.AllowAutoTopicCreation(),
+			kgo.MetadataMinAge(100*time.Millisecond),
+			kgo.ProducerBatchCompression(c),
+		)
+		if err != nil {
+			return fmt.Errorf("traffic: warm-up producer: %w", err)
+		}
+		clients[i] = cl
+	}
+	for i := range n {
+		r := &kgo.Record{Value: []byte("warm-up " + strconv.Itoa(i))}
+		if err := clients[i%len(clients)].ProduceSync(ctx, r).FirstErr(); err != nil {
+			return fmt.Errorf("traffic: warm-up produce %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
+}
