@@ -136,7 +136,7 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				if part := findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
+				if part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
 					part.ErrorCode = rp.ErrorCode
 				}
 			}
@@ -157,7 +157,7 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				part := findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
 				if part == nil {
 					// Incremental fetch sessions answer for
 					// partitions the request did not list.
@@ -227,10 +227,12 @@ func topLevelErrorCode(resp kmsg.Response) (int16, bool) {
 	return int16(f.Int()), true
 }
 
-func findPartition(ev *event.Request, topic string, id [16]byte, partition int32) *event.Partition {
+// findPartition returns ev's partition that a response's (topic or id,
+// partition) answers, or nil.
+func (t *TopicNames) findPartition(ev *event.Request, topic string, id [16]byte, partition int32) *event.Partition {
 	var idStr string
 	if id != ([16]byte{}) {
-		idStr = event.TopicIDString(id)
+		idStr = t.idString(id)
 	}
 	for i := range ev.Partitions {
 		p := &ev.Partitions[i]

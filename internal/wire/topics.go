@@ -8,6 +8,9 @@ import "github.com/kscope-dev/kscope/internal/event"
 // (--bootstrap).
 type TopicNames struct {
 	byID map[[16]byte]string
+	// idStrings caches ids' base64 form: every partition of every
+	// Produce v13+ request carries one.
+	idStrings map[[16]byte]string
 }
 
 // maxTopicNames bounds the table: a hostile capture could announce an
@@ -15,7 +18,22 @@ type TopicNames struct {
 const maxTopicNames = 1 << 20
 
 // NewTopicNames returns an empty table.
-func NewTopicNames() *TopicNames { return &TopicNames{byID: make(map[[16]byte]string)} }
+func NewTopicNames() *TopicNames {
+	return &TopicNames{byID: make(map[[16]byte]string), idStrings: make(map[[16]byte]string)}
+}
+
+// idString returns event.TopicIDString(id), cached for at most
+// maxTopicNames ids.
+func (t *TopicNames) idString(id [16]byte) string {
+	if s, ok := t.idStrings[id]; ok {
+		return s
+	}
+	s := event.TopicIDString(id)
+	if len(t.idStrings) < maxTopicNames {
+		t.idStrings[id] = s
+	}
+	return s
+}
 
 // Add records a topic's id. Zero ids and empty names are ignored.
 func (t *TopicNames) Add(id [16]byte, name string) {
@@ -43,7 +61,7 @@ func (t *TopicNames) resolve(p *event.Partition, id [16]byte) {
 	if id == ([16]byte{}) {
 		return
 	}
-	p.TopicID = event.TopicIDString(id)
+	p.TopicID = t.idString(id)
 	if p.Topic == "" {
 		p.Topic, _ = t.Name(id)
 	}
