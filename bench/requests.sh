@@ -54,41 +54,49 @@ half="$work/half.pcap"
 packets=$(capinfos -c -M "$capture" | awk -F: '/Number of packets/ {gsub(/ /,"",$2); print $2}')
 editcap -F pcap -r "$capture" "$half" "1-$((packets / 2))" 2>/dev/null
 
-# run LABEL CMD...: wall seconds and peak RSS (MiB) of CMD on core 0, best of 3.
-run() {
+# One round times every command once, on core 0, in turn; ROUNDS rounds
+# (default 5). Interleaving puts the tools under the same conditions: this
+# VM's speed drifts by 10-20% over minutes, and its kernel runs DAMON
+# reclaim (kdamond), which evicts cold page cache, so the inputs are read
+# right before every timed run. Each tool's best round is reported, and the
+# ratio tshark/kscope of every round.
+rounds="${ROUNDS:-5}"
+declare -A best_s best_m
+ratios=()
+timed() { # LABEL CMD...: sets last_s, last_m and keeps the label's best
   local label=$1; shift
-  local best_s="" best_m=""
-  for _ in 1 2 3; do
-    # This VM's kernel runs DAMON reclaim (kdamond), which evicts cold
-    # page cache: read the inputs right before every timed run.
-    cat "$capture" "$half" >/dev/null
-    /usr/bin/time -f "%e %M" -o "$work/time" taskset -c 0 "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; return 1; }
-    read -r s kb <"$work/time"
-    if [[ -z "$best_s" ]] || awk "BEGIN{exit !($s < $best_s)}"; then best_s=$s; best_m=$((kb / 1024)); fi
-  done
-  echo "$label $best_s $best_m"
+  cat "$capture" "$half" >/dev/null
+  /usr/bin/time -f "%e %M" -o "$work/time" taskset -c 0 "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; return 1; }
+  read -r last_s kb <"$work/time"
+  last_m=$((kb / 1024))
+  if [[ -z "${best_s[$label]:-}" ]] || awk "BEGIN{exit !($last_s < ${best_s[$label]})}"; then
+    best_s[$label]=$last_s best_m[$label]=$last_m
+  fi
 }
 
 requests=$("$kscope" requests --port "$port" --format json -q "$capture" | wc -l)
-k_json=$(run kscope-json "$kscope" requests --port "$port" --format json -q "$capture")
-k_sum=$(run kscope-summary "$kscope" requests --port "$port" --summary -q "$capture")
-k_half=$(run kscope-half "$kscope" requests --port "$port" --summary -q "$half")
-t_full=$(run tshark tshark -n -r "$capture" -d "tcp.port==$port,kafka" -T fields -e frame.time_epoch -e kafka.request_key -e kafka.correlation_id)
-t_half=$(run tshark-half tshark -n -r "$half" -d "tcp.port==$port,kafka" -T fields -e frame.time_epoch -e kafka.request_key -e kafka.correlation_id)
+tshark_fields=(-d "tcp.port==$port,kafka" -T fields -e frame.time_epoch -e kafka.request_key -e kafka.correlation_id)
+for _ in $(seq "$rounds"); do
+  timed kscope-json "$kscope" requests --port "$port" --format json -q "$capture"; k=$last_s
+  timed tshark tshark -n -r "$capture" "${tshark_fields[@]}"; ratios+=("$(awk "BEGIN{printf \"%.1f\", $last_s/$k}")")
+  timed kscope-summary "$kscope" requests --port "$port" --summary -q "$capture"
+  timed kscope-half "$kscope" requests --port "$port" --summary -q "$half"
+  timed tshark-half tshark -n -r "$half" "${tshark_fields[@]}"
+done
 
 mb=$(awk "BEGIN{printf \"%.1f\", $bytes/1e6}")
 echo
-echo "capture: $capture, $mb MB, $packets packets, $requests requests; one core (taskset -c 0), best of 3"
+echo "capture: $capture, $mb MB, $packets packets, $requests requests; one core (taskset -c 0), best of $rounds interleaved rounds"
 echo
 echo "| tool | wall s | MB/s | requests/s | peak RSS MiB (full) | peak RSS MiB (first half) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-row() {
-  read -r _ s m <<<"$1"
-  read -r _ _ hm <<<"$2"
-  awk -v name="$3" -v s="$s" -v m="$m" -v hm="$hm" -v b="$bytes" -v r="$requests" \
+row() { # LABEL HALF-LABEL NAME
+  awk -v name="$3" -v s="${best_s[$1]}" -v m="${best_m[$1]}" -v hm="${best_m[$2]}" -v b="$bytes" -v r="$requests" \
     'BEGIN{printf "| %s | %.2f | %.0f | %.0f | %d | %s |\n", name, s, b/1e6/s, r/s, m, hm}'
 }
-row "$k_sum" "$k_half" "kscope requests --summary"
-row "$k_json" "$k_half" "kscope requests --format json"
-row "$t_full" "$t_half" "tshark -d tcp.port==$port,kafka -T fields"
-awk -v a="$(echo "$t_full" | cut -d' ' -f2)" -v b="$(echo "$k_json" | cut -d' ' -f2)" 'BEGIN{printf "\nkscope (json) is %.1fx faster than tshark\n", a/b}'
+row kscope-summary kscope-half "kscope requests --summary"
+row kscope-json kscope-half "kscope requests --format json"
+row tshark tshark-half "tshark -d tcp.port==$port,kafka -T fields"
+sorted=$(printf '%s\n' "${ratios[@]}" | sort -n | tr '\n' ' ')
+awk -v a="${best_s[tshark]}" -v b="${best_s[kscope-json]}" -v all="$sorted" \
+  'BEGIN{n=split(all, r, " "); printf "\nkscope (json) is %.1fx faster than tshark (best against best); per round: %s(median %s)\n", a/b, all, r[int((n+1)/2)]}'
