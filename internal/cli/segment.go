@@ -135,76 +135,131 @@ func isBadInput(err error) bool {
 	return errors.Is(err, segment.ErrNotSegment) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 }
 
+// dumpLog prints the batches of one .log file. A goroutine reads and
+// decodes them while this one writes: on two cores the kernel's copy, the
+// CRCs and record decoding overlap the formatting (about half the time of
+// a batches-only dump).
 func dumpLog(stderr io.Writer, w segout.BatchWriter, file string, o *segmentDumpOptions) error {
 	r, err := segment.Open(file, nil)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	d := r.Decoder()
+	groups := make(chan []event.SegmentBatch, 4)
+	stop := make(chan struct{})
+	var readErr error // set before groups is closed
+	go func() {
+		defer close(groups)
+		readErr = readBatchEvents(r, o, groups, stop)
+	}()
 	var batches, recs int
 	var bytes int64
+	for g := range groups {
+		for i := range g {
+			if err := w.Write(file, &g[i]); err != nil {
+				close(stop)
+				for range groups { // let the reader see stop and return
+				}
+				return &writeError{err}
+			}
+			batches++
+			recs += g[i].Count
+			bytes += int64(g[i].Size)
+		}
+	}
 	summary := func(extra string) {
 		if !o.quiet {
 			fmt.Fprintf(stderr, "kscope: %s: %d batches, %d records, %d bytes%s\n", output.Escape(file), batches, recs, bytes, extra)
 		}
 	}
+	switch {
+	case readErr == io.EOF:
+		extra := ""
+		if z := r.ZeroTail(); z > 0 {
+			extra = fmt.Sprintf(", then %d bytes of zeros (preallocated, unused)", z)
+		}
+		summary(extra)
+		return nil
+	case errors.Is(readErr, records.ErrTruncated):
+		summary("")
+		fmt.Fprintf(stderr, "kscope: warning: %s (the batches before it are complete)\n", output.Escape(readErr.Error()))
+		return nil
+	default:
+		summary("")
+		return readErr
+	}
+}
+
+// Batch events travel from reader to writer in groups, bounded in batches
+// and in records (with --records each record is an event of its own).
+const (
+	groupBatches = 64
+	groupRecords = 4096
+)
+
+// readBatchEvents sends r's batches as events, in groups, until the end of
+// the file (io.EOF), an error, or stop.
+func readBatchEvents(r *segment.Reader, o *segmentDumpOptions, groups chan<- []event.SegmentBatch, stop <-chan struct{}) error {
+	d := r.Decoder()
+	group := make([]event.SegmentBatch, 0, groupBatches)
+	inGroup := 0
+	send := func() bool {
+		if len(group) == 0 {
+			return true
+		}
+		select {
+		case groups <- group:
+		case <-stop:
+			return false
+		}
+		group, inGroup = make([]event.SegmentBatch, 0, groupBatches), 0
+		return true
+	}
 	for {
 		b, err := r.Next()
-		if err == io.EOF {
-			extra := ""
-			if z := r.ZeroTail(); z > 0 {
-				extra = fmt.Sprintf(", then %d bytes of zeros (preallocated, unused)", z)
-			}
-			summary(extra)
-			return nil
-		}
-		if errors.Is(err, records.ErrTruncated) {
-			summary("")
-			fmt.Fprintf(stderr, "kscope: warning: %s (the batches before it are complete)\n", output.Escape(err.Error()))
-			return nil
-		}
 		if err != nil {
-			summary("")
+			if !send() {
+				return errStopped
+			}
 			return err
 		}
 		count, err := d.CountRecords(b)
 		if err != nil {
-			summary("")
-			return fmt.Errorf("%s: position %d: counting records: %w", file, b.Position, unwrapRecords(err))
+			send()
+			return fmt.Errorf("%s: position %d: counting records: %w", r.Path(), b.Position, unwrapRecords(err))
 		}
 		e := segment.BatchEvent(b, count)
 		if o.messageIDHeader != "" {
 			_, ids, err := d.MessageIDs(b.Data, o.messageIDHeader)
 			if err != nil {
-				summary("")
-				return fmt.Errorf("%s: position %d: %w", file, b.Position, unwrapRecords(err))
+				send()
+				return fmt.Errorf("%s: position %d: %w", r.Path(), b.Position, unwrapRecords(err))
 			}
 			e.MessageIDs = ids
 		}
 		if o.records {
 			e.Records = make([]event.SegmentRecord, 0, min(count, 1024))
-			var rerr error
 			for rec, err := range d.Records(b) {
 				if err != nil {
-					rerr = err
-					break
+					send()
+					return fmt.Errorf("%s: position %d: %w", r.Path(), b.Position, unwrapRecords(err))
 				}
 				e.Records = append(e.Records, segment.RecordEvent(rec, b.Control, o.payload))
 			}
-			if rerr != nil {
-				summary("")
-				return fmt.Errorf("%s: position %d: %w", file, b.Position, unwrapRecords(rerr))
-			}
+			inGroup += len(e.Records)
 		}
-		batches++
-		recs += count
-		bytes += int64(b.Size)
-		if err := w.Write(file, &e); err != nil {
-			return &writeError{err}
+		group = append(group, e)
+		if len(group) == groupBatches || inGroup >= groupRecords {
+			if !send() {
+				return errStopped
+			}
 		}
 	}
 }
+
+// errStopped ends a reader whose writer failed; the writer's error is the
+// one reported.
+var errStopped = errors.New("stopped")
 
 // unwrapRecords drops the records package's own position prefix from
 // errors about a batch whose position the caller prints.

@@ -2,6 +2,7 @@ package segout
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -36,6 +37,21 @@ func TestBatchJSONMatchesEncodingJSON(t *testing.T) {
 		}
 		if got := appendBatchJSON(nil, &batches[i]); string(got) != string(want) {
 			t.Errorf("batch %d:\ngot  %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// TestAppendBatchRow: the table's row builder writes exactly the cells the
+// CSV writer gets, tab-separated.
+func TestAppendBatchRow(t *testing.T) {
+	for _, b := range []event.SegmentBatch{
+		{},
+		{Position: 1 << 40, Size: 61, BaseOffset: -1, LastOffset: 9, Count: 10, Magic: 2, Compression: "zstd", CRCValid: true,
+			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: 7, Transactional: true, Control: true,
+			FirstTimestamp: 1763784000000, MaxTimestamp: 1763784000999},
+	} {
+		if got, want := string(appendBatchRow(nil, &b)), strings.Join(batchCells(&b), "\t"); got != want {
+			t.Errorf("row %q, want %q", got, want)
 		}
 	}
 }

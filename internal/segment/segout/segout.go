@@ -57,6 +57,28 @@ func batchCells(b *event.SegmentBatch) []string {
 		strconv.FormatBool(b.Transactional), strconv.FormatBool(b.Control), i(b.FirstTimestamp), i(b.MaxTimestamp)}
 }
 
+// appendBatchRow appends batchCells(b) separated by tabs, without a
+// string per cell: a dump of a large segment prints tens of thousands.
+func appendBatchRow(dst []byte, b *event.SegmentBatch) []byte {
+	tab := func(dst []byte, v int64) []byte { return strconv.AppendInt(append(dst, '\t'), v, 10) }
+	dst = strconv.AppendInt(dst, b.Position, 10)
+	dst = tab(dst, int64(b.Size))
+	dst = tab(dst, b.BaseOffset)
+	dst = tab(dst, b.LastOffset)
+	dst = tab(dst, int64(b.Count))
+	dst = tab(dst, int64(b.Magic))
+	dst = append(append(dst, '\t'), b.Compression...)
+	dst = strconv.AppendBool(append(dst, '\t'), b.CRCValid)
+	dst = tab(dst, b.ProducerID)
+	dst = tab(dst, int64(b.ProducerEpoch))
+	dst = tab(dst, int64(b.BaseSequence))
+	dst = tab(dst, int64(b.PartitionLeaderEpoch))
+	dst = strconv.AppendBool(append(dst, '\t'), b.Transactional)
+	dst = strconv.AppendBool(append(dst, '\t'), b.Control)
+	dst = tab(dst, b.FirstTimestamp)
+	return tab(dst, b.MaxTimestamp)
+}
+
 // headerText renders headers as key=value pairs separated by spaces,
 // escaped; a header with a null value prints as its key alone.
 func headerText(hs event.Headers) string {
@@ -135,11 +157,11 @@ func (t *batchTable) Write(file string, b *event.SegmentBatch) error {
 		fmt.Fprintln(t.tw, head)
 	}
 	t.rows++
-	row := strings.Join(batchCells(b), "\t")
+	t.line = appendBatchRow(t.line[:0], b)
 	if t.ids {
-		row += "\t" + idsText(b.MessageIDs)
+		t.line = append(append(t.line, '\t'), idsText(b.MessageIDs)...)
 	}
-	if _, err := fmt.Fprintln(t.tw, row); err != nil {
+	if _, err := t.tw.Write(append(t.line, '\n')); err != nil {
 		return err
 	}
 	if len(b.Records) > 0 {
