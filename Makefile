@@ -1,8 +1,8 @@
 # kscope: build helpers. scripts/test.sh is what CI runs.
 #
-# `make generate` rebuilds the eBPF objects (bpf/iotrace.bpf.c and
-# bpf/iojournal.bpf.c -> internal/iotrace/*_bpfel.go and .o) with bpf2go; it
-# needs clang-14, llvm-14 and libbpf-dev from Debian.
+# `make generate` rebuilds the eBPF objects (bpf/*.bpf.c ->
+# internal/iotrace/*_bpfel.go and .o) with bpf2go; it needs clang-14,
+# llvm-14 and libbpf-dev from Debian.
 # The generated files are committed, so `make build` needs no clang.
 
 GO ?= go

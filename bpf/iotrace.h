@@ -6,7 +6,9 @@
 
 #define MAX_SLOTS 40 /* log2 buckets of nanoseconds: up to 2^40 ns, 18 minutes */
 
-/* The traced system calls. The Go side names them (internal/iotrace Op). */
+/* The traced system calls, and (bpf/iofunc.bpf.c, where the kernel allows
+ * fentry) file system functions. The Go side names them (internal/iotrace
+ * Op). */
 enum iotrace_op {
 	OP_WRITE = 0,
 	OP_PWRITE64 = 1,
@@ -15,7 +17,9 @@ enum iotrace_op {
 	OP_PWRITEV2 = 4,
 	OP_FSYNC = 5,
 	OP_FDATASYNC = 6,
-	OP_MAX = 7,
+	OP_EXT4_WRITE_ITER = 7,
+	OP_XFS_WRITE_ITER = 8,
+	OP_MAX = 9,
 };
 
 /* One call at or above min_latency_ns, sent through the ring buffer. */

@@ -410,7 +410,7 @@ func (a *Agent) segmentMeta() recording.Meta {
 	m.Trace = recording.TraceCounters{Writes: int64(tr.Reported), JournalEvents: int64(tr.JournalEvents),
 		KernelWaits: int64(tr.WaitEvents), WaitRingbufDrops: int64(tr.WaitRingbufDrops), OtherFiles: int64(tr.OtherFiles),
 		Unnamed: int64(tr.Unnamed), RingbufDrops: int64(tr.RingbufDrops), JournalRingbufDrops: int64(tr.JournalRingbufDrops),
-		HistFull: int64(tr.HistFull), StartFull: int64(tr.StartFull), Mode: iotrace.ProbeFunctionMode().String()}
+		HistFull: int64(tr.HistFull), StartFull: int64(tr.StartFull), Mode: iotrace.Mode{Tracepoints: true}.String()}
 	return m
 }
 

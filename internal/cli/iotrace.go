@@ -27,6 +27,7 @@ type iotraceOptions struct {
 	format     string
 	summary    bool
 	journal    bool
+	functions  string
 	waits      bool
 	quiet      bool
 }
@@ -75,6 +76,7 @@ mounted). See docs/iotrace.md.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.BoolVar(&o.summary, "summary", false, "print counts and latency per topic-partition and operation at the end instead of rows")
 	f.BoolVar(&o.journal, "journal", true, "also trace jbd2 commits, ext4 fsyncs, XFS log writes and block requests on the log dirs' devices")
+	f.StringVar(&o.functions, "functions", "auto", "also time ext4_file_write_iter/xfs_file_write_iter with fentry: auto (where the kernel allows it), on (fail if it does not), off")
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
 	return cmd
@@ -100,9 +102,13 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	} else if o.format != "table" && o.format != "json" {
 		return badInput(fmt.Errorf("--summary prints table or json, not %q", o.format))
 	}
+	functions, err := iotrace.ParseFunctionMode(o.functions)
+	if err != nil {
+		return badInput(err)
+	}
 	fc := iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
-			Waits: o.waits},
+			Waits: o.waits, Functions: functions},
 		Summaries: o.summary,
 	}
 	if o.auto {
@@ -119,12 +125,11 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	mode := iotrace.ProbeFunctionMode()
 	fc.OnAttach = func(tr *iotrace.Tracer) {
 		if o.quiet {
 			return
 		}
-		fmt.Fprintf(stderr, "iotrace: mode: %s\n", mode)
+		fmt.Fprintf(stderr, "iotrace: mode: %s\n", tr.Mode())
 		fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
 			tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
 		if o.journal {

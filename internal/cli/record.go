@@ -168,6 +168,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		pid               int
 		offset, uncertain time.Duration
 		attached, skipped []string
+		mode              string
 	}
 	var (
 		attachMu sync.Mutex
@@ -177,7 +178,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	fc.OnAttach = func(tr *iotrace.Tracer) {
 		a, s := tr.JournalGroups()
 		attachMu.Lock()
-		attaches = append(attaches, attachInfo{tr.PID(), tr.ClockOffset(), tr.ClockUncertainty(), a, s})
+		attaches = append(attaches, attachInfo{tr.PID(), tr.ClockOffset(), tr.ClockUncertainty(), a, s, tr.Mode().String()})
 		n := len(attaches)
 		attachMu.Unlock()
 		if n == 1 {
@@ -293,7 +294,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
 		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
 		MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,
-		Mode: iotrace.ProbeFunctionMode().String()}
+		Mode: first.mode}
 	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
 		TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}

@@ -14,21 +14,28 @@ import (
 // syscalls tracepoints, which every kernel with tracing has. Function-level
 // timing (fentry/fexit on ext4_file_write_iter and xfs_file_write_iter)
 // needs BPF trampolines, which some kernels lack and some hosts refuse;
-// ProbeFunctionMode says whether this one allows them.
+// ProbeFunctionMode says whether this one allows them, Tracer.Mode what a
+// Tracer attached.
 type Mode struct {
-	// Tracepoints is always true: the mode in use.
+	// Tracepoints is always true: system calls are always timed.
 	Tracepoints bool
-	// Functions says whether fentry programs load here, and FunctionsErr
-	// why not.
-	Functions    bool
+	// Functions lists the file system functions timed (for
+	// ProbeFunctionMode: the first one fentry loaded on), and
+	// FunctionsErr says why others are not.
+	Functions    []string
 	FunctionsErr error
 }
 
 func (m Mode) String() string {
-	if m.Functions {
-		return "syscall tracepoints (fentry allowed on this kernel; function-level timing is not built yet)"
+	switch {
+	case len(m.Functions) > 0 && m.FunctionsErr != nil:
+		return fmt.Sprintf("syscall tracepoints + fentry/fexit on %s (not: %v)", strings.Join(m.Functions, ", "), m.FunctionsErr)
+	case len(m.Functions) > 0:
+		return "syscall tracepoints + fentry/fexit on " + strings.Join(m.Functions, ", ")
+	case m.FunctionsErr != nil:
+		return fmt.Sprintf("syscall tracepoints (fentry not available: %v)", m.FunctionsErr)
 	}
-	return fmt.Sprintf("syscall tracepoints (fentry not available: %v)", m.FunctionsErr)
+	return "syscall tracepoints"
 }
 
 // ProbeFunctionMode tries to load a do-nothing fentry program on
@@ -52,10 +59,10 @@ func ProbeFunctionMode() Mode {
 		})
 		if err == nil {
 			prog.Close()
-			m.Functions = true
+			m.Functions = []string{fn}
 			return m
 		}
-		errs = append(errs, fmt.Sprintf("%s: %v", fn, err))
+		errs = append(errs, fmt.Sprintf("%s: %v", fn, explainRefusal(err)))
 	}
 	m.FunctionsErr = errors.New(strings.Join(errs, "; "))
 	return m

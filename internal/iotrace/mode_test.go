@@ -16,7 +16,7 @@ func TestProbeFunctionMode(t *testing.T) {
 	if !m.Tracepoints {
 		t.Error("tracepoint mode not reported")
 	}
-	if !m.Functions && (m.FunctionsErr == nil || !strings.Contains(m.FunctionsErr.Error(), "ext4_file_write_iter")) {
+	if len(m.Functions) == 0 && (m.FunctionsErr == nil || !strings.Contains(m.FunctionsErr.Error(), "ext4_file_write_iter")) {
 		t.Errorf("no reason given for refusing fentry: %v", m.FunctionsErr)
 	}
 }

@@ -53,6 +53,9 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 			progs = append(progs, tp.prog)
 		}
 	}
+	if t.funcs != nil {
+		progs = append(progs, t.funcs.programs()...)
+	}
 	var ids []ebpf.ProgramID
 	for _, prog := range progs {
 		info, err := prog.Info()

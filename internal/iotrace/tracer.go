@@ -52,6 +52,11 @@ type Config struct {
 	Waits bool
 	// WaitMinLatency is the threshold for waits (0: MinLatency).
 	WaitMinLatency time.Duration
+	// Functions also times writes inside the file system, where the
+	// kernel allows fentry (see FunctionMode and Tracer.Mode). Their
+	// events have ops ext4_file_write_iter and xfs_file_write_iter and
+	// come on top of the write system calls that contain them.
+	Functions FunctionMode
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -70,8 +75,10 @@ type Tracer struct {
 	classified map[string]classifiedFile
 	devNames   map[uint32]string
 	threads    *threadNames
-	journal    *journal // nil without Config.Journal
-	waits      *waits   // nil without Config.Waits
+	journal    *journal   // nil without Config.Journal
+	waits      *waits     // nil without Config.Waits
+	funcs      *functions // nil with FunctionsOff
+	mode       Mode
 
 	mu    sync.Mutex
 	stats Stats
@@ -211,6 +218,16 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	if t.rd, err = ringbuf.NewReader(t.objs.KsioEvents); err != nil {
 		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
 	}
+	t.mode = Mode{Tracepoints: true}
+	if cfg.Functions != FunctionsOff {
+		if t.funcs, err = openFunctions(cfg, &t.objs); err != nil {
+			return nil, err
+		}
+		t.mode.Functions = t.funcs.timed
+		if len(t.funcs.skipped) > 0 {
+			t.mode.FunctionsErr = errors.New(strings.Join(t.funcs.skipped, "; "))
+		}
+	}
 	if cfg.Journal {
 		if t.journal, err = openJournal(uint64(cfg.MinLatency), devs); err != nil {
 			return nil, err
@@ -267,6 +284,10 @@ func (t *Tracer) LogDirs() []string { return append([]string(nil), t.cfg.LogDirs
 
 // PID is the traced process.
 func (t *Tracer) PID() int { return t.cfg.PID }
+
+// Mode says how this Tracer times writes: system calls, and which file
+// system functions (or why none).
+func (t *Tracer) Mode() Mode { return t.mode }
 
 // ClockUncertainty is the error bound of the monotonic to wall clock
 // conversion measured at Open.
@@ -562,6 +583,11 @@ func (t *Tracer) detach() error {
 		errs = append(errs, t.journal.detach())
 		t.mu.Unlock()
 	}
+	if t.funcs != nil {
+		t.mu.Lock()
+		errs = append(errs, t.funcs.detach())
+		t.mu.Unlock()
+	}
 	if t.waits != nil {
 		t.mu.Lock()
 		errs = append(errs, t.waits.detach())
@@ -578,6 +604,9 @@ func (t *Tracer) Close() error {
 		if t.rd != nil {
 			errs = append(errs, t.rd.Close())
 		}
+		if t.funcs != nil {
+			errs = append(errs, t.funcs.close())
+		}
 		errs = append(errs, t.objs.Close())
 		if t.journal != nil {
 			errs = append(errs, t.journal.close())
@@ -592,10 +621,11 @@ func (t *Tracer) Close() error {
 	return t.closeErr
 }
 
-// Op is a traced system call (enum iotrace_op in bpf/iotrace.h).
+// Op is a traced system call, or file system function (enum iotrace_op in
+// bpf/iotrace.h).
 type Op uint32
 
-// The traced system calls.
+// The traced system calls, then the file system functions (FunctionMode).
 const (
 	OpWrite Op = iota
 	OpPwrite64
@@ -604,10 +634,17 @@ const (
 	OpPwritev2
 	OpFsync
 	OpFdatasync
+	OpExt4WriteIter
+	OpXfsWriteIter
 	numOps
 )
 
-var opNames = [numOps]string{"write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync"}
+var opNames = [numOps]string{"write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync",
+	"ext4_file_write_iter", "xfs_file_write_iter"}
+
+// IsFunction reports whether op is a file system function, timed inside a
+// write system call that is reported too.
+func (o Op) IsFunction() bool { return o == OpExt4WriteIter || o == OpXfsWriteIter }
 
 func (o Op) String() string {
 	if o < numOps {

@@ -1,0 +1,184 @@
+package iotrace
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// FunctionMode says whether a Tracer also times writes inside the file
+// system (bpf/iofunc.bpf.c: fentry/fexit on ext4_file_write_iter and
+// xfs_file_write_iter), next to the system calls. That needs BPF
+// trampolines, which some kernels lack and some hosts refuse.
+type FunctionMode int
+
+const (
+	// FunctionsOff times system calls only (the zero value).
+	FunctionsOff FunctionMode = iota
+	// FunctionsAuto adds the file system functions where the kernel
+	// allows it, and says why not elsewhere (Tracer.Mode).
+	FunctionsAuto
+	// FunctionsOn fails Open when no file system function can be timed.
+	FunctionsOn
+)
+
+// ParseFunctionMode parses "off", "auto" or "on".
+func ParseFunctionMode(s string) (FunctionMode, error) {
+	switch s {
+	case "off":
+		return FunctionsOff, nil
+	case "auto":
+		return FunctionsAuto, nil
+	case "on":
+		return FunctionsOn, nil
+	}
+	return 0, fmt.Errorf("iotrace: function mode %q: want off, auto or on", s)
+}
+
+// fsFunctions are the file system functions iofunc times, with their op
+// and the names of their programs.
+var fsFunctions = []struct {
+	name        string
+	op          Op
+	enter, exit string
+}{
+	{"ext4_file_write_iter", OpExt4WriteIter, "ksio_fe_ext4", "ksio_fx_ext4"},
+	{"xfs_file_write_iter", OpXfsWriteIter, "ksio_fe_xfs", "ksio_fx_xfs"},
+}
+
+// functions holds the loaded function programs: one collection per file
+// system function, so that one the kernel lacks (xfs not loaded) does not
+// keep the other from loading.
+type functions struct {
+	colls   []*ebpf.Collection
+	links   []link.Link
+	timed   []string // functions attached
+	skipped []string // "function: why not"
+}
+
+// openFunctions loads and attaches bpf/iofunc.bpf.c's programs for each
+// file system function, sharing the system calls' maps in shared: calls
+// are counted in the same histograms and sent through the same ring
+// buffer. A function that cannot be timed is skipped with its reason.
+func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
+	f := &functions{}
+	for _, fn := range fsFunctions {
+		if err := f.open(cfg, shared, fn.name, fn.enter, fn.exit); err != nil {
+			f.skipped = append(f.skipped, fmt.Sprintf("%s: %v", fn.name, err))
+		} else {
+			f.timed = append(f.timed, fn.name)
+		}
+	}
+	if len(f.timed) == 0 && cfg.Functions == FunctionsOn {
+		f.close()
+		return nil, fmt.Errorf("iotrace: no file system function can be timed: %s", strings.Join(f.skipped, "; "))
+	}
+	return f, nil
+}
+
+func (f *functions) open(cfg Config, shared *iotraceObjects, fn, enter, exit string) (err error) {
+	spec, err := loadIofunc()
+	if err != nil {
+		return err
+	}
+	for name := range spec.Programs {
+		if name != enter && name != exit {
+			delete(spec.Programs, name)
+		}
+	}
+	for name, v := range map[string]any{
+		iofuncVarTargTgid:     uint32(cfg.PID),
+		iofuncVarMinLatencyNs: uint64(cfg.MinLatency),
+		iofuncVarFilterDev:    uint8(1),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		MapReplacements: map[string]*ebpf.Map{
+			"ksio_devs":     shared.KsioDevs,
+			"ksio_hists":    shared.KsioHists,
+			"ksio_events":   shared.KsioEvents,
+			"ksio_counters": shared.KsioCounters,
+			"ksio_zero":     shared.KsioZero,
+		},
+	})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("load: %+v", ve)
+		}
+		return fmt.Errorf("load: %w", explainRefusal(err))
+	}
+	defer func() {
+		if err != nil {
+			coll.Close()
+		}
+	}()
+	// The exit first: once a call's entry is timed, its exit is too.
+	var links []link.Link
+	for _, p := range []struct {
+		name string
+		typ  ebpf.AttachType
+	}{{exit, ebpf.AttachTraceFExit}, {enter, ebpf.AttachTraceFEntry}} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[p.name], AttachType: p.typ})
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return fmt.Errorf("attach %s: %w", p.name, err)
+		}
+		links = append(links, l)
+	}
+	f.colls = append(f.colls, coll)
+	f.links = append(f.links, links...)
+	return nil
+}
+
+// programs returns the loaded programs.
+func (f *functions) programs() []*ebpf.Program {
+	var progs []*ebpf.Program
+	for _, c := range f.colls {
+		for _, p := range c.Programs {
+			progs = append(progs, p)
+		}
+	}
+	return progs
+}
+
+// detach closes the links: the programs stop running.
+func (f *functions) detach() error {
+	var errs []error
+	for _, l := range f.links {
+		errs = append(errs, l.Close())
+	}
+	f.links = nil
+	return errors.Join(errs...)
+}
+
+// close detaches and releases programs and maps.
+func (f *functions) close() error {
+	errs := []error{f.detach()}
+	for _, c := range f.colls {
+		c.Close()
+	}
+	f.colls = nil
+	return errors.Join(errs...)
+}
+
+// explainRefusal adds the likely cause to an EPERM from loading a tracing
+// program: memory limits are lifted before (rlimit.RemoveMemlock), so it
+// means the kernel cannot attach BPF trampolines to the function (built
+// without CONFIG_FUNCTION_TRACER, as on this project's hosts) or a
+// security policy (lockdown, an LSM) refuses tracing programs.
+func explainRefusal(err error) error {
+	if errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("refused (no BPF trampolines in this kernel, or a security policy): %w", err)
+	}
+	return err
+}
