@@ -32,7 +32,7 @@ func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
 	case "table":
 		return newTableWriter(w), nil
 	case "json":
-		return jsonWriter{NewJSONLines(w)}, nil
+		return jsonWriter{NewJSONLines(w), new([]byte)}, nil
 	case "csv":
 		return newCSVWriter(w), nil
 	}
@@ -42,10 +42,21 @@ func NewRequestWriter(w io.Writer, format string) (RequestWriter, error) {
 // TimeOfDay is the table's time format: wall clock with microseconds.
 const TimeOfDay = "15:04:05.000000"
 
-// jsonWriter writes one request per line.
-type jsonWriter struct{ *JSONLines }
+// jsonWriter writes one request per line, encoded by AppendRequestJSON
+// into a reused buffer.
+type jsonWriter struct {
+	*JSONLines
+	buf *[]byte
+}
 
-func (j jsonWriter) Write(r *event.Request) error { return j.Encode(r) }
+func (j jsonWriter) Write(r *event.Request) error {
+	b, err := AppendRequestJSON((*j.buf)[:0], r)
+	if err != nil {
+		return err
+	}
+	*j.buf = append(b, '\n')
+	return j.WriteLine(*j.buf)
+}
 
 var tableHeader = []string{"ARRIVAL TIME", "END TIME", "LATENCY(ms)", "API", "CLIENT", "TOPIC", "PARTITION", "RECORDS", "MESSAGE_ID"}
 

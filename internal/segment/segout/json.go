@@ -1,10 +1,10 @@
 package segout
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // appendBatchJSON appends the JSON encoding of b, byte for byte what
@@ -24,7 +24,7 @@ func appendBatchJSON(out []byte, b *event.SegmentBatch) []byte {
 	out = append(out, `,"magic":`...)
 	out = strconv.AppendInt(out, int64(b.Magic), 10)
 	out = append(out, `,"compression":`...)
-	out = appendString(out, b.Compression)
+	out = output.AppendJSONString(out, b.Compression)
 	out = append(out, `,"crc_valid":`...)
 	out = strconv.AppendBool(out, b.CRCValid)
 	out = append(out, `,"producer_id":`...)
@@ -59,7 +59,7 @@ func appendBatchJSON(out []byte, b *event.SegmentBatch) []byte {
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = appendString(out, id)
+			out = output.AppendJSONString(out, id)
 		}
 		out = append(out, ']')
 	}
@@ -80,18 +80,18 @@ func appendRecordJSON(out []byte, r *event.SegmentRecord) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, h.Key)
+		out = output.AppendJSONString(out, h.Key)
 		out = append(out, ':')
 		if h.Value == nil {
 			out = append(out, "null"...)
 		} else {
-			out = appendString(out, *h.Value)
+			out = output.AppendJSONString(out, *h.Value)
 		}
 	}
 	out = append(out, '}')
 	if r.ControlType != "" {
 		out = append(out, `,"control_type":`...)
-		out = appendString(out, r.ControlType)
+		out = output.AppendJSONString(out, r.ControlType)
 	}
 	if r.CoordinatorEpoch != nil {
 		out = append(out, `,"coordinator_epoch":`...)
@@ -99,26 +99,12 @@ func appendRecordJSON(out []byte, r *event.SegmentRecord) []byte {
 	}
 	if r.Key != nil {
 		out = append(out, `,"key":`...)
-		out = appendString(out, *r.Key)
+		out = output.AppendJSONString(out, *r.Key)
 	}
 	if r.Value != nil {
 		out = append(out, `,"value":`...)
-		out = appendString(out, *r.Value)
+		out = output.AppendJSONString(out, *r.Value)
 	}
 	return append(out, '}')
 }
 
-// appendString appends s as a JSON string. Plain printable ASCII is copied
-// as it is; anything else goes through encoding/json, so that escaping
-// (control characters, invalid UTF-8, <, >, &, U+2028) is exactly its.
-func appendString(out []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(out, q...)
-		}
-	}
-	out = append(out, '"')
-	out = append(out, s...)
-	return append(out, '"')
-}

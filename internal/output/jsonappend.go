@@ -1,0 +1,160 @@
+package output
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// Hand-written JSON encoders for the events printed by the million, which
+// produce exactly what encoding/json produces for the same value (the
+// tests compare them byte for byte), and hand anything unusual to
+// encoding/json itself.
+
+// AppendJSONString appends s as a JSON string. Plain printable ASCII is
+// copied as it is; anything else goes through encoding/json, so that
+// escaping (control characters, invalid UTF-8, <, >, &, U+2028) is
+// exactly its.
+func AppendJSONString(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(out, q...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
+}
+
+// appendJSONFloat appends f as encoding/json does; ok is false for NaN and
+// infinities, which it refuses.
+func appendJSONFloat(b []byte, f float64) (_ []byte, ok bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// "1e-07" as "1e-7", like encoding/json.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds); ok is false where MarshalJSON would fail or could differ:
+// years outside 0..9999, zone offsets that are not whole minutes under a
+// day.
+func appendJSONTime(b []byte, t time.Time) (_ []byte, ok bool) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return b, false
+	}
+	if _, off := t.Zone(); off%60 != 0 || off <= -24*3600 || off >= 24*3600 {
+		return b, false
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), true
+}
+
+// AppendRequestJSON appends r as json.Marshal(r) would, without
+// reflection for the common case.
+func AppendRequestJSON(b []byte, r *event.Request) ([]byte, error) {
+	start := len(b)
+	out, ok := appendRequest(b, r)
+	if ok {
+		return out, nil
+	}
+	m, err := json.Marshal(r)
+	if err != nil {
+		return b[:start], err
+	}
+	return append(b[:start], m...), nil
+}
+
+func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
+	num := func(b []byte, key string, v int64) []byte {
+		return strconv.AppendInt(append(b, key...), v, 10)
+	}
+	b = append(b, `{"arrival":`...)
+	if b, ok = appendJSONTime(b, r.Arrival); !ok {
+		return b, false
+	}
+	if !r.End.IsZero() {
+		b = append(b, `,"end":`...)
+		if b, ok = appendJSONTime(b, r.End); !ok {
+			return b, false
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{`,"latency_ms":`, r.LatencyMs}, {`,"queued_ms":`, r.QueuedMs}, {`,"broker_ms":`, r.BrokerMs}, {`,"response_ms":`, r.ResponseMs}} {
+		if b, ok = appendJSONFloat(append(b, f.key...), f.v); !ok {
+			return b, false
+		}
+	}
+	b = AppendJSONString(append(b, `,"client":`...), r.Client)
+	b = AppendJSONString(append(b, `,"broker":`...), r.Broker)
+	b = AppendJSONString(append(b, `,"api":`...), r.API)
+	b = num(b, `,"api_key":`, int64(r.APIKey))
+	b = num(b, `,"api_version":`, int64(r.APIVersion))
+	b = num(b, `,"correlation_id":`, int64(r.CorrelationID))
+	b = AppendJSONString(append(b, `,"client_id":`...), r.ClientID)
+	b = num(b, `,"request_bytes":`, int64(r.RequestBytes))
+	b = num(b, `,"response_bytes":`, int64(r.ResponseBytes))
+	b = num(b, `,"throttle_ms":`, int64(r.ThrottleMs))
+	if r.ErrorCode != nil {
+		b = num(b, `,"error_code":`, int64(*r.ErrorCode))
+	}
+	if r.Acks != nil {
+		b = num(b, `,"acks":`, int64(*r.Acks))
+	}
+	if len(r.Partitions) > 0 {
+		b = append(b, `,"partitions":[`...)
+		for i := range r.Partitions {
+			p := &r.Partitions[i]
+			if p.BatchStats != nil {
+				return b, false // rare (wire.Config.BatchStats): encoding/json
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSONString(append(b, `{"topic":`...), p.Topic)
+			if p.TopicID != "" {
+				b = AppendJSONString(append(b, `,"topic_id":`...), p.TopicID)
+			}
+			b = num(b, `,"partition":`, int64(p.Partition))
+			b = num(b, `,"records":`, int64(p.Records))
+			b = num(b, `,"bytes":`, int64(p.Bytes))
+			if len(p.MessageIDs) > 0 {
+				b = append(b, `,"message_ids":[`...)
+				for j, id := range p.MessageIDs {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = AppendJSONString(b, id)
+				}
+				b = append(b, ']')
+			}
+			b = num(b, `,"error_code":`, int64(p.ErrorCode))
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = strconv.AppendBool(append(b, `,"answered":`...), r.Answered)
+	if r.Partial {
+		b = append(b, `,"partial":true`...)
+	}
+	return append(b, '}'), true
+}

@@ -1,0 +1,78 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// requestJSONCases are requests whose hand-written encoding must equal
+// encoding/json's, byte for byte.
+func requestJSONCases() map[string]*event.Request {
+	t0 := time.Date(2026, 11, 22, 4, 5, 6, 123456789, time.UTC)
+	ec, acks := int16(-1), int16(0)
+	odd := "quote\" back\\slash <&> \x1b[31m\n\t \xff\xfe été \u2028 \x7f"
+	return map[string]*event.Request{
+		"zero": {},
+		"typical produce": {Arrival: t0, End: t0.Add(1500 * time.Microsecond), LatencyMs: 1.5, QueuedMs: 0, BrokerMs: 1.25, ResponseMs: 0.003,
+			Client: "127.0.0.1:53210", Broker: "127.0.0.1:9092", API: "Produce", APIKey: 0, APIVersion: 13, CorrelationID: 42,
+			ClientID: "producer-1", RequestBytes: 16198, ResponseBytes: 80, Acks: &acks, Answered: true,
+			Partitions: []event.Partition{{Topic: "orders", TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: 3, Records: 200, Bytes: 16000,
+				MessageIDs: []string{"orders-1", "orders-2"}}, {Topic: "", Partition: -1}}},
+		"unanswered, error, odd strings": {Arrival: t0.In(time.FixedZone("x", 5*3600+30*60)), API: "unknown(99)", APIKey: 99,
+			Client: odd, ClientID: odd, ErrorCode: &ec, Partial: true,
+			Partitions: []event.Partition{{Topic: odd, MessageIDs: []string{odd, ""}, ErrorCode: 6}}},
+		"empty partition list":             {Arrival: t0, Partitions: []event.Partition{}},
+		"empty id list":                    {Arrival: t0, Partitions: []event.Partition{{Topic: "t", MessageIDs: []string{}}}},
+		"floats":                           {Arrival: t0, LatencyMs: 1e-7, QueuedMs: 123456789012345678901234.0, BrokerMs: -0.5, ResponseMs: 1e21},
+		"whole-second time":                {Arrival: t0.Truncate(time.Second), End: t0.Truncate(time.Second).Add(time.Millisecond)},
+		"local time":                       {Arrival: t0.Local()},
+		"far future (encoding/json fails)": {Arrival: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"batch stats (encoding/json)":      {Arrival: t0, Partitions: []event.Partition{{Topic: "t", BatchStats: &event.BatchStats{Batches: 2, Magic: 2}}}},
+		"NaN (encoding/json fails)":        {Arrival: t0, LatencyMs: math.NaN()},
+	}
+}
+
+func TestAppendRequestJSON(t *testing.T) {
+	for name, r := range requestJSONCases() {
+		t.Run(name, func(t *testing.T) { checkRequestJSON(t, r) })
+	}
+}
+
+func checkRequestJSON(t *testing.T, r *event.Request) {
+	t.Helper()
+	want, werr := json.Marshal(r)
+	got, gerr := AppendRequestJSON([]byte("prefix"), r)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("error %v, encoding/json's %v", gerr, werr)
+	}
+	if werr != nil {
+		if string(got) != "prefix" {
+			t.Errorf("on error the buffer is %q, want it as given", got)
+		}
+		return
+	}
+	if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+		t.Errorf("got  %s\nwant prefix%s", got, want)
+	}
+}
+
+// FuzzAppendRequestJSON holds the encoder to encoding/json's output for
+// any strings, numbers and times.
+func FuzzAppendRequestJSON(f *testing.F) {
+	f.Add(int64(1763784306123456789), int64(1500000), 1.5, "127.0.0.1:1", "client-1", "orders", "orders-1", int32(3), true, 0)
+	f.Add(int64(0), int64(-1), 1e-7, "\x00\xff", "<&>", "\u2028", "", int32(-1), false, 3600*5+1800)
+	f.Fuzz(func(t *testing.T, arrivalNs, durNs int64, latency float64, client, clientID, topic, id string, partition int32, answered bool, zoneSec int) {
+		loc := time.FixedZone("z", zoneSec%(48*3600))
+		r := &event.Request{Arrival: time.Unix(0, arrivalNs).In(loc), LatencyMs: latency, Client: client, ClientID: clientID,
+			Answered: answered, Partitions: []event.Partition{{Topic: topic, Partition: partition, MessageIDs: []string{id}}}}
+		if durNs >= 0 {
+			r.End = r.Arrival.Add(time.Duration(durNs))
+		}
+		checkRequestJSON(t, r)
+	})
+}
