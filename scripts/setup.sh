@@ -58,3 +58,8 @@ fi
 "$root/scripts/kafka-jars.sh" >/dev/null
 # The older release the lab tests start (lab broker --version 3.9.1).
 "$root/scripts/kafka-jars.sh" 3.9.1 >/dev/null
+# qemu and a Debian cloud kernel for the tests of BPF features this host's
+# kernel lacks (fentry): internal/lab/vm, docs/vmtest.md.
+if [[ "$(id -u)" == 0 ]]; then
+  "$root/scripts/vm-kernel.sh" >/dev/null
+fi
