@@ -107,4 +107,3 @@ func appendRecordJSON(out []byte, r *event.SegmentRecord) []byte {
 	}
 	return append(out, '}')
 }
-
