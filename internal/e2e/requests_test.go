@@ -69,6 +69,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	pin(t, b.PID(), "1")
 	pin(t, os.Getpid(), "0")
 	prioritizeNetworkThreads(t, b.PID())
+	quietCore1(t)
 	// The broker's clock is the reference: let the JIT compile its
 	// request path and request logger first (outside the capture).
 	warmCtx, warmCancel := context.WithTimeout(context.Background(), time.Minute)
@@ -141,6 +142,35 @@ func prioritizeNetworkThreads(t *testing.T, pid int) {
 	if n == 0 {
 		t.Fatalf("no network threads found in jcmd Thread.print of %d", pid)
 	}
+}
+
+// quietCore1 keeps the kernel's own background work off the broker's core
+// for the test: this kernel does not preempt kernel code (PREEMPT_NONE),
+// so a kworker writing back the earlier tests' data, or copying for a loop
+// device, holds the core for milliseconds even against a real-time
+// network thread (measured: 97.4% within 1 ms in the full suite, 99.5% in
+// isolation). It writes the dirty data back first (sync), then confines
+// the unbound workqueues (writeback, loop) to CPU 0 until the test ends.
+func quietCore1(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "sync").CombinedOutput(); err != nil {
+		t.Fatalf("sync: %v: %s", err, out)
+	}
+	const mask = "/sys/devices/virtual/workqueue/cpumask"
+	old, err := os.ReadFile(mask)
+	if err != nil {
+		t.Fatalf("unbound workqueues: %v", err)
+	}
+	if err := os.WriteFile(mask, []byte("1\n"), 0o644); err != nil {
+		t.Fatalf("unbound workqueues to CPU 0: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(mask, old, 0o644); err != nil {
+			t.Errorf("restore %s to %s: %v", mask, strings.TrimSpace(string(old)), err)
+		}
+	})
 }
 
 // pin sets the CPU affinity of every thread of pid (children inherit it).

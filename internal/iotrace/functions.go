@@ -67,7 +67,7 @@ type functions struct {
 func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
 	f := &functions{}
 	for _, fn := range fsFunctions {
-		if err := f.open(cfg, shared, fn.name, fn.enter, fn.exit); err != nil {
+		if err := f.open(cfg, shared, fn.enter, fn.exit); err != nil {
 			f.skipped = append(f.skipped, fmt.Sprintf("%s: %v", fn.name, err))
 		} else {
 			f.timed = append(f.timed, fn.name)
@@ -80,7 +80,9 @@ func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
 	return f, nil
 }
 
-func (f *functions) open(cfg Config, shared *iotraceObjects, fn, enter, exit string) (err error) {
+// open loads the programs enter and exit of bpf/iofunc.bpf.c (their
+// attach target is in their section names) and attaches them.
+func (f *functions) open(cfg Config, shared *iotraceObjects, enter, exit string) (err error) {
 	spec, err := loadIofunc()
 	if err != nil {
 		return err

@@ -71,9 +71,11 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 	return ids, nil
 }
 
-// ProgramCount is how many BPF programs a Tracer loads: those of
-// bpf/iotrace.bpf.c, and with journal those of bpf/iojournal.bpf.c too
-// (all loaded, whether or not their tracepoints exist on this kernel).
+// ProgramCount is how many BPF programs a Tracer with FunctionsOff loads:
+// those of bpf/iotrace.bpf.c, and with journal those of
+// bpf/iojournal.bpf.c too (all loaded, whether or not their tracepoints
+// exist on this kernel). Function mode adds two per file system function
+// the kernel lets it time.
 func ProgramCount(journal bool) (int, error) {
 	spec, err := loadIotrace()
 	if err != nil {
