@@ -65,9 +65,13 @@ type functions struct {
 // are counted in the same histograms and sent through the same ring
 // buffer. A function that cannot be timed is skipped with its reason.
 func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
+	spec, err := loadIofunc()
+	if err != nil {
+		return nil, fmt.Errorf("iotrace: functions: %w", err)
+	}
 	f := &functions{}
 	for _, fn := range fsFunctions {
-		if err := f.open(cfg, shared, fn.enter, fn.exit); err != nil {
+		if err := f.open(cfg, spec.Copy(), shared, fn.enter, fn.exit); err != nil {
 			f.skipped = append(f.skipped, fmt.Sprintf("%s: %v", fn.name, err))
 		} else {
 			f.timed = append(f.timed, fn.name)
@@ -80,13 +84,10 @@ func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
 	return f, nil
 }
 
-// open loads the programs enter and exit of bpf/iofunc.bpf.c (their
-// attach target is in their section names) and attaches them.
-func (f *functions) open(cfg Config, shared *iotraceObjects, enter, exit string) (err error) {
-	spec, err := loadIofunc()
-	if err != nil {
-		return err
-	}
+// open loads the programs enter and exit of spec, a copy of
+// bpf/iofunc.bpf.c's (their attach target is in their section names), and
+// attaches them.
+func (f *functions) open(cfg Config, spec *ebpf.CollectionSpec, shared *iotraceObjects, enter, exit string) (err error) {
 	for name := range spec.Programs {
 		if name != enter && name != exit {
 			delete(spec.Programs, name)
