@@ -25,23 +25,9 @@ func franzCodec(codec string) (kgo.CompressionCodec, error) { return cluster.Cod
 // "<topic> value <i>" and, withMessageIDs, the header message-id
 // "<topic>-<i>". It returns once all records are acknowledged (acks=all).
 func ProduceFranz(ctx context.Context, addr, topic string, n int, codec string, withMessageIDs bool) error {
-	c, err := franzCodec(codec)
+	cl, err := newProducer(addr, "kscope-franz-producer", topic, codec)
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(addr),
-		kgo.ClientID("kscope-franz-producer"),
-		kgo.DefaultProduceTopic(topic),
-		kgo.AllowAutoTopicCreation(),
-		// A topic being auto-created is missing from the first metadata
-		// response; the default 5 s minimum age would delay the refresh
-		// that finds it.
-		kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.ProducerBatchCompression(c),
-	)
-	if err != nil {
-		return fmt.Errorf("traffic: franz producer: %w", err)
 	}
 	defer cl.Close()
 	recs := make([]*kgo.Record, n)
@@ -118,20 +104,9 @@ func WarmUp(ctx context.Context, addr, prefix string, n int) error {
 		}
 	}()
 	for i, codec := range codecs {
-		c, err := franzCodec(codec)
+		cl, err := newProducer(addr, "kscope-warm-up", prefix+"-"+codec, codec)
 		if err != nil {
 			return err
-		}
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(addr),
-			kgo.ClientID("kscope-warm-up"),
-			kgo.DefaultProduceTopic(prefix+"-"+codec),
-			kgo.AllowAutoTopicCreation(),
-			kgo.MetadataMinAge(100*time.Millisecond),
-			kgo.ProducerBatchCompression(c),
-		)
-		if err != nil {
-			return fmt.Errorf("traffic: warm-up producer: %w", err)
 		}
 		clients[i] = cl
 	}
@@ -142,4 +117,28 @@ func WarmUp(ctx context.Context, addr, prefix string, n int) error {
 		}
 	}
 	return nil
+}
+
+// newProducer returns a franz-go client producing to topic (auto-created)
+// with batches compressed by codec.
+func newProducer(addr, clientID, topic, codec string) (*kgo.Client, error) {
+	c, err := franzCodec(codec)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(clientID),
+		kgo.DefaultProduceTopic(topic),
+		kgo.AllowAutoTopicCreation(),
+		// A topic being auto-created is missing from the first metadata
+		// response; the default 5 s minimum age would delay the refresh
+		// that finds it.
+		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.ProducerBatchCompression(c),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: franz producer %s: %w", clientID, err)
+	}
+	return cl, nil
 }
