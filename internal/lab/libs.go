@@ -85,7 +85,7 @@ func EnsureLibsVersion(ctx context.Context, version string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("lab: %s %s: %w: %s", script, version, err, lastLines(stderr.String(), 15))
+		return "", fmt.Errorf("lab: %s %s: %w: %s", script, version, err, LastLines(stderr.String(), 15))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	dir := strings.TrimSpace(lines[len(lines)-1])
@@ -95,9 +95,9 @@ func EnsureLibsVersion(ctx context.Context, version string) (string, error) {
 	return dir, nil
 }
 
-// lastLines trims s to its last n lines (mvn's failure output is long; the
-// reason is at the end).
-func lastLines(s string, n int) string {
+// LastLines trims s to its last n lines (a failing tool's output is long;
+// the reason is at the end).
+func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -105,8 +105,9 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// findJarsScript locates scripts/kafka-jars.sh of a kscope checkout.
-func findJarsScript() (string, error) {
+// FindScript locates scripts/NAME of the kscope checkout that the working
+// dir, or else the running executable, is in.
+func FindScript(name string) (string, error) {
 	var starts []string
 	if wd, err := os.Getwd(); err == nil {
 		starts = append(starts, wd)
@@ -116,9 +117,8 @@ func findJarsScript() (string, error) {
 	}
 	for _, dir := range starts {
 		for {
-			script := filepath.Join(dir, "scripts", "kafka-jars.sh")
-			pom := filepath.Join(dir, "lab", "kafka", "pom.xml")
-			if fileExists(script) && fileExists(pom) {
+			script := filepath.Join(dir, "scripts", name)
+			if fileExists(script) && fileExists(filepath.Join(dir, "go.mod")) {
 				return script, nil
 			}
 			parent := filepath.Dir(dir)
@@ -128,7 +128,19 @@ func findJarsScript() (string, error) {
 			dir = parent
 		}
 	}
-	return "", errors.New("scripts/kafka-jars.sh not found (run from a kscope checkout or set " + LibsEnv + " to a complete libs dir)")
+	return "", fmt.Errorf("scripts/%s not found (run from a kscope checkout)", name)
+}
+
+// findJarsScript locates scripts/kafka-jars.sh with the pom it uses.
+func findJarsScript() (string, error) {
+	script, err := FindScript("kafka-jars.sh")
+	if err == nil && !fileExists(filepath.Join(filepath.Dir(filepath.Dir(script)), "lab", "kafka", "pom.xml")) {
+		err = errors.New("lab/kafka/pom.xml missing next to it")
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w (or set %s to a complete libs dir)", err, LibsEnv)
+	}
+	return script, nil
 }
 
 func fileExists(p string) bool {

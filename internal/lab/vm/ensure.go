@@ -3,12 +3,13 @@ package vm
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kscope-dev/kscope/internal/lab"
 )
 
 // EnsureKernel runs scripts/vm-kernel.sh of the kscope checkout (found by
@@ -16,7 +17,7 @@ import (
 // uses when missing (as root) and fetches the kernel on its first run, and
 // returns the kernel dir it prints: Config.KernelDir.
 func EnsureKernel(ctx context.Context) (string, error) {
-	script, err := findScript("vm-kernel.sh")
+	script, err := lab.FindScript("vm-kernel.sh")
 	if err != nil {
 		return "", err
 	}
@@ -24,7 +25,7 @@ func EnsureKernel(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", script)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("vm: %s: %w: %s", script, err, lastLines(strings.TrimSpace(stderr.String()), 15))
+		return "", fmt.Errorf("vm: %s: %w: %s", script, err, lab.LastLines(stderr.String(), 15))
 	}
 	dir := strings.TrimSpace(stdout.String())
 	if _, err := os.Stat(filepath.Join(dir, ".kscope-complete")); err != nil {
@@ -47,26 +48,4 @@ func BuildInit(ctx context.Context, pkg, out string) error {
 		return fmt.Errorf("vm: go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
 	}
 	return nil
-}
-
-// findScript locates scripts/NAME of the kscope checkout the working dir
-// is in.
-func findScript(name string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("vm: %w", err)
-	}
-	for {
-		script := filepath.Join(dir, "scripts", name)
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(script); err == nil {
-				return script, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("vm: scripts/" + name + " not found (run in a kscope checkout)")
-		}
-		dir = parent
-	}
 }

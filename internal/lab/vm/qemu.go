@@ -209,22 +209,13 @@ wait:
 	}
 	msg := fmt.Sprintf("vm: the guest reported no exit code (%s, accel %s)", why, res.Accel)
 	if e := strings.TrimSpace(stderr.String()); e != "" {
-		msg += "\nqemu stderr:\n" + lastLines(e, 20)
+		msg += "\nqemu stderr:\n" + lab.LastLines(e, 20)
 	}
-	return res, fmt.Errorf("%s\nconsole tail:\n%s", msg, lastLines(tail, 40))
+	return res, fmt.Errorf("%s\nconsole tail:\n%s", msg, lab.LastLines(tail, 40))
 }
 
 // prefixOf is the part of the exit marker that does not depend on the
 // code.
 func prefixOf(token string) string {
 	return strings.TrimSuffix(guest.Marker(token, 0), "0")
-}
-
-// lastLines trims s to its last n lines.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
