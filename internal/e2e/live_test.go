@@ -140,7 +140,10 @@ func testLive(t *testing.T, b *lab.Broker, port int, iface string) {
 	if w.SkippedBytes != 0 || w.Gaps != 0 || w.Partial != 0 || w.Unpaired != 0 || w.DecodeErrors != 0 || w.BatchErrors != 0 {
 		t.Errorf("a live capture without kernel drops must decode without loss: %+v", w)
 	}
-	if c := res.Capture; c.KernelPackets != c.Packets+c.KernelDrops {
+	// Every packet read was counted by the kernel; a few may be kept after
+	// the last read and before the socket's close (connection teardown
+	// packets: one in one of five full-suite runs), never read.
+	if c := res.Capture; c.KernelPackets < c.Packets+c.KernelDrops || c.KernelPackets > c.Packets+c.KernelDrops+4 {
 		t.Errorf("kernel kept %d packets, %d read, %d dropped", c.KernelPackets, c.Packets, c.KernelDrops)
 	}
 
