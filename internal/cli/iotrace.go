@@ -29,6 +29,7 @@ type iotraceOptions struct {
 	journal    bool
 	functions  string
 	waits      bool
+	steal      bool
 	quiet      bool
 }
 
@@ -78,6 +79,7 @@ mounted). See docs/iotrace.md.`,
 	f.BoolVar(&o.journal, "journal", true, "also trace jbd2 commits, ext4 fsyncs, XFS log writes and block requests on the log dirs' devices")
 	f.StringVar(&o.functions, "functions", "auto", "also time ext4_file_write_iter/xfs_file_write_iter with fentry: auto (where the kernel allows it), on (fail if it does not), off")
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
+	f.BoolVar(&o.steal, "steal", false, "also trace the time the hypervisor takes from each vCPU (steal), per interval between context switches, at --min-latency or more (virtual machines only)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
 	return cmd
 }
@@ -108,7 +110,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	}
 	fc := iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
-			Waits: o.waits, Functions: functions},
+			Waits: o.waits, Functions: functions, Steal: o.steal, StealMin: o.minLatency},
 		Summaries: o.summary,
 	}
 	if o.auto {
@@ -149,7 +151,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
-		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait}
+		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait, Steal: writer.Steal}
 	}
 	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {

@@ -130,3 +130,26 @@ type KernelWait struct {
 	// Stack is the kernel stack it slept on, innermost function first.
 	Stack []string `json:"stack,omitempty"`
 }
+
+// KindCPUSteal marks a CPUSteal.
+const KindCPUSteal = "cpu_steal"
+
+// CPUSteal is time the hypervisor took from one of the machine's virtual
+// CPUs, traced by kscope iotrace (bpf/iosteal.bpf.c): between Start and
+// End (two context switches on the CPU) the vCPU was not running for
+// StolenMs in all. Whatever ran on that CPU then (a broker's network
+// thread reading a request, a handler appending to the log) stopped for
+// that long without any trace inside the machine; only the paravirt steal
+// clock, which the scheduler reads, records it.
+type CPUSteal struct {
+	Kind     string    `json:"kind"` // KindCPUSteal
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	CPU      int       `json:"cpu"`
+	StolenMs float64   `json:"stolen_ms"`
+}
+
+// Stolen is StolenMs as a duration.
+func (s *CPUSteal) Stolen() time.Duration {
+	return time.Duration(s.StolenMs * float64(time.Millisecond))
+}

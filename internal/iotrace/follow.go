@@ -285,6 +285,9 @@ func AddStats(a *Stats, b Stats) {
 	a.WaitRingbufDrops += b.WaitRingbufDrops
 	a.WaitStartFull += b.WaitStartFull
 	a.WaitStackLost += b.WaitStackLost
+	a.StealEvents += b.StealEvents
+	a.StealRingbufDrops += b.StealRingbufDrops
+	a.StealSwitches += b.StealSwitches
 }
 
 // alive reports whether process pid exists (and is not a zombie).

@@ -3,7 +3,7 @@ package iotrace
 // The BPF side lives in bpf/iotrace.bpf.c (system calls),
 // bpf/iofunc.bpf.c (file system functions, where fentry is allowed),
 // bpf/iojournal.bpf.c (journal, XFS log and block layer) and
-// bpf/iowait.bpf.c (kernel waits). The generated
+// bpf/iowait.bpf.c (kernel waits) and bpf/iosteal.bpf.c (CPU steal). The generated
 // *_bpfel.go and *_bpfel.o are committed so that `go build` needs no
 // clang; `make generate` (clang-14, llvm-14 and libbpf-dev from Debian)
 // rebuilds them.
@@ -12,3 +12,4 @@ package iotrace
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iojournal_event -type iojournal_hist_key -type iojournal_hist iojournal ../../bpf/iojournal.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iowait_event iowait ../../bpf/iowait.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel iofunc ../../bpf/iofunc.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iosteal_event iosteal ../../bpf/iosteal.bpf.c -- -I../../bpf

@@ -56,6 +56,12 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 	if t.funcs != nil {
 		progs = append(progs, t.funcs.programs()...)
 	}
+	if t.waits != nil {
+		progs = append(progs, t.waits.objs.KsioSchedSwitch)
+	}
+	if t.steals != nil {
+		progs = append(progs, t.steals.objs.KsioStealSwitch)
+	}
 	var ids []ebpf.ProgramID
 	for _, prog := range progs {
 		info, err := prog.Info()

@@ -57,6 +57,13 @@ type Config struct {
 	// events have ops ext4_file_write_iter and xfs_file_write_iter and
 	// come on top of the write system calls that contain them.
 	Functions FunctionMode
+	// Steal also traces the time the hypervisor takes from the machine's
+	// virtual CPUs, per CPU, between context switches (bpf/iosteal.bpf.c):
+	// intervals with at least StealMin of steal become event.CPUSteal.
+	// Needs a paravirtualised guest kernel that accounts steal per run
+	// queue (CONFIG_PARAVIRT_TIME_ACCOUNTING); on bare metal there is none.
+	Steal    bool
+	StealMin time.Duration
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -77,6 +84,7 @@ type Tracer struct {
 	threads    *threadNames
 	journal    *journal   // nil without Config.Journal
 	waits      *waits     // nil without Config.Waits
+	steals     *steals    // nil without Config.Steal
 	funcs      *functions // nil with FunctionsOff
 	mode       Mode
 
@@ -110,6 +118,11 @@ type Stats struct {
 	WaitRingbufDrops uint64
 	WaitStartFull    uint64
 	WaitStackLost    uint64
+	// With Config.Steal: steal intervals read, bpf/iosteal.bpf.c's losses,
+	// and the context switches it saw.
+	StealEvents       uint64
+	StealRingbufDrops uint64
+	StealSwitches     uint64
 }
 
 // tracepoints pairs each tracepoint with its program.
@@ -242,6 +255,11 @@ func Open(cfg Config) (_ *Tracer, err error) {
 			return nil, err
 		}
 	}
+	if cfg.Steal {
+		if t.steals, err = openSteals(cfg.StealMin); err != nil {
+			return nil, err
+		}
+	}
 	if t.clock, err = measureClockOffset(); err != nil {
 		return nil, err
 	}
@@ -305,6 +323,7 @@ type Handlers struct {
 	Sync   func(*event.FileSync) error      // ext4 fsyncs
 	Block  func(*event.BlockIO) error       // block requests
 	Wait   func(*event.KernelWait) error    // uninterruptible sleeps (Config.Waits)
+	Steal  func(*event.CPUSteal) error      // hypervisor steal (Config.Steal)
 }
 
 // Run passes every traced call on a file in the log directories to fn, in
@@ -332,6 +351,9 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		if t.waits != nil {
 			_ = t.waits.rd.Flush()
 		}
+		if t.steals != nil {
+			_ = t.steals.rd.Flush()
+		}
 	})
 	defer stop()
 	// deliver serialises the handlers and stops delivering after the
@@ -351,7 +373,7 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		}
 		return nil
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 4)
 	go func() { errc <- t.readWrites(h, deliver) }()
 	readers := 1
 	if t.journal != nil {
@@ -361,6 +383,10 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	if t.waits != nil {
 		readers++
 		go func() { errc <- t.readWaits(h, deliver) }()
+	}
+	if t.steals != nil {
+		readers++
+		go func() { errc <- t.readSteals(h, deliver) }()
 	}
 	// The first error is returned as it is (a handler's error unwrapped);
 	// the other reader then only drains.
@@ -538,6 +564,11 @@ func (t *Tracer) Stats() (Stats, error) {
 			return s, err
 		}
 	}
+	if t.steals != nil {
+		if err := sumCounters(t.steals.objs.KsioScounters, &s.StealRingbufDrops, &s.StealSwitches); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
@@ -593,6 +624,11 @@ func (t *Tracer) detach() error {
 		errs = append(errs, t.waits.detach())
 		t.mu.Unlock()
 	}
+	if t.steals != nil {
+		t.mu.Lock()
+		errs = append(errs, t.steals.detach())
+		t.mu.Unlock()
+	}
 	return errors.Join(errs...)
 }
 
@@ -613,6 +649,9 @@ func (t *Tracer) Close() error {
 		}
 		if t.waits != nil {
 			errs = append(errs, t.waits.close())
+		}
+		if t.steals != nil {
+			errs = append(errs, t.steals.close())
 		}
 		if err := errors.Join(errs...); err != nil {
 			t.closeErr = fmt.Errorf("iotrace: close: %w", err)

@@ -26,6 +26,7 @@ type Writer interface {
 	Sync(s *event.FileSync) error
 	Block(b *event.BlockIO) error
 	Wait(k *event.KernelWait) error
+	Steal(c *event.CPUSteal) error
 	Flush() error
 }
 
@@ -49,6 +50,7 @@ func (j jsonWriter) Commit(c *event.JournalCommit) error { return j.Encode(c) }
 func (j jsonWriter) Sync(s *event.FileSync) error        { return j.Encode(s) }
 func (j jsonWriter) Block(b *event.BlockIO) error        { return j.Encode(b) }
 func (j jsonWriter) Wait(k *event.KernelWait) error      { return j.Encode(k) }
+func (j jsonWriter) Steal(c *event.CPUSteal) error       { return j.Encode(c) }
 
 var tableHeader = []string{"START TIME", "END TIME", "LATENCY(ms)", "TID", "THREAD", "OP", "BYTES", "OFF_KB", "FILE"}
 
@@ -86,6 +88,7 @@ func (t *tableWriter) Commit(c *event.JournalCommit) error { return t.row(Commit
 func (t *tableWriter) Sync(s *event.FileSync) error        { return t.row(SyncRow(s)) }
 func (t *tableWriter) Block(b *event.BlockIO) error        { return t.row(BlockRow(b)) }
 func (t *tableWriter) Wait(k *event.KernelWait) error      { return t.row(WaitRow(k)) }
+func (t *tableWriter) Steal(c *event.CPUSteal) error       { return t.row(StealRow(c)) }
 
 func (t *tableWriter) row(cells []string) error {
 	if _, err := fmt.Fprintln(t.tw, strings.Join(cells, "\t")); err != nil {
@@ -122,6 +125,7 @@ func (c *csvWriter) Commit(j *event.JournalCommit) error { return c.w.Write(comm
 func (c *csvWriter) Sync(s *event.FileSync) error        { return c.w.Write(syncRecord(s)) }
 func (c *csvWriter) Block(b *event.BlockIO) error        { return c.w.Write(blockRecord(b)) }
 func (c *csvWriter) Wait(k *event.KernelWait) error      { return c.w.Write(waitRecord(k)) }
+func (c *csvWriter) Steal(s *event.CPUSteal) error       { return c.w.Write(stealRecord(s)) }
 
 func (c *csvWriter) Flush() error {
 	c.w.Flush()

@@ -73,6 +73,19 @@ func WaitRow(k *event.KernelWait) []string {
 		strconv.Itoa(k.TID), output.Escape(k.Thread), "wait-D", "-", "-", stackSummary(k.Stack)}
 }
 
+// StealRow is hypervisor steal in the table's columns: LATENCY the time
+// stolen, THREAD the CPU, OP "cpu-steal", FILE what share of the interval
+// between the two context switches it was.
+func StealRow(c *event.CPUSteal) []string {
+	return []string{timeOfDay(c.Start), timeOfDay(c.End), strconv.FormatFloat(c.StolenMs, 'f', 3, 64),
+		"-", "cpu" + strconv.Itoa(c.CPU), "cpu-steal", "-", "-", stealWhat(c)}
+}
+
+func stealWhat(c *event.CPUSteal) string {
+	return fmt.Sprintf("stolen %.3f ms, accounted over %.3f ms between context switches",
+		c.StolenMs, float64(c.End.Sub(c.Start))/float64(time.Millisecond))
+}
+
 // stackSummary is up to five kernel frames, innermost first.
 func stackSummary(stack []string) string {
 	return output.Escape(strings.Join(stack[:min(len(stack), 5)], "<"))
@@ -101,6 +114,10 @@ func blockRecord(b *event.BlockIO) []string {
 func waitRecord(k *event.KernelWait) []string {
 	return csvRecord(k.Start, k.End, k.LatencyMs, strconv.Itoa(k.TID), output.Escape(k.Thread), "wait-D", 0, -1,
 		stackSummary(k.Stack), "", -1, "", "")
+}
+
+func stealRecord(c *event.CPUSteal) []string {
+	return csvRecord(c.Start, c.End, c.StolenMs, "", "cpu"+strconv.Itoa(c.CPU), "cpu-steal", 0, -1, stealWhat(c), "", -1, "", "")
 }
 
 func csvRecord(start, end time.Time, latMs float64, tid, thread, op string, bytes, offset int64,

@@ -1,0 +1,106 @@
+package iotrace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// steals is bpf/iosteal.bpf.c loaded and attached: the hypervisor's steal
+// time per CPU, between context switches.
+type steals struct {
+	objs iostealObjects
+	l    link.Link
+	rd   *ringbuf.Reader
+}
+
+// errNoStealClock: the kernel keeps no steal clock per run queue (not a
+// paravirtualised guest kernel, or one without
+// CONFIG_PARAVIRT_TIME_ACCOUNTING).
+var errNoStealClock = errors.New("the kernel does not account steal time per run queue (CONFIG_PARAVIRT_TIME_ACCOUNTING)")
+
+func openSteals(minStolen time.Duration) (_ *steals, err error) {
+	spec, err := loadIosteal()
+	if err != nil {
+		return nil, fmt.Errorf("iotrace: steal: %w", err)
+	}
+	if err := spec.Variables[iostealVarMinStolenNs].Set(uint64(minStolen)); err != nil {
+		return nil, fmt.Errorf("iotrace: steal: set minimum: %w", err)
+	}
+	s := &steals{}
+	if err := loadObjects(spec, &s.objs, "iotrace: steal"); err != nil {
+		// CO-RE cannot find rq.prev_steal_time_rq in the kernel's BTF.
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("iotrace: steal: %w: %w", errNoStealClock, err)
+		}
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.l, err = link.Tracepoint("sched", "sched_switch", s.objs.KsioStealSwitch, nil); err != nil {
+		return nil, fmt.Errorf("iotrace: attach to tracepoint sched:sched_switch: %w", err)
+	}
+	if s.rd, err = ringbuf.NewReader(s.objs.KsioSevents); err != nil {
+		return nil, fmt.Errorf("iotrace: steal ring buffer reader: %w", err)
+	}
+	return s, nil
+}
+
+func (s *steals) detach() error {
+	if s.l == nil {
+		return nil
+	}
+	err := s.l.Close()
+	s.l = nil
+	return err
+}
+
+func (s *steals) close() error {
+	errs := []error{s.detach()}
+	if s.rd != nil {
+		errs = append(errs, s.rd.Close())
+	}
+	errs = append(errs, s.objs.Close())
+	return errors.Join(errs...)
+}
+
+const stealEventSize = 32
+
+func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
+	var ev iostealIostealEvent
+	if len(b) < stealEventSize {
+		return ev, false
+	}
+	ev.StartNs = binary.LittleEndian.Uint64(b[0:])
+	ev.EndNs = binary.LittleEndian.Uint64(b[8:])
+	ev.StolenNs = binary.LittleEndian.Uint64(b[16:])
+	ev.Cpu = binary.LittleEndian.Uint32(b[24:])
+	return ev, true
+}
+
+func (t *Tracer) readSteals(h Handlers, deliver func(func() error) error) error {
+	return readRing(t.steals.rd, func(b []byte) error {
+		ev, ok := decodeStealEvent(b)
+		if !ok {
+			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)
+		}
+		t.count(func(s *Stats) { s.StealEvents++ })
+		if h.Steal == nil {
+			return nil
+		}
+		cs := &event.CPUSteal{Kind: event.KindCPUSteal, Start: t.clock.wall(ev.StartNs), End: t.clock.wall(ev.EndNs),
+			CPU: int(ev.Cpu), StolenMs: float64(ev.StolenNs) / float64(time.Millisecond)}
+		return deliver(func() error { return h.Steal(cs) })
+	})
+}
