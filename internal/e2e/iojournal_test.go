@@ -51,7 +51,24 @@ func TestIojournal(t *testing.T) {
 // autoclear) and checks that the loop device is gone.
 func iotLoopFS(t *testing.T, fs string, mkfsArgs ...string) (mnt, dev string) {
 	t.Helper()
-	dir := t.TempDir()
+	return iotLoopFSIn(t, t.TempDir(), fs, mkfsArgs...)
+}
+
+// ramDir is a fresh directory on tmpfs (/dev/shm), removed at the end of
+// t: a loop device backed by a file there never waits for a disk.
+func ramDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "kscope-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// iotLoopFSIn is iotLoopFS with the image file in dir.
+func iotLoopFSIn(t *testing.T, dir, fs string, mkfsArgs ...string) (mnt, dev string) {
+	t.Helper()
 	img := filepath.Join(dir, fs+".img")
 	mnt = filepath.Join(dir, "mnt")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
