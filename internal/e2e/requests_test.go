@@ -12,11 +12,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/cluster"
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/lab/requestlog"
@@ -34,6 +36,10 @@ type capturedRun struct {
 	keep    string // directory to copy captures to, or ""
 	broker  *lab.Broker
 	gcLog   string // the broker's -Xlog:gc file
+	// steals is the hypervisor's steal time on every CPU during the
+	// capture; brokerCPU the CPU the broker is pinned to.
+	steals    []*event.CPUSteal
+	brokerCPU int
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -61,11 +67,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	// The log dir on tmpfs: no block I/O, writeback or journal work on
 	// the broker's core (per-CPU kernel work that nothing preempts here);
 	// this test is about the wire, not the disk.
-	logDir, err := os.MkdirTemp("/dev/shm", "kscope-requests-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(logDir) })
+	logDir := ramDir(t)
 	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), RequestLog: true, LibsDir: libs,
 		LogDirs: []string{logDir}, JVMArgs: []string{"-Xlog:gc:file=" + gcLog + ":time"}})
 	_, portStr, _ := net.SplitHostPort(b.Addr())
@@ -87,6 +89,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	warmCancel()
 	pcap := filepath.Join(dir, "traffic.pcap")
 	stop := labtest.Capture(t, "lo", port, pcap)
+	steals := traceSteal(t, b.PID(), logDir)
 
 	// The log's timestamps have millisecond resolution: requests logged
 	// in the capture's first millisecond may predate it.
@@ -113,6 +116,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	// Let the last responses leave and the request log catch up.
 	time.Sleep(time.Second)
 	stop()
+	stolen := steals.stop(t)
 
 	// Only the PLAINTEXT listener is captured; the controller listener
 	// carries the broker's own KRaft traffic. Requests before the capture
@@ -121,7 +125,83 @@ func recordTraffic(t *testing.T) capturedRun {
 	if len(ours) < 200 {
 		t.Fatalf("request log has only %d requests on port %d", len(ours), port)
 	}
-	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b, gcLog: gcLog}
+	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b, gcLog: gcLog, steals: stolen, brokerCPU: 1}
+}
+
+// stealTracer collects the hypervisor's steal time on every CPU
+// (iotrace's bpf/iosteal.bpf.c).
+type stealTracer struct {
+	tr     *iotrace.Tracer
+	cancel context.CancelFunc
+	done   chan error
+	mu     sync.Mutex
+	steals []*event.CPUSteal
+}
+
+// traceSteal starts tracing steal time. The tracer is opened on the
+// broker (iotrace needs a process) but only its steal events are kept:
+// no write is slow enough to be sent.
+func traceSteal(t *testing.T, pid int, logDir string) *stealTracer {
+	t.Helper()
+	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: []string{logDir}, MinLatency: time.Hour,
+		Steal: true, StealMin: 20 * time.Microsecond})
+	if err != nil {
+		t.Fatalf("steal time: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &stealTracer{tr: tr, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		st.done <- tr.RunAll(ctx, iotrace.Handlers{Steal: func(s *event.CPUSteal) error {
+			st.mu.Lock()
+			st.steals = append(st.steals, s)
+			st.mu.Unlock()
+			return nil
+		}})
+	}()
+	t.Cleanup(func() { st.stop(t) })
+	return st
+}
+
+func (st *stealTracer) stop(t *testing.T) []*event.CPUSteal {
+	t.Helper()
+	if st.cancel == nil {
+		return st.steals
+	}
+	st.cancel()
+	st.cancel = nil
+	if err := <-st.done; err != nil {
+		t.Errorf("steal time: %v", err)
+	}
+	if s, err := st.tr.Stats(); err != nil || s.StealRingbufDrops != 0 {
+		t.Errorf("steal time: %d intervals lost (%v)", s.StealRingbufDrops, err)
+	}
+	if err := st.tr.Close(); err != nil {
+		t.Error(err)
+	}
+	return st.steals
+}
+
+// schedTick is the longest the scheduler may take to account steal after
+// the vCPU is back: one tick at this kernel's CONFIG_HZ=250.
+const schedTick = 4 * time.Millisecond
+
+// stealDuring is the steal on cpu that may have fallen within [from, to].
+// An interval's steal was accounted at a run-queue clock update between
+// two context switches (Start, End]; the vCPU was back at most a tick
+// before that update, so the stolen time lies within
+// [Start-tick-stolen, End].
+func stealDuring(steals []*event.CPUSteal, cpu int, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, s := range steals {
+		if s.CPU != cpu {
+			continue
+		}
+		stolen := s.Stolen()
+		if s.Start.Add(-schedTick-stolen).Before(to) && s.End.After(from) {
+			d += stolen
+		}
+	}
+	return d
 }
 
 // prioritizeNetworkThreads makes the broker's network (and acceptor)
@@ -275,6 +355,13 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		t.Errorf("decode errors on a real broker's traffic: %+v", w)
 	}
 	var within, compared, notOnWire int
+	// withinSteal: requests that agree within 1 ms plus the time the
+	// hypervisor took from the CPUs during them. calm: requests during
+	// which it took (almost) nothing; missStolen: misses during which it
+	// took time from the broker's CPU, missStolenOther: from the other
+	// CPU (the clients', where the request's packets are timestamped and
+	// delivered) only.
+	var withinSteal, calm, calmWithin, missStolen, missStolenOther int
 	var outside []*event.Request
 	pauses := readGCPauses(t, run.gcLog)
 	var diffs []float64
@@ -325,6 +412,29 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		compared++
 		diffs = append(diffs, r.BrokerMs-e.TotalTimeMs)
 		diff := math.Abs(r.BrokerMs - e.TotalTimeMs)
+		// The broker's clock runs from End-BrokerMs (as the wire sees
+		// it) to End, or later when the broker finished late.
+		from := r.End.Add(-time.Duration(r.BrokerMs * float64(time.Millisecond)))
+		to := r.End.Add(time.Duration(max(0, e.TotalTimeMs-r.BrokerMs) * float64(time.Millisecond)))
+		stolen := stealDuring(run.steals, run.brokerCPU, from, to)
+		stolenOther := stealDuring(run.steals, 1-run.brokerCPU, from, to)
+		if diff <= 1+float64(stolen+stolenOther)/float64(time.Millisecond) {
+			withinSteal++
+		}
+		if stolen+stolenOther < stealNoise {
+			calm++
+			if diff <= 1 {
+				calmWithin++
+			}
+		}
+		if diff > 1 {
+			switch {
+			case stolen >= stealNoise:
+				missStolen++
+			case stolenOther >= stealNoise:
+				missStolenOther++
+			}
+		}
 		cat := r.API
 		if e.CorrelationID < 3 {
 			cat = "setup"
@@ -335,9 +445,10 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 		} else {
 			outside = append(outside, r)
 			if len(worst) < 12 {
-				worst = append(worst, fmt.Sprintf("%s %s corr %d (%d B): wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms (queue %.3f local %.3f response queue %.3f send %.3f)%s",
+				worst = append(worst, fmt.Sprintf("%s %s corr %d (%d B): wire %.3f ms (broker view %.3f, queued %.3f), broker log %.3f ms (queue %.3f local %.3f response queue %.3f send %.3f), steal %v on the broker's CPU, %v on the other%s",
 					r.Arrival.Format("15:04:05.000000"), r.API, r.CorrelationID, r.RequestBytes, r.LatencyMs, r.BrokerMs, r.QueuedMs, e.TotalTimeMs,
-					e.RequestQueueTimeMs, e.LocalTimeMs, e.ResponseQueueTimeMs, e.SendTimeMs, pauses.during(r.Arrival, r.End)))
+					e.RequestQueueTimeMs, e.LocalTimeMs, e.ResponseQueueTimeMs, e.SendTimeMs, stolen.Round(time.Microsecond), stolenOther.Round(time.Microsecond),
+					pauses.during(r.Arrival, r.End)))
 			}
 		}
 	}
@@ -354,12 +465,13 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	// request, the wire when the request's last byte reached the socket.
 	// README: "Wire latency and the broker's totalTimeMs". With the broker
 	// warmed up, on a core of its own, and its network threads real-time,
-	// 99.4-99.9% agree within 1 ms on this 2-core VM when the test runs
-	// alone, but only 93-99.6% in the full suite, where the VM is slower
-	// and the broker's own clock is late more often. The thresholds are
-	// what the full suite gives run after run (a decoder that paired or
-	// timed requests wrongly lands far outside them); the issue's 99% is
-	// reported, not asserted.
+	// what still separates the two clocks is the hypervisor: a vCPU
+	// descheduled by the host stops the broker between the packet and its
+	// own timestamp (measured: 48 of 52 misses had steal on the broker's
+	// CPU). The test traces steal to the nanosecond (iotrace --steal) and
+	// asserts the issue's 99% against it: the two agree within 1 ms plus
+	// the steal during the request, and within 1 ms outright when there
+	// was none.
 	share := float64(within) / float64(max(compared, 1))
 	inPause := 0
 	for _, r := range outside {
@@ -383,9 +495,28 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	t.Logf("%d beyond 1 ms, %d of them during a GC pause of the broker (%d pauses in its log); examples:\n  %s",
 		len(outside), inPause, len(pauses), strings.Join(worst, "\n  "))
 	t.Logf("issue 2's target, 99%% within 1 ms: %v", share >= 0.99)
-	if share < 0.90 || share5 < 0.985 || share10 < 0.99 {
-		t.Errorf("latency agreement too low: %.2f%% within 1 ms (want >= 90%%), %.2f%% within 5 ms (want >= 98.5%%), %.2f%% within 10 ms (want >= 99%%)",
-			100*share, 100*share5, 100*share10)
+	var stealTotal [2]time.Duration
+	for _, s := range run.steals {
+		if s.CPU < 2 {
+			stealTotal[s.CPU] += s.Stolen()
+		}
+	}
+	calmShare := float64(calmWithin) / float64(max(calm, 1))
+	stealShare := float64(withinSteal) / float64(max(compared, 1))
+	t.Logf("hypervisor steal during the capture: %v on the broker's CPU, %v on the other (%d intervals); of the %d beyond 1 ms, %d had steal on the broker's CPU, %d on the other only",
+		stealTotal[run.brokerCPU].Round(time.Millisecond), stealTotal[1-run.brokerCPU].Round(time.Millisecond), len(run.steals),
+		len(outside), missStolen, missStolenOther)
+	t.Logf("within 1 ms plus the steal during the request: %d/%d (%.2f%%); without steal (< %v on every CPU): %d requests, %d (%.2f%%) within 1 ms",
+		withinSteal, compared, 100*stealShare, stealNoise, calm, calmWithin, 100*calmShare)
+	if stealShare < 0.99 {
+		t.Errorf("wire and broker latency agree within 1 ms plus the hypervisor's steal for only %.2f%% of requests, want >= 99%%", 100*stealShare)
+	}
+	// 200 requests resolve 99% to two misses; fewer, on a host that
+	// steals all the time, say little, and the line above still holds.
+	if calm >= 200 && calmShare < 0.99 {
+		t.Errorf("without steal, only %.2f%% of %d requests agree within 1 ms, want >= 99%%", 100*calmShare, calm)
+	} else if calm < 200 {
+		t.Logf("only %d requests without steal: too few to judge the 99%% on them alone", calm)
 	}
 	sort.Float64s(diffs)
 	if len(diffs) > 0 {
@@ -541,3 +672,7 @@ func readGCPauses(t *testing.T, path string) gcPauses {
 	}
 	return ps
 }
+
+// stealNoise is the steal below which a request counts as untouched by
+// the hypervisor: well under the 1 ms the agreement is judged by.
+const stealNoise = 100 * time.Microsecond
