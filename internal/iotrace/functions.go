@@ -180,8 +180,12 @@ func (f *functions) close() error {
 // without CONFIG_FUNCTION_TRACER, as on this project's hosts) or a
 // security policy (lockdown, an LSM) refuses tracing programs.
 func explainRefusal(err error) error {
-	if errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("refused (no BPF trampolines in this kernel, or a security policy): %w", err)
+	if !errors.Is(err, unix.EPERM) {
+		return err
 	}
-	return err
+	// cilium/ebpf suggests raising MEMLOCK on any EPERM; it is raised
+	// already, and the hint sends the reader the wrong way.
+	msg := strings.Replace(err.Error(), " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)", "", 1)
+	msg = strings.TrimSuffix(msg, ": "+unix.EPERM.Error())
+	return fmt.Errorf("refused (no BPF trampolines in this kernel, or a security policy): %s: %w", msg, unix.EPERM)
 }

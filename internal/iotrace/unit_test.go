@@ -2,12 +2,16 @@ package iotrace
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestClassify(t *testing.T) {
@@ -167,5 +171,30 @@ func TestClockOffset(t *testing.T) {
 	after := time.Now()
 	if got.Before(before.Add(-time.Millisecond)) || got.After(after.Add(time.Millisecond)) {
 		t.Errorf("wall(now) = %v, want within [%v, %v]", got, before, after)
+	}
+}
+
+func TestExplainRefusal(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		want  string
+		eperm bool
+	}{
+		{"eperm from cilium/ebpf",
+			fmt.Errorf("program ksio_fe_ext4: load program: %w (MEMLOCK may be too low, consider rlimit.RemoveMemlock)", unix.EPERM),
+			"refused (no BPF trampolines in this kernel, or a security policy): program ksio_fe_ext4: load program: operation not permitted", true},
+		{"other error", fmt.Errorf("program ksio_fe_ext4: %w", unix.EINVAL), "program ksio_fe_ext4: invalid argument", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := explainRefusal(tt.err)
+			if got.Error() != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if errors.Is(got, unix.EPERM) != tt.eperm {
+				t.Errorf("errors.Is(EPERM) = %v, want %v", !tt.eperm, tt.eperm)
+			}
+		})
 	}
 }
