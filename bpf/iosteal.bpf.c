@@ -57,7 +57,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20); /* 1 MiB: 32k episodes of 32 bytes */
+	__uint(max_entries, 1 << 20); /* 1 MiB: 26k intervals of 40 bytes */
 } ksio_sevents SEC(".maps");
 
 struct {
@@ -105,6 +105,9 @@ int ksio_steal_switch(void *ctx)
 	e->end_ns = now;
 	e->stolen_ns = stolen;
 	e->cpu = bpf_get_smp_processor_id();
+	__u64 id = bpf_get_current_pid_tgid(); /* prev: the switch runs in its context */
+	e->tid = (__u32)id;
+	e->tgid = (__u32)(id >> 32);
 	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
 	return 0;

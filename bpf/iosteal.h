@@ -5,13 +5,16 @@
 #define __KSCOPE_IOSTEAL_H
 
 /* Time the hypervisor took from one CPU between two context switches on
- * it: the CPU ran (or idled) from start_ns to end_ns, and stolen_ns of
- * that was spent with the virtual CPU not running at all. */
+ * it: one task (tid, or the idle task) had the CPU from start_ns to
+ * end_ns, and stolen_ns of that was spent with the virtual CPU not
+ * running at all. */
 struct iosteal_event {
 	__u64 start_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
 	__u64 end_ns;
 	__u64 stolen_ns;
 	__u32 cpu;
+	__u32 tid;  /* the task that had the CPU in between (0: idle) */
+	__u32 tgid; /* its process */
 	__u32 pad;
 };
 

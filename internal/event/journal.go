@@ -140,13 +140,20 @@ const KindCPUSteal = "cpu_steal"
 // StolenMs in all. Whatever ran on that CPU then (a broker's network
 // thread reading a request, a handler appending to the log) stopped for
 // that long without any trace inside the machine; only the paravirt steal
-// clock, which the scheduler reads, records it.
+// clock, which the scheduler reads, records it. One task had the CPU
+// between the two switches: the one the time was taken from.
 type CPUSteal struct {
 	Kind     string    `json:"kind"` // KindCPUSteal
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	CPU      int       `json:"cpu"`
 	StolenMs float64   `json:"stolen_ms"`
+	// TID and PID are the task that had the CPU (0: the CPU was idle,
+	// and the steal delayed its wake-up); Thread its name when it is a
+	// thread of the traced broker.
+	TID    int    `json:"tid"`
+	PID    int    `json:"pid"`
+	Thread string `json:"thread,omitempty"`
 }
 
 // Stolen is StolenMs as a duration.

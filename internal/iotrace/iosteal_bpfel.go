@@ -25,6 +25,8 @@ type iostealIostealEvent struct {
 	EndNs    uint64
 	StolenNs uint64
 	Cpu      uint32
+	Tid      uint32
+	Tgid     uint32
 	Pad      uint32
 }
 

@@ -75,7 +75,7 @@ func (s *steals) close() error {
 	return errors.Join(errs...)
 }
 
-const stealEventSize = 32
+const stealEventSize = 40
 
 func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 	var ev iostealIostealEvent
@@ -86,6 +86,8 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 	ev.EndNs = binary.LittleEndian.Uint64(b[8:])
 	ev.StolenNs = binary.LittleEndian.Uint64(b[16:])
 	ev.Cpu = binary.LittleEndian.Uint32(b[24:])
+	ev.Tid = binary.LittleEndian.Uint32(b[28:])
+	ev.Tgid = binary.LittleEndian.Uint32(b[32:])
 	return ev, true
 }
 
@@ -100,7 +102,10 @@ func (t *Tracer) readSteals(h Handlers, deliver func(func() error) error) error 
 			return nil
 		}
 		cs := &event.CPUSteal{Kind: event.KindCPUSteal, Start: t.clock.wall(ev.StartNs), End: t.clock.wall(ev.EndNs),
-			CPU: int(ev.Cpu), StolenMs: float64(ev.StolenNs) / float64(time.Millisecond)}
+			CPU: int(ev.Cpu), StolenMs: float64(ev.StolenNs) / float64(time.Millisecond), TID: int(ev.Tid), PID: int(ev.Tgid)}
+		if cs.PID == t.cfg.PID {
+			cs.Thread = t.threads.name(cs.TID)
+		}
 		return deliver(func() error { return h.Steal(cs) })
 	})
 }

@@ -22,6 +22,8 @@ func TestDecodeStealEvent(t *testing.T) {
 	binary.LittleEndian.PutUint64(b[8:], 5000)
 	binary.LittleEndian.PutUint64(b[16:], 3000)
 	binary.LittleEndian.PutUint32(b[24:], 1)
+	binary.LittleEndian.PutUint32(b[28:], 77)
+	binary.LittleEndian.PutUint32(b[32:], 70)
 	tests := []struct {
 		name string
 		in   []byte
@@ -37,7 +39,7 @@ func TestDecodeStealEvent(t *testing.T) {
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}
-			if ok && (ev.StartNs != 1000 || ev.EndNs != 5000 || ev.StolenNs != 3000 || ev.Cpu != 1) {
+			if ok && (ev.StartNs != 1000 || ev.EndNs != 5000 || ev.StolenNs != 3000 || ev.Cpu != 1 || ev.Tid != 77 || ev.Tgid != 70) {
 				t.Errorf("decoded %+v", ev)
 			}
 		})

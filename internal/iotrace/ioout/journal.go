@@ -74,16 +74,27 @@ func WaitRow(k *event.KernelWait) []string {
 }
 
 // StealRow is hypervisor steal in the table's columns: LATENCY the time
-// stolen, THREAD the CPU, OP "cpu-steal", FILE what share of the interval
-// between the two context switches it was.
+// stolen, TID and THREAD the task it was taken from (the broker's thread
+// name, "pid N" for another process, "idle"), OP "cpu-steal", FILE the
+// CPU and the interval between the two context switches.
 func StealRow(c *event.CPUSteal) []string {
 	return []string{timeOfDay(c.Start), timeOfDay(c.End), strconv.FormatFloat(c.StolenMs, 'f', 3, 64),
-		"-", "cpu" + strconv.Itoa(c.CPU), "cpu-steal", "-", "-", stealWhat(c)}
+		strconv.Itoa(c.TID), stealTask(c), "cpu-steal", "-", "-", stealWhat(c)}
+}
+
+func stealTask(c *event.CPUSteal) string {
+	switch {
+	case c.PID == 0:
+		return "idle"
+	case c.Thread != "":
+		return output.Escape(c.Thread)
+	}
+	return "pid " + strconv.Itoa(c.PID)
 }
 
 func stealWhat(c *event.CPUSteal) string {
-	return fmt.Sprintf("stolen %.3f ms, accounted over %.3f ms between context switches",
-		c.StolenMs, float64(c.End.Sub(c.Start))/float64(time.Millisecond))
+	return fmt.Sprintf("cpu%d: stolen %.3f ms of %.3f ms between context switches",
+		c.CPU, c.StolenMs, float64(c.End.Sub(c.Start))/float64(time.Millisecond))
 }
 
 // stackSummary is up to five kernel frames, innermost first.
@@ -117,7 +128,7 @@ func waitRecord(k *event.KernelWait) []string {
 }
 
 func stealRecord(c *event.CPUSteal) []string {
-	return csvRecord(c.Start, c.End, c.StolenMs, "", "cpu"+strconv.Itoa(c.CPU), "cpu-steal", 0, -1, stealWhat(c), "", -1, "", "")
+	return csvRecord(c.Start, c.End, c.StolenMs, strconv.Itoa(c.TID), stealTask(c), "cpu-steal", 0, -1, stealWhat(c), "", -1, "", "")
 }
 
 func csvRecord(start, end time.Time, latMs float64, tid, thread, op string, bytes, offset int64,

@@ -21,7 +21,8 @@ func TestJournalFormats(t *testing.T) {
 	fsync := &event.FileSync{Kind: event.KindExt4Fsync, Start: start, End: end, LatencyMs: 2.5, PID: 10, TID: 11, Dev: "7:0", Ino: 12,
 		File: "t-0/00000000000000000000.log", Topic: "t"}
 	block := &event.BlockIO{Kind: event.KindBlockIO, Start: start, End: end, LatencyMs: 2.5, Dev: "7:0", Op: "write", RWBS: "WS", Bytes: 4096, Sector: 2048}
-	steal := &event.CPUSteal{Kind: event.KindCPUSteal, Start: start, End: end, CPU: 1, StolenMs: 1.25}
+	steal := &event.CPUSteal{Kind: event.KindCPUSteal, Start: start, End: end, CPU: 1, StolenMs: 1.25, TID: 12, PID: 10,
+		Thread: "data-plane-kafka-network-thread-1-ListenerName(PLAINTEXT)-PLAINTEXT-0"}
 	tests := []struct {
 		format string
 		want   []string // substrings of the output, in order
@@ -31,16 +32,16 @@ func TestJournalFormats(t *testing.T) {
 			"xlog-write", "2048", "dev 7:1 lsn 1:96",
 			"11", "pid 10", "ext4-fsync", "t-0/00000000000000000000.log",
 			"blk-write", "4096", "1024", "dev 7:0 WS",
-			"1.250", "cpu1", "cpu-steal", "stolen 1.250 ms, accounted over 2.500 ms between context switches"}},
+			"1.250", "12", "data-plane-kafka-network-thread-1", "cpu-steal", "cpu1: stolen 1.250 ms of 2.500 ms between context switches"}},
 		{"json", []string{`"kind":"jbd2_commit"`, `"tid":42`, `"kind":"xlog_write"`, `"lsn":4294967392`,
 			`"kind":"ext4_fsync"`, `"file":"t-0/00000000000000000000.log"`, `"kind":"block_io"`, `"sector":2048`,
-			`"kind":"cpu_steal"`, `"cpu":1`, `"stolen_ms":1.25`}},
+			`"kind":"cpu_steal"`, `"cpu":1`, `"stolen_ms":1.25`, `"tid":12`, `"pid":10`, `"thread":"data-plane-kafka-network-thread-1`}},
 		{"csv", []string{"start,end,latency_ms",
 			"2026-11-21T21:30:00.123456789Z,2026-11-21T21:30:00.125956789Z,2.500000,,,jbd2-commit,0,-1,\"dev 7:0 tid 42 (run 4",
 			",,,xlog-write,2048,-1,dev 7:1 lsn 1:96,,-1,7:1,",
 			",11,pid 10,ext4-fsync,0,-1,t-0/00000000000000000000.log,t,0,7:0,",
 			",,,blk-write,4096,1048576,dev 7:0 WS,,-1,7:0,",
-			"2026-11-21T21:30:00.123456789Z,2026-11-21T21:30:00.125956789Z,1.250000,,cpu1,cpu-steal,0,-1,\"stolen 1.250 ms, accounted over 2.500 ms between context switches\",,-1,,"}},
+			"2026-11-21T21:30:00.123456789Z,2026-11-21T21:30:00.125956789Z,1.250000,12,data-plane-kafka-network-thread-1-ListenerName(PLAINTEXT)-PLAINTEXT-0,cpu-steal,0,-1,cpu1: stolen 1.250 ms of 2.500 ms between context switches,,-1,,"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
