@@ -40,6 +40,7 @@ type recordOptions struct {
 	duration        time.Duration
 	minLatency      time.Duration
 	waitMinLatency  time.Duration
+	stealMin        time.Duration
 	pcap            bool
 	messageIDHeader string
 	quiet           bool
@@ -57,7 +58,8 @@ and block requests with eBPF, into a recording directory that
 
   requests.jsonl  one line per request (as 'kscope requests --format json')
   writes.jsonl    the broker's writes to its segment files (as 'kscope iotrace --format json')
-  journal.jsonl   jbd2 commits, XFS log writes, ext4 fsyncs, block requests
+  journal.jsonl   jbd2 commits, XFS log writes, ext4 fsyncs, block requests,
+                  the broker threads' kernel waits, hypervisor steal
   lockwaits.jsonl lock waits from JFR (with --jfr)
   capture.pcapng  the raw capture (with --pcap)
   meta.json       host, kernel, broker pid and version, log dirs with their
@@ -91,6 +93,7 @@ CAP_BPF and CAP_PERFMON).
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
 	f.DurationVar(&o.waitMinLatency, "wait-min-latency", time.Millisecond, "record the broker threads' uninterruptible kernel waits at least this long")
+	f.DurationVar(&o.stealMin, "steal-min", 100*time.Microsecond, "record intervals between context switches with at least this much hypervisor steal (virtual machines)")
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
@@ -160,7 +163,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// first attach happens before anything else starts, so that a tracer
 	// that cannot attach ends the command before the capture opens.
 	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true,
-		Waits: true, WaitMinLatency: o.waitMinLatency}}
+		Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin}}
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
 	}
@@ -202,7 +205,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	go func() {
 		defer wg.Done()
 		defer close(traceDone)
-		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait})
+		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal})
 	}()
 	select {
 	case <-firstAttach:
@@ -291,6 +294,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Broker.PIDs = pids
 	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
 		KernelWaits: int64(st.WaitEvents), WaitRingbufDrops: int64(st.WaitRingbufDrops),
+		StealIntervals: int64(st.StealEvents), StealRingbufDrops: int64(st.StealRingbufDrops), MinStealNs: int64(o.stealMin),
 		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
 		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
 		MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,

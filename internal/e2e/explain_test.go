@@ -93,6 +93,7 @@ func TestExplain(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkMeta(t, meta, b, dev)
+		checkStealRecorded(t, meta, dir)
 
 		// JFR (record --jfr start) saw handler threads wait for the
 		// partition locks of the frozen appends.
@@ -354,6 +355,41 @@ func checkMeta(t *testing.T, m *recording.Meta, b *lab.Broker, dev string) {
 		m.Broker.Version, m.Broker.LogDirs[0].FSType, m.Broker.LogDirs[0].Source, m.Broker.LogDirs[0].Options,
 		m.Capture.Packets, m.Capture.KernelDrops, m.Capture.Requests, m.Trace.Writes, m.Trace.JournalEvents,
 		m.Trace.RingbufDrops, m.Trace.JournalRingbufDrops)
+}
+
+// checkStealRecorded: record traces hypervisor steal where the kernel
+// keeps a steal clock per run queue (this project's VMs do), and every
+// interval it counted is in journal.jsonl, named to the task it was taken
+// from.
+func checkStealRecorded(t *testing.T, m *recording.Meta, dir string) {
+	t.Helper()
+	t.Logf("trace mode: %s; %d steal intervals >= %v recorded, %d lost", m.Trace.Mode, m.Trace.StealIntervals,
+		time.Duration(m.Trace.MinStealNs), m.Trace.StealRingbufDrops)
+	if !strings.Contains(m.Trace.Mode, "+ steal") {
+		t.Errorf("record did not trace steal: mode %q", m.Trace.Mode)
+		return
+	}
+	if m.Trace.StealRingbufDrops != 0 {
+		t.Errorf("%d steal intervals lost", m.Trace.StealRingbufDrops)
+	}
+	var n, broker int64
+	err := recording.ReadIO(filepath.Join(dir, recording.JournalFile), recording.IOHandlers{Steal: func(s *event.CPUSteal) error {
+		n++
+		if s.Thread != "" {
+			broker++
+		}
+		if s.StolenMs < float64(m.Trace.MinStealNs)/1e6 || !s.End.After(s.Start) {
+			t.Errorf("steal interval below the threshold or empty: %+v", *s)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("journal.jsonl: %d steal intervals, %d of them taken from the broker's threads", n, broker)
+	if n != m.Trace.StealIntervals {
+		t.Errorf("journal.jsonl holds %d steal intervals, meta.json counts %d", n, m.Trace.StealIntervals)
+	}
 }
 
 // checkStallFindings: at least 90% of the slow requests are slow-write or

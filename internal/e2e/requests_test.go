@@ -185,20 +185,17 @@ func (st *stealTracer) stop(t *testing.T) []*event.CPUSteal {
 // the vCPU is back: one tick at this kernel's CONFIG_HZ=250.
 const schedTick = 4 * time.Millisecond
 
-// stealDuring is the steal on cpu that may have fallen within [from, to].
-// An interval's steal was accounted at a run-queue clock update between
-// two context switches (Start, End]; the vCPU was back at most a tick
-// before that update, so the stolen time lies within
-// [Start-tick-stolen, End].
+// stealDuring is the steal on cpu that may have fallen within [from, to]:
+// the intervals whose span (event.CPUSteal.Span, with this kernel's tick)
+// overlaps it.
 func stealDuring(steals []*event.CPUSteal, cpu int, from, to time.Time) time.Duration {
 	var d time.Duration
 	for _, s := range steals {
 		if s.CPU != cpu {
 			continue
 		}
-		stolen := s.Stolen()
-		if s.Start.Add(-schedTick-stolen).Before(to) && s.End.After(from) {
-			d += stolen
+		if first, last := s.Span(schedTick); first.Before(to) && last.After(from) {
+			d += s.Stolen()
 		}
 	}
 	return d

@@ -160,3 +160,14 @@ type CPUSteal struct {
 func (s *CPUSteal) Stolen() time.Duration {
 	return time.Duration(s.StolenMs * float64(time.Millisecond))
 }
+
+// MaxStealLag bounds how long after the vCPU is back its steal may be
+// accounted: a scheduler tick, 10 ms at the lowest CONFIG_HZ (100).
+const MaxStealLag = 10 * time.Millisecond
+
+// Span is where the stolen time itself may lie: it was accounted between
+// Start and End, at a run-queue clock update that may come up to lag
+// (a scheduler tick) after the vCPU is back.
+func (s *CPUSteal) Span(lag time.Duration) (from, to time.Time) {
+	return s.Start.Add(-lag - s.Stolen()), s.End
+}

@@ -18,6 +18,11 @@
 //     only much later (waiting for followers).
 //   - throttle: the response's throttle time accounts for it.
 //   - response-send: the response's bytes took most of the time to leave.
+//   - cpu-steal: the hypervisor took most of the time from the broker's
+//     threads while the request was in the broker (a virtual machine's
+//     vCPU descheduled by its host): nothing in the broker ran then, so
+//     this comes before the causes above, whatever the stolen thread was
+//     doing (a write stolen in the middle looks slow to the write trace).
 //   - unexplained: none of these accounts for at least Config.Share of the
 //     latency. explain never guesses.
 package explain
@@ -39,6 +44,7 @@ const (
 	CauseReplication  = "replication"
 	CauseThrottle     = "throttle"
 	CauseResponseSend = "response-send"
+	CauseCPUSteal     = "cpu-steal"
 	CauseUnexplained  = "unexplained"
 
 	// RootJournal is the root under slow-write and lock-wait when the
@@ -47,7 +53,7 @@ const (
 )
 
 // Causes lists the causes in the order ties are broken.
-var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseUnexplained}
+var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
 const (
@@ -157,7 +163,14 @@ type Finding struct {
 	// handler thread (outside its write calls) or of a lock's owner.
 	KernelWaits []event.KernelWait `json:"kernel_waits,omitempty"`
 	LockWaits   []event.LockWait   `json:"lock_waits,omitempty"`
+	// Steals is the hypervisor steal taken from the broker's threads
+	// while the request was in the broker (the largest first, at most
+	// maxStealEvidence).
+	Steals []event.CPUSteal `json:"steals,omitempty"`
 }
+
+// maxStealEvidence bounds Finding.Steals.
+const maxStealEvidence = 10
 
 // CauseShares are the milliseconds of a request each cause accounts for.
 type CauseShares struct {
@@ -166,6 +179,7 @@ type CauseShares struct {
 	ReplicationMs  float64 `json:"replication_ms"`
 	ThrottleMs     float64 `json:"throttle_ms"`
 	ResponseSendMs float64 `json:"response_send_ms"`
+	CPUStealMs     float64 `json:"cpu_steal_ms"`
 }
 
 // PartitionEvidence is one partition of a slow request and the writes to
@@ -247,6 +261,7 @@ func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
 	for _, ls := range idx.locks {
 		e.sum.LockWaits += int64(len(ls))
 	}
+	e.sum.BrokerSteals, e.sum.OtherSteals = int64(len(idx.steals)), idx.OtherSteal
 	return e
 }
 
@@ -482,8 +497,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	}
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
 	response := min(int64(r.ResponseMs*1e6), L)
+	steal := e.steal(f, A, E, L)
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
-		ThrottleMs: ms(throttle), ResponseSendMs: ms(response)}
+		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal)}
 
 	need := int64(e.cfg.Share * float64(L))
 	f.Cause, f.ExplainedMs = CauseUnexplained, 0
@@ -496,7 +512,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			best, f.Cause = c.v, c.name
 		}
 	}
-	if best < need {
+	if steal >= need {
+		best, f.Cause = steal, CauseCPUSteal
+	} else if best < need {
 		// Own write and waiting together (a wait, then a slow write of
 		// its own) still make a storage cause: the larger part names it.
 		if storage >= need && storage >= best {
@@ -547,6 +565,28 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		e.sum.add(f, e, rootWrites)
 	}
 	return f
+}
+
+// steal is the hypervisor steal taken from the broker's threads during
+// [A, E] (at most L), and keeps the largest intervals as evidence. Steal on
+// different CPUs is not added up: the CPU that lost the most counts (the
+// request waited on at least that much, if on any).
+func (e *Explainer) steal(f *Finding, A, E, L int64) int64 {
+	ss := e.idx.stealsOverlapping(A, E)
+	if len(ss) == 0 {
+		return 0
+	}
+	perCPU := map[int]int64{}
+	for _, s := range ss {
+		perCPU[s.CPU] += int64(s.Stolen())
+	}
+	var most int64
+	for _, v := range perCPU {
+		most = max(most, v)
+	}
+	slices.SortStableFunc(ss, func(a, b event.CPUSteal) int { return cmp.Compare(b.StolenMs, a.StolenMs) })
+	f.Steals = ss[:min(len(ss), maxStealEvidence)]
+	return min(most, L)
 }
 
 // findOwn picks the request's own append to partition p among the writes
@@ -689,10 +729,14 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 		return fmt.Sprintf("throttled %d ms by quota", f.ThrottleMs)
 	case CauseResponseSend:
 		return fmt.Sprintf("the %.1f ms response took %.1f ms to leave", f.LatencyMs, f.ResponseMs)
+	case CauseCPUSteal:
+		w := f.Steals[0]
+		return fmt.Sprintf("the hypervisor took %.1f ms of CPU from the broker's threads while it was in the broker (%d intervals; largest %.1f ms from %s on cpu%d)",
+			f.ExplainedMs, len(f.Steals), w.StolenMs, w.Thread, w.CPU)
 	}
 	s := f.Shares
-	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f ms)",
-		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs)
+	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, steal %.1f ms)",
+		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs, s.CPUStealMs)
 }
 
 // longest is the slowest of ws (not empty).

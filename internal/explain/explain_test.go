@@ -605,3 +605,62 @@ func TestKernelWaits(t *testing.T) {
 		t.Fatalf("futex wait counted: %s: %s", f3.Cause, f3.Detail)
 	}
 }
+
+// TestCPUSteal: steal taken from the broker's threads that covers most of
+// a request names cpu-steal, even over the slow write it stretched; steal
+// from another process or an idle CPU is not joined; too little steal
+// leaves the other causes be; steal on two CPUs is not added up.
+func TestCPUSteal(t *testing.T) {
+	steal := func(cpu int, a, b, stolen float64, thread string) *event.CPUSteal {
+		s := &event.CPUSteal{Kind: event.KindCPUSteal, Start: at(a), End: at(b), CPU: cpu, StolenMs: stolen, TID: 11, PID: 10, Thread: thread}
+		if thread == "" {
+			s.TID, s.PID = 0, 0
+		}
+		return s
+	}
+	const handler = "data-plane-kafka-request-handler-0"
+	tests := []struct {
+		name     string
+		writes   []*event.Write
+		steals   []*event.CPUSteal
+		cause    string
+		stealMs  float64
+		evidence int
+	}{
+		{"steal over its own slow write", []*event.Write{wr(11, 1, 95, 100)},
+			[]*event.CPUSteal{steal(1, 2, 90, 80, handler)}, CauseCPUSteal, 80, 1},
+		{"several intervals on one CPU add up", []*event.Write{wr(11, 1, 1.1, 100)},
+			[]*event.CPUSteal{steal(1, 2, 30, 25, handler), steal(1, 31, 60, 28, handler)}, CauseCPUSteal, 53, 2},
+		{"two CPUs are not added up", []*event.Write{wr(11, 1, 1.1, 100)},
+			[]*event.CPUSteal{steal(0, 2, 40, 35, handler), steal(1, 2, 40, 35, handler)}, CauseUnexplained, 35, 2},
+		{"idle CPU's steal is not the broker's", []*event.Write{wr(11, 1, 1.1, 100)},
+			[]*event.CPUSteal{steal(1, 2, 90, 80, "")}, CauseUnexplained, 0, 0},
+		{"a little steal leaves the slow write", []*event.Write{wr(11, 1, 95, 100)},
+			[]*event.CPUSteal{steal(1, 2, 10, 5, handler)}, CauseSlowWrite, 5, 1},
+		{"steal long before the request", []*event.Write{wr(11, 1, 95, 100)},
+			[]*event.CPUSteal{steal(1, -300, -200, 80, handler)}, CauseSlowWrite, 0, 0},
+		// Accounted at a switch 5 ms into the request, taken before it:
+		// the vCPU may have been back a tick before the switch.
+		{"accounted late", []*event.Write{wr(11, 1, 1.1, 100)},
+			[]*event.CPUSteal{steal(1, 4, 5, 60, handler)}, CauseCPUSteal, 60, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx := NewIndex()
+			for _, w := range tt.writes {
+				idx.AddWrite(w)
+			}
+			for _, s := range tt.steals {
+				idx.AddSteal(s)
+			}
+			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			if f.Cause != tt.cause || f.Shares.CPUStealMs != tt.stealMs || len(f.Steals) != tt.evidence {
+				t.Fatalf("cause %s, steal %.1f ms, %d intervals; want %s, %.1f, %d: %s", f.Cause, f.Shares.CPUStealMs, len(f.Steals),
+					tt.cause, tt.stealMs, tt.evidence, f.Detail)
+			}
+			if f.Cause == CauseCPUSteal && !strings.Contains(f.Detail, handler) {
+				t.Errorf("detail does not name the thread: %s", f.Detail)
+			}
+		})
+	}
+}

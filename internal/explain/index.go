@@ -47,16 +47,21 @@ type Index struct {
 	strs    []string
 	strIdx  map[string]int32
 
-	commits   map[string][]event.JournalCommit // by device, sorted by start
-	locks     map[int][]event.LockWait         // by TID, sorted by start
-	waits     map[int][]event.KernelWait       // by TID, sorted by start
+	commits map[string][]event.JournalCommit // by device, sorted by start
+	locks   map[int][]event.LockWait         // by TID, sorted by start
+	waits   map[int][]event.KernelWait       // by TID, sorted by start
+	// steals: hypervisor steal taken from the broker's threads, sorted
+	// by the start of their span (event.CPUSteal.Span).
+	steals    []event.CPUSteal
+	maxSteal  int64 // longest span, ns
 	maxWait   int64
 	maxLock   int64 // longest lock wait, ns
 	maxCommit int64 // longest commit span, ns
 
-	// Syncs and block requests are counted, not joined (yet).
-	Syncs, Blocks int64
-	built         bool
+	// Syncs and block requests are counted, not joined (yet); so is
+	// steal taken from other processes or from idle CPUs.
+	Syncs, Blocks, OtherSteal int64
+	built                     bool
 }
 
 // NewIndex returns an empty index.
@@ -130,6 +135,22 @@ func (x *Index) AddWait(k *event.KernelWait) {
 	x.built = false
 }
 
+// AddSteal adds an interval of hypervisor steal. Only steal taken from the
+// broker's own threads (the tracer names those) is joined with requests:
+// steal from another process, or from an idle CPU, held up the broker
+// only if one of its threads was waiting for that CPU, which the trace
+// does not say.
+func (x *Index) AddSteal(s *event.CPUSteal) {
+	if s.Thread == "" {
+		x.OtherSteal++
+		return
+	}
+	x.steals = append(x.steals, *s)
+	from, to := s.Span(event.MaxStealLag)
+	x.maxSteal = max(x.maxSteal, int64(to.Sub(from)))
+	x.built = false
+}
+
 // Build sorts what was added. Adding more afterwards needs another Build.
 func (x *Index) Build() {
 	if x.built {
@@ -166,6 +187,7 @@ func (x *Index) Build() {
 	for _, ws := range x.waits {
 		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
+	slices.SortStableFunc(x.steals, func(a, b event.CPUSteal) int { return a.Start.Compare(b.Start) })
 	x.built = true
 }
 
@@ -253,6 +275,27 @@ func (x *Index) waitsOverlapping(tid int, a, b int64) []event.KernelWait {
 		}
 		if k.End.UnixNano() > a {
 			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// stealsOverlapping returns the steal taken from the broker's threads
+// whose span overlaps [a, b).
+func (x *Index) stealsOverlapping(a, b int64) []event.CPUSteal {
+	// Spans start before Start by at most maxSteal.
+	lo, _ := slices.BinarySearchFunc(x.steals, a-x.maxSteal, func(s event.CPUSteal, t int64) int { return cmp.Compare(s.Start.UnixNano(), t) })
+	var out []event.CPUSteal
+	for _, s := range x.steals[lo:] {
+		from, to := s.Span(event.MaxStealLag)
+		if from.UnixNano() >= b {
+			if s.Start.UnixNano()-x.maxSteal >= b {
+				break
+			}
+			continue
+		}
+		if to.UnixNano() > a {
+			out = append(out, s)
 		}
 	}
 	return out

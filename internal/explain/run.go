@@ -30,6 +30,7 @@ func LoadIO(idx *Index, paths ...string) error {
 			Sync:   func(*event.FileSync) error { idx.Syncs++; return nil },
 			Block:  func(*event.BlockIO) error { idx.Blocks++; return nil },
 			Wait:   func(k *event.KernelWait) error { idx.AddWait(k); return nil },
+			Steal:  func(s *event.CPUSteal) error { idx.AddSteal(s); return nil },
 		})
 		if err != nil {
 			return err

@@ -124,10 +124,15 @@ type Summary struct {
 
 	// FollowerFetches counts the replica fetchers' Fetch requests seen:
 	// without any, replication is never named.
-	FollowerFetches  int64            `json:"follower_fetches"`
-	Writes           int64            `json:"writes"`
-	Commits          int64            `json:"commits"`
-	LockWaits        int64            `json:"lock_waits"`
+	FollowerFetches int64 `json:"follower_fetches"`
+	Writes          int64 `json:"writes"`
+	Commits         int64 `json:"commits"`
+	LockWaits       int64 `json:"lock_waits"`
+	// BrokerSteals are the intervals of hypervisor steal taken from the
+	// broker's threads, OtherSteals those taken from other tasks or idle
+	// CPUs (not joined with requests).
+	BrokerSteals     int64            `json:"broker_steal_intervals"`
+	OtherSteals      int64            `json:"other_steal_intervals"`
 	IDLookups        int64            `json:"id_lookups"`
 	IDLookupErrors   int64            `json:"id_lookup_errors"`
 	FirstLookupError string           `json:"first_lookup_error,omitempty"`

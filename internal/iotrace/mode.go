@@ -17,9 +17,24 @@ type Mode struct {
 	// says why others are not.
 	Functions    []string
 	FunctionsErr error
+	// Steal says whether hypervisor steal is traced (Config.Steal), and
+	// StealErr why not when it was asked for with Config.StealOptional.
+	Steal    bool
+	StealErr error
 }
 
 func (m Mode) String() string {
+	s := m.writes()
+	switch {
+	case m.Steal:
+		s += " + steal"
+	case m.StealErr != nil:
+		s += fmt.Sprintf(" (steal not traced: %v)", m.StealErr)
+	}
+	return s
+}
+
+func (m Mode) writes() string {
 	switch {
 	case len(m.Functions) > 0 && m.FunctionsErr != nil:
 		return fmt.Sprintf("syscall tracepoints + fentry/fexit on %s (not: %v)", strings.Join(m.Functions, ", "), m.FunctionsErr)

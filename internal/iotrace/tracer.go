@@ -64,6 +64,9 @@ type Config struct {
 	// queue (CONFIG_PARAVIRT_TIME_ACCOUNTING); on bare metal there is none.
 	Steal    bool
 	StealMin time.Duration
+	// StealOptional: a kernel that cannot trace steal does not fail Open;
+	// Mode says why it is not traced.
+	StealOptional bool
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -257,8 +260,12 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	}
 	if cfg.Steal {
 		if t.steals, err = openSteals(cfg.StealMin); err != nil {
-			return nil, err
+			if !cfg.StealOptional {
+				return nil, err
+			}
+			t.mode.StealErr, err = err, nil
 		}
+		t.mode.Steal = t.steals != nil
 	}
 	if t.clock, err = measureClockOffset(); err != nil {
 		return nil, err

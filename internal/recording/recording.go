@@ -149,9 +149,14 @@ type CaptureCounters struct {
 
 // TraceCounters are iotrace's counters, losses included.
 type TraceCounters struct {
-	Writes              int64    `json:"writes"`
-	KernelWaits         int64    `json:"kernel_waits"`
-	WaitRingbufDrops    int64    `json:"wait_ringbuf_drops"`
+	Writes           int64 `json:"writes"`
+	KernelWaits      int64 `json:"kernel_waits"`
+	WaitRingbufDrops int64 `json:"wait_ringbuf_drops"`
+	// StealIntervals are the intervals of hypervisor steal recorded (at
+	// least MinStealNs each), StealRingbufDrops those lost.
+	StealIntervals      int64    `json:"steal_intervals"`
+	StealRingbufDrops   int64    `json:"steal_ringbuf_drops"`
+	MinStealNs          int64    `json:"min_steal_ns"`
 	JournalEvents       int64    `json:"journal_events"`
 	OtherFiles          int64    `json:"other_files"`
 	Unnamed             int64    `json:"unnamed"`
@@ -244,6 +249,9 @@ func (w *Writer) Block(b *event.BlockIO) error { return w.journal.Encode(b) }
 
 // Wait appends a broker thread's kernel wait.
 func (w *Writer) Wait(k *event.KernelWait) error { return w.journal.Encode(k) }
+
+// Steal appends an interval of hypervisor steal.
+func (w *Writer) Steal(c *event.CPUSteal) error { return w.journal.Encode(c) }
 
 // LockWait appends a lock wait, creating lockwaits.jsonl on first use.
 func (w *Writer) LockWait(l *event.LockWait) error {
@@ -448,6 +456,7 @@ type IOHandlers struct {
 	Sync   func(*event.FileSync) error
 	Block  func(*event.BlockIO) error
 	Wait   func(*event.KernelWait) error
+	Steal  func(*event.CPUSteal) error
 }
 
 // ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or
@@ -526,6 +535,15 @@ func ReadIO(path string, h IOHandlers) error {
 				return err
 			}
 			return h.Wait(&k)
+		case event.KindCPUSteal:
+			if h.Steal == nil {
+				return nil
+			}
+			cs := event.CPUSteal{}
+			if err := json.Unmarshal(line, &cs); err != nil {
+				return err
+			}
+			return h.Steal(&cs)
 		}
 		return nil // a kind from a newer kscope: skipped
 	})

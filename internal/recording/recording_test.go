@@ -65,17 +65,23 @@ func TestReadIOKinds(t *testing.T) {
 {"kind":"from_the_future","x":1}
 
 {"kind":"block_io","dev":"7:0","start":"2026-11-21T12:00:00Z","end":"2026-11-21T12:00:00Z"}
+{"kind":"cpu_steal","start":"2026-11-21T12:00:00Z","end":"2026-11-21T12:00:00.002Z","cpu":1,"stolen_ms":1.5,"tid":7,"pid":6,"thread":"h"}
 `
 	path := filepath.Join(t.TempDir(), "io.jsonl")
 	os.WriteFile(path, []byte(in), 0o644)
 	var writes, commits, blocks int
+	var steals []event.CPUSteal
 	err := ReadIO(path, IOHandlers{
 		Write:  func(*event.Write) error { writes++; return nil },
 		Commit: func(*event.JournalCommit) error { commits++; return nil },
 		Block:  func(*event.BlockIO) error { blocks++; return nil },
+		Steal:  func(s *event.CPUSteal) error { steals = append(steals, *s); return nil },
 	})
-	if err != nil || writes != 1 || commits != 1 || blocks != 1 {
-		t.Errorf("%v: %d writes %d commits %d blocks", err, writes, commits, blocks)
+	if err != nil || writes != 1 || commits != 1 || blocks != 1 || len(steals) != 1 {
+		t.Errorf("%v: %d writes %d commits %d blocks %d steals", err, writes, commits, blocks, len(steals))
+	}
+	if len(steals) == 1 && (steals[0].CPU != 1 || steals[0].StolenMs != 1.5 || steals[0].Thread != "h" || steals[0].TID != 7) {
+		t.Errorf("steal read as %+v", steals[0])
 	}
 }
 

@@ -483,6 +483,7 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 		Sync:  func(*event.FileSync) error { idx.Syncs++; return nil },
 		Block: func(*event.BlockIO) error { idx.Blocks++; return nil },
 		Wait:  func(k *event.KernelWait) error { idx.AddWait(k); return nil },
+		Steal: func(s *event.CPUSteal) error { idx.AddSteal(s); return nil },
 	}
 	for _, p := range paths {
 		if err := recording.ReadIO(p, h); err != nil {
