@@ -48,8 +48,8 @@ func openSteals(minStolen time.Duration) (_ *steals, err error) {
 			s.close()
 		}
 	}()
-	if s.l, err = link.Tracepoint("sched", "sched_switch", s.objs.KsioStealSwitch, nil); err != nil {
-		return nil, fmt.Errorf("iotrace: attach to tracepoint sched:sched_switch: %w", err)
+	if s.l, err = link.AttachTracing(link.TracingOptions{Program: s.objs.KsioStealSwitch}); err != nil {
+		return nil, fmt.Errorf("iotrace: attach to BTF tracepoint sched_switch: %w", err)
 	}
 	if s.rd, err = ringbuf.NewReader(s.objs.KsioSevents); err != nil {
 		return nil, fmt.Errorf("iotrace: steal ring buffer reader: %w", err)
