@@ -167,11 +167,23 @@ func testProfileFreeze(ctx context.Context, t *testing.T) {
 
 	var rep *profile.Report
 	done := make(chan struct{})
+	recording := make(chan struct{})
 	go func() {
 		defer close(done)
-		rep = profileRun(t, b.PID(), "--duration", "12s")
+		rep = profileRunNotify(t, b.PID(), recording, "--duration", "12s")
 	}()
-	time.Sleep(4 * time.Second)
+	// The freezes must fall inside the flight recording: jcmd's JFR.start
+	// takes seconds on a busy machine (a full-suite run froze before the
+	// recording began and saw no long lock wait at all).
+	select {
+	case <-recording:
+	case <-done:
+		t.FailNow()
+	case <-time.After(60 * time.Second):
+		t.Fatal("kscope profile did not start recording in 60 s")
+	}
+	recordingAt := time.Now()
+	time.Sleep(2 * time.Second)
 	var frozen []time.Duration
 	for range 2 {
 		begin := time.Now()
@@ -181,6 +193,7 @@ func testProfileFreeze(ctx context.Context, t *testing.T) {
 		frozen = append(frozen, time.Since(begin))
 		time.Sleep(2 * time.Second)
 	}
+	freezesEnd := time.Since(recordingAt)
 	select {
 	case <-done:
 	case <-time.After(90 * time.Second):
@@ -190,7 +203,7 @@ func testProfileFreeze(ctx context.Context, t *testing.T) {
 	if rep == nil {
 		t.FailNow()
 	}
-	t.Logf("froze %v; %d records produced", frozen, produced.Load())
+	t.Logf("froze %v, from 2 s to %v into the 12 s recording; %d records produced", frozen, freezesEnd.Round(time.Millisecond), produced.Load())
 	var log *profile.Monitor
 	for i, m := range rep.Monitors {
 		t.Logf("monitor %d: %s (%s) in %s: %d waits, %.0f ms, worst %.0f ms, threads %v, held by %v", i, m.Monitor, m.Kind, m.Site, m.Waits, m.TotalMs, m.WorstMs, m.Threads, m.Owners)
@@ -243,9 +256,43 @@ func profileUnderLoad(ctx context.Context, t *testing.T, b *lab.Broker, topic st
 // returns its report, or nil after reporting the failure.
 func profileRun(t *testing.T, pid int, args ...string) *profile.Report {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	return profileRunNotify(t, pid, nil, args...)
+}
+
+// noteWriter is a stderr that closes a channel once a line with needle
+// has been written.
+type noteWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	needle string
+	seen   chan<- struct{}
+}
+
+func (w *noteWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.seen != nil && strings.Contains(w.buf.String(), w.needle) {
+		close(w.seen)
+		w.seen = nil
+	}
+	return n, err
+}
+
+func (w *noteWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// profileRunNotify is profileRun that closes recording (when not nil)
+// once the flight recording has started.
+func profileRunNotify(t *testing.T, pid int, recording chan<- struct{}, args ...string) *profile.Report {
+	t.Helper()
+	var out bytes.Buffer
+	errOut := &noteWriter{needle: "profile: recording pid", seen: recording}
 	args = append([]string{"profile", "--pid", strconv.Itoa(pid), "--format", "json"}, args...)
-	if code := cli.Main(args, &out, &errOut); code != 0 {
+	if code := cli.Main(args, &out, errOut); code != 0 {
 		t.Errorf("kscope %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 		return nil
 	}
