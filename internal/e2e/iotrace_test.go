@@ -175,7 +175,8 @@ func iotRun(t *testing.T, name string, args ...string) {
 	}
 }
 
-// iotTracer traces b and collects its events until stop is called.
+// iotTracer traces a broker and collects its events until stop is called:
+// its writes, and with Config.Steal the hypervisor's steal.
 type iotTracer struct {
 	tr     *iotrace.Tracer
 	ids    []ebpf.ProgramID
@@ -183,11 +184,17 @@ type iotTracer struct {
 	done   chan error
 	mu     sync.Mutex
 	events []*event.Write
+	steals []*event.CPUSteal
 }
 
 func iotStart(t *testing.T, b *lab.Broker, logDir string, minLatency time.Duration) *iotTracer {
 	t.Helper()
-	tr, err := iotrace.Open(iotrace.Config{PID: b.PID(), LogDirs: []string{logDir}, MinLatency: minLatency})
+	return iotStartWith(t, iotrace.Config{PID: b.PID(), LogDirs: []string{logDir}, MinLatency: minLatency})
+}
+
+func iotStartWith(t *testing.T, cfg iotrace.Config) *iotTracer {
+	t.Helper()
+	tr, err := iotrace.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +206,19 @@ func iotStart(t *testing.T, b *lab.Broker, logDir string, minLatency time.Durati
 	ctx, cancel := context.WithCancel(context.Background())
 	it := &iotTracer{tr: tr, ids: ids, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		it.done <- tr.Run(ctx, func(w *event.Write) error {
-			it.mu.Lock()
-			it.events = append(it.events, w)
-			it.mu.Unlock()
-			return nil
+		it.done <- tr.RunAll(ctx, iotrace.Handlers{
+			Write: func(w *event.Write) error {
+				it.mu.Lock()
+				it.events = append(it.events, w)
+				it.mu.Unlock()
+				return nil
+			},
+			Steal: func(s *event.CPUSteal) error {
+				it.mu.Lock()
+				it.steals = append(it.steals, s)
+				it.mu.Unlock()
+				return nil
+			},
 		})
 	}()
 	t.Cleanup(func() { it.stop(t) })
@@ -228,7 +243,7 @@ func (it *iotTracer) stop(t *testing.T) []*event.Write {
 	}
 	t.Logf("iotrace stats: %+v", st)
 	// Nothing is deleted in these tests, so every file must be named.
-	if st.RingbufDrops != 0 || st.HistFull != 0 || st.StartFull != 0 || st.Unnamed != 0 {
+	if st.RingbufDrops != 0 || st.HistFull != 0 || st.StartFull != 0 || st.Unnamed != 0 || st.StealRingbufDrops != 0 {
 		t.Errorf("iotrace lost calls: %+v", st)
 	}
 	if err := it.tr.Close(); err != nil {

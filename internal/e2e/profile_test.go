@@ -167,20 +167,23 @@ func testProfileFreeze(ctx context.Context, t *testing.T) {
 
 	var rep *profile.Report
 	done := make(chan struct{})
-	recording := make(chan struct{})
+	profErr := &logWriter{}
 	go func() {
 		defer close(done)
-		rep = profileRunNotify(t, b.PID(), recording, "--duration", "12s")
+		rep = profileRunTo(t, b.PID(), profErr, "--duration", "12s")
 	}()
 	// The freezes must fall inside the flight recording: jcmd's JFR.start
 	// takes seconds on a busy machine (a full-suite run froze before the
 	// recording began and saw no long lock wait at all).
-	select {
-	case <-recording:
-	case <-done:
-		t.FailNow()
-	case <-time.After(60 * time.Second):
-		t.Fatal("kscope profile did not start recording in 60 s")
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(profErr.String(), "profile: recording pid"); {
+		select {
+		case <-done:
+			t.FailNow()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("kscope profile did not start recording in 60 s")
+		}
 	}
 	recordingAt := time.Now()
 	time.Sleep(2 * time.Second)
@@ -256,41 +259,14 @@ func profileUnderLoad(ctx context.Context, t *testing.T, b *lab.Broker, topic st
 // returns its report, or nil after reporting the failure.
 func profileRun(t *testing.T, pid int, args ...string) *profile.Report {
 	t.Helper()
-	return profileRunNotify(t, pid, nil, args...)
+	return profileRunTo(t, pid, &logWriter{}, args...)
 }
 
-// noteWriter is a stderr that closes a channel once a line with needle
-// has been written.
-type noteWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	needle string
-	seen   chan<- struct{}
-}
-
-func (w *noteWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n, err := w.buf.Write(p)
-	if w.seen != nil && strings.Contains(w.buf.String(), w.needle) {
-		close(w.seen)
-		w.seen = nil
-	}
-	return n, err
-}
-
-func (w *noteWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// profileRunNotify is profileRun that closes recording (when not nil)
-// once the flight recording has started.
-func profileRunNotify(t *testing.T, pid int, recording chan<- struct{}, args ...string) *profile.Report {
+// profileRunTo is profileRun with kscope's stderr going to errOut, which
+// the caller may read meanwhile.
+func profileRunTo(t *testing.T, pid int, errOut *logWriter, args ...string) *profile.Report {
 	t.Helper()
 	var out bytes.Buffer
-	errOut := &noteWriter{needle: "profile: recording pid", seen: recording}
 	args = append([]string{"profile", "--pid", strconv.Itoa(pid), "--format", "json"}, args...)
 	if code := cli.Main(args, &out, errOut); code != 0 {
 		t.Errorf("kscope %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())

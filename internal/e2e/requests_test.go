@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +88,10 @@ func recordTraffic(t *testing.T) capturedRun {
 	warmCancel()
 	pcap := filepath.Join(dir, "traffic.pcap")
 	stop := labtest.Capture(t, "lo", port, pcap)
-	steals := traceSteal(t, b.PID(), logDir)
+	// The tracer is opened on the broker (iotrace needs a process) but
+	// only its steal is kept: no write is slow enough to be sent.
+	tracer := iotStartWith(t, iotrace.Config{PID: b.PID(), LogDirs: []string{logDir}, MinLatency: time.Hour,
+		Steal: true, StealMin: 20 * time.Microsecond})
 
 	// The log's timestamps have millisecond resolution: requests logged
 	// in the capture's first millisecond may predate it.
@@ -116,7 +118,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	// Let the last responses leave and the request log catch up.
 	time.Sleep(time.Second)
 	stop()
-	stolen := steals.stop(t)
+	tracer.stop(t)
 
 	// Only the PLAINTEXT listener is captured; the controller listener
 	// carries the broker's own KRaft traffic. Requests before the capture
@@ -125,60 +127,7 @@ func recordTraffic(t *testing.T) capturedRun {
 	if len(ours) < 200 {
 		t.Fatalf("request log has only %d requests on port %d", len(ours), port)
 	}
-	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b, gcLog: gcLog, steals: stolen, brokerCPU: 1}
-}
-
-// stealTracer collects the hypervisor's steal time on every CPU
-// (iotrace's bpf/iosteal.bpf.c).
-type stealTracer struct {
-	tr     *iotrace.Tracer
-	cancel context.CancelFunc
-	done   chan error
-	mu     sync.Mutex
-	steals []*event.CPUSteal
-}
-
-// traceSteal starts tracing steal time. The tracer is opened on the
-// broker (iotrace needs a process) but only its steal events are kept:
-// no write is slow enough to be sent.
-func traceSteal(t *testing.T, pid int, logDir string) *stealTracer {
-	t.Helper()
-	tr, err := iotrace.Open(iotrace.Config{PID: pid, LogDirs: []string{logDir}, MinLatency: time.Hour,
-		Steal: true, StealMin: 20 * time.Microsecond})
-	if err != nil {
-		t.Fatalf("steal time: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &stealTracer{tr: tr, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		st.done <- tr.RunAll(ctx, iotrace.Handlers{Steal: func(s *event.CPUSteal) error {
-			st.mu.Lock()
-			st.steals = append(st.steals, s)
-			st.mu.Unlock()
-			return nil
-		}})
-	}()
-	t.Cleanup(func() { st.stop(t) })
-	return st
-}
-
-func (st *stealTracer) stop(t *testing.T) []*event.CPUSteal {
-	t.Helper()
-	if st.cancel == nil {
-		return st.steals
-	}
-	st.cancel()
-	st.cancel = nil
-	if err := <-st.done; err != nil {
-		t.Errorf("steal time: %v", err)
-	}
-	if s, err := st.tr.Stats(); err != nil || s.StealRingbufDrops != 0 {
-		t.Errorf("steal time: %d intervals lost (%v)", s.StealRingbufDrops, err)
-	}
-	if err := st.tr.Close(); err != nil {
-		t.Error(err)
-	}
-	return st.steals
+	return capturedRun{pcap: pcap, port: port, entries: ours, broker: b, gcLog: gcLog, steals: tracer.steals, brokerCPU: 1}
 }
 
 // schedTick is the longest the scheduler may take to account steal after

@@ -50,9 +50,9 @@ type Index struct {
 	commits map[string][]event.JournalCommit // by device, sorted by start
 	locks   map[int][]event.LockWait         // by TID, sorted by start
 	waits   map[int][]event.KernelWait       // by TID, sorted by start
-	// steals: hypervisor steal taken from the broker's threads, sorted
-	// by the start of their span (event.CPUSteal.Span).
-	steals    []event.CPUSteal
+	// steals: hypervisor steal taken from the broker's threads, with
+	// their spans, sorted by the span's start.
+	steals    []stealRec
 	maxSteal  int64 // longest span, ns
 	maxWait   int64
 	maxLock   int64 // longest lock wait, ns
@@ -145,10 +145,17 @@ func (x *Index) AddSteal(s *event.CPUSteal) {
 		x.OtherSteal++
 		return
 	}
-	x.steals = append(x.steals, *s)
 	from, to := s.Span(event.MaxStealLag)
+	x.steals = append(x.steals, stealRec{from: from.UnixNano(), to: to.UnixNano(), ev: *s})
 	x.maxSteal = max(x.maxSteal, int64(to.Sub(from)))
 	x.built = false
+}
+
+// stealRec is an interval of steal with where the stolen time may lie
+// (event.CPUSteal.Span with event.MaxStealLag), in unix nanoseconds.
+type stealRec struct {
+	from, to int64
+	ev       event.CPUSteal
 }
 
 // Build sorts what was added. Adding more afterwards needs another Build.
@@ -187,7 +194,7 @@ func (x *Index) Build() {
 	for _, ws := range x.waits {
 		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
-	slices.SortStableFunc(x.steals, func(a, b event.CPUSteal) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(x.steals, func(a, b stealRec) int { return cmp.Compare(a.from, b.from) })
 	x.built = true
 }
 
@@ -283,19 +290,14 @@ func (x *Index) waitsOverlapping(tid int, a, b int64) []event.KernelWait {
 // stealsOverlapping returns the steal taken from the broker's threads
 // whose span overlaps [a, b).
 func (x *Index) stealsOverlapping(a, b int64) []event.CPUSteal {
-	// Spans start before Start by at most maxSteal.
-	lo, _ := slices.BinarySearchFunc(x.steals, a-x.maxSteal, func(s event.CPUSteal, t int64) int { return cmp.Compare(s.Start.UnixNano(), t) })
+	lo, _ := slices.BinarySearchFunc(x.steals, a-x.maxSteal, func(s stealRec, t int64) int { return cmp.Compare(s.from, t) })
 	var out []event.CPUSteal
 	for _, s := range x.steals[lo:] {
-		from, to := s.Span(event.MaxStealLag)
-		if from.UnixNano() >= b {
-			if s.Start.UnixNano()-x.maxSteal >= b {
-				break
-			}
-			continue
+		if s.from >= b {
+			break
 		}
-		if to.UnixNano() > a {
-			out = append(out, s)
+		if s.to > a {
+			out = append(out, s.ev)
 		}
 	}
 	return out
