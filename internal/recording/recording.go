@@ -7,7 +7,8 @@
 //	meta.json         Meta
 //	requests.jsonl    event.Request, as `kscope requests --format json`
 //	writes.jsonl      event.Write, as `kscope iotrace --format json`
-//	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO, event.KernelWait (by "kind")
+//	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO, event.KernelWait, event.CPUSteal (by "kind")
+//	sched.jsonl       event.RunDelay, event.ConnThread, event.CPUThrottle, event.JVMPause (by "kind"; optional)
 //	lockwaits.jsonl   event.LockWait, from a JFR recording (optional)
 //	capture.pcapng    the raw capture (optional, record --pcap)
 //	broker.jfr        the broker's flight recording (optional, record --jfr)
@@ -27,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -44,6 +46,12 @@ const (
 	CaptureFile   = "capture.pcapng"
 	JFRFile       = "broker.jfr"
 	UseFile       = "use.jsonl"
+	// SchedFile holds the scheduling and JVM evidence: the broker
+	// threads' run-queue delays, which thread serves each connection,
+	// CPU-quota throttling of its cgroup, and the JVM's stop-the-world
+	// pauses. Its writer is safe for concurrent use: these come from the
+	// tracer, a cgroup sampler and, at the end, a JVM log.
+	SchedFile = "sched.jsonl"
 )
 
 // FormatVersion is the version of the directory layout and meta.json.
@@ -193,6 +201,9 @@ type Writer struct {
 	// its file is kept apart from files (appended to by LockWait).
 	useFile *os.File
 	use     *output.JSONLines
+	// sched.jsonl: several goroutines write it, so it has a lock.
+	schedMu sync.Mutex
+	sched   *output.JSONLines
 }
 
 // Create makes dir (which must not exist, or be empty) and opens its data
@@ -253,6 +264,34 @@ func (w *Writer) Wait(k *event.KernelWait) error { return w.journal.Encode(k) }
 // Steal appends an interval of hypervisor steal.
 func (w *Writer) Steal(c *event.CPUSteal) error { return w.journal.Encode(c) }
 
+// RunDelay appends a broker thread's run-queue delay to sched.jsonl.
+func (w *Writer) RunDelay(r *event.RunDelay) error { return w.encodeSched(r) }
+
+// ConnThread appends which broker thread serves a connection to sched.jsonl.
+func (w *Writer) ConnThread(c *event.ConnThread) error { return w.encodeSched(c) }
+
+// Throttle appends CPU-quota throttling of the broker's cgroup to sched.jsonl.
+func (w *Writer) Throttle(t *event.CPUThrottle) error { return w.encodeSched(t) }
+
+// JVMPause appends a stop-the-world pause of the broker's JVM to sched.jsonl.
+func (w *Writer) JVMPause(p *event.JVMPause) error { return w.encodeSched(p) }
+
+// encodeSched appends v to sched.jsonl, creating it on first use; safe for
+// concurrent use.
+func (w *Writer) encodeSched(v any) error {
+	w.schedMu.Lock()
+	defer w.schedMu.Unlock()
+	if w.sched == nil {
+		f, err := os.Create(filepath.Join(w.dir, SchedFile))
+		if err != nil {
+			return err
+		}
+		w.files = append(w.files, f)
+		w.sched = output.NewJSONLines(f)
+	}
+	return w.sched.Encode(v)
+}
+
 // LockWait appends a lock wait, creating lockwaits.jsonl on first use.
 func (w *Writer) LockWait(l *event.LockWait) error {
 	if w.locks == nil {
@@ -290,6 +329,11 @@ func (w *Writer) Flush() error {
 			errs = append(errs, j.Flush())
 		}
 	}
+	w.schedMu.Lock()
+	if w.sched != nil {
+		errs = append(errs, w.sched.Flush())
+	}
+	w.schedMu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -302,6 +346,11 @@ func (w *Writer) Close(meta *Meta) error {
 			errs = append(errs, j.Flush())
 		}
 	}
+	w.schedMu.Lock()
+	if w.sched != nil {
+		errs = append(errs, w.sched.Flush())
+	}
+	w.schedMu.Unlock()
 	errs = append(errs, w.closeFiles())
 	if w.useFile != nil {
 		errs = append(errs, w.useFile.Close())
@@ -310,7 +359,7 @@ func (w *Writer) Close(meta *Meta) error {
 	if meta != nil {
 		meta.Version = FormatVersion
 		meta.Files = meta.Files[:0]
-		for _, name := range []string{RequestsFile, WritesFile, JournalFile, LockWaitsFile, CaptureFile, JFRFile, UseFile} {
+		for _, name := range []string{RequestsFile, WritesFile, JournalFile, SchedFile, LockWaitsFile, CaptureFile, JFRFile, UseFile} {
 			if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
 				meta.Files = append(meta.Files, name)
 			}
@@ -457,6 +506,11 @@ type IOHandlers struct {
 	Block  func(*event.BlockIO) error
 	Wait   func(*event.KernelWait) error
 	Steal  func(*event.CPUSteal) error
+	// The scheduling and JVM evidence of sched.jsonl.
+	RunDelay   func(*event.RunDelay) error
+	ConnThread func(*event.ConnThread) error
+	Throttle   func(*event.CPUThrottle) error
+	JVMPause   func(*event.JVMPause) error
 }
 
 // ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or
@@ -544,9 +598,29 @@ func ReadIO(path string, h IOHandlers) error {
 				return err
 			}
 			return h.Steal(&cs)
+		case event.KindRunDelay:
+			return decodeTo(line, h.RunDelay)
+		case event.KindConnThread:
+			return decodeTo(line, h.ConnThread)
+		case event.KindCPUThrottle:
+			return decodeTo(line, h.Throttle)
+		case event.KindJVMPause:
+			return decodeTo(line, h.JVMPause)
 		}
 		return nil // a kind from a newer kscope: skipped
 	})
+}
+
+// decodeTo decodes line into a new T and passes it to fn, when fn is set.
+func decodeTo[T any](line []byte, fn func(*T) error) error {
+	if fn == nil {
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(line, &v); err != nil {
+		return err
+	}
+	return fn(&v)
 }
 
 // ReadLockWaits reads a lockwaits.jsonl file.

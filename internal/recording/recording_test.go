@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +145,63 @@ func FuzzReadIO(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sched.jsonl is written by several goroutines at once (tracer, cgroup
+// sampler, JVM log) and read back by kind.
+func TestSchedFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	const n = 200
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				var err error
+				switch g {
+				case 0:
+					err = w.RunDelay(&event.RunDelay{Kind: event.KindRunDelay, Start: t0, End: t0.Add(time.Millisecond), TID: i, HolderComm: "java"})
+				case 1:
+					err = w.ConnThread(&event.ConnThread{Kind: event.KindConnThread, Time: t0, TID: i, Client: "127.0.0.1:40000", Broker: "127.0.0.1:9092"})
+				case 2:
+					err = w.Throttle(&event.CPUThrottle{Kind: event.KindCPUThrottle, Start: t0, End: t0, Periods: int64(i)})
+				case 3:
+					err = w.JVMPause(&event.JVMPause{Kind: event.KindJVMPause, Start: t0, End: t0, Type: event.PauseGC, Name: "Pause Young (Normal)"})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(&Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	err = ReadIO(filepath.Join(dir, SchedFile), IOHandlers{
+		RunDelay:   func(r *event.RunDelay) error { counts[r.Kind]++; return nil },
+		ConnThread: func(c *event.ConnThread) error { counts[c.Kind]++; return nil },
+		Throttle:   func(c *event.CPUThrottle) error { counts[c.Kind]++; return nil },
+		JVMPause:   func(p *event.JVMPause) error { counts[p.Kind]++; return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{event.KindRunDelay, event.KindConnThread, event.KindCPUThrottle, event.KindJVMPause} {
+		if counts[k] != n {
+			t.Errorf("%s: read %d, wrote %d", k, counts[k], n)
+		}
+	}
+	meta, err := ReadMeta(dir)
+	if err != nil || !slices.Contains(meta.Files, SchedFile) {
+		t.Errorf("meta.json files %v (%v): want %s listed", meta.Files, err, SchedFile)
+	}
 }
