@@ -92,7 +92,13 @@ one cause with its evidence:
   replication    acks=all: appended early, answered late (followers)
   throttle       the response's throttle time accounts for it
   response-send  the response took most of the time to leave
-  unexplained    nothing accounts for at least --share of its latency
+  cpu-starved    the broker threads carrying it (its handler, the network
+                 thread of its connection) waited in a run queue for a CPU
+  gc-pause       the broker's JVM stood still for a garbage collection
+  safepoint      the broker's JVM stood still for another VM operation
+  cpu-steal      the hypervisor took the CPU from the broker's threads
+  unexplained    nothing accounts for at least --share of its latency,
+                 alone or together with other causes placed in time
 
 A slow write that overlapped a jbd2 commit or XFS log write on the same
 device for most of its time has root "journal". Writes are matched to a
@@ -174,7 +180,11 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 			defer close(scanned)
 			scan, scanErr = explain.ScanRequests(requestsPath, only)
 		}()
-		if err := explain.LoadIO(idx, filepath.Join(dir, recording.WritesFile), filepath.Join(dir, recording.JournalFile)); err != nil {
+		io := []string{filepath.Join(dir, recording.WritesFile), filepath.Join(dir, recording.JournalFile)}
+		if p := filepath.Join(dir, recording.SchedFile); fileExists(p) {
+			io = append(io, p)
+		}
+		if err := explain.LoadIO(idx, io...); err != nil {
 			return badInput(err)
 		}
 		if jfrPath == "" {

@@ -23,15 +23,17 @@
 //     vCPU descheduled by its host): nothing in the broker ran then, so
 //     this comes before the causes above, whatever the stolen thread was
 //     doing (a write stolen in the middle looks slow to the write trace).
+//   - cpu-starved: the threads that carried the request waited in a run
+//     queue for a CPU (cpustarved.go).
+//   - gc-pause, safepoint: the broker's JVM stood still (jvmpause.go).
 //   - unexplained: none of these accounts for at least Config.Share of the
-//     latency. explain never guesses.
+//     latency, alone or (placed in time, each moment counted once)
+//     together. explain never guesses (classify in cause.go).
 package explain
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -44,7 +46,6 @@ const (
 	CauseReplication  = "replication"
 	CauseThrottle     = "throttle"
 	CauseResponseSend = "response-send"
-	CauseCPUSteal     = "cpu-steal"
 	CauseUnexplained  = "unexplained"
 
 	// RootJournal is the root under slow-write and lock-wait when the
@@ -53,7 +54,8 @@ const (
 )
 
 // Causes lists the causes in the order ties are broken.
-var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseCPUSteal, CauseUnexplained}
+var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend,
+	CauseCPUStarved, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
 const (
@@ -144,8 +146,12 @@ type Finding struct {
 	Root string `json:"root,omitempty"`
 	// Via says how a lock-wait request waited.
 	Via string `json:"via,omitempty"`
-	// ExplainedMs is how much of the latency the cause accounts for.
+	// ExplainedMs is how much of the latency the cause accounts for
+	// (with Also, the causes together).
 	ExplainedMs float64 `json:"explained_ms"`
+	// Also are the other causes that, together with Cause, account for
+	// the latency when none does alone (each a tenth of it or more).
+	Also []string `json:"also,omitempty"`
 	// Shares are the milliseconds each candidate cause accounts for.
 	Shares CauseShares `json:"shares"`
 	Detail string      `json:"detail"`
@@ -167,10 +173,18 @@ type Finding struct {
 	// while the request was in the broker (the largest first, at most
 	// maxStealEvidence).
 	Steals []event.CPUSteal `json:"steals,omitempty"`
+	// NetworkThread is the broker thread serving the request's
+	// connection, when traced.
+	NetworkThread *event.ConnThread `json:"network_thread,omitempty"`
+	// RunDelays are the carrying threads' waits for a CPU during the
+	// request (the longest first, at most maxRunDelayEvidence), Throttles
+	// the CPU-quota throttling of the broker's cgroup meanwhile.
+	RunDelays []event.RunDelay    `json:"run_delays,omitempty"`
+	Throttles []event.CPUThrottle `json:"throttles,omitempty"`
+	// Pauses are the JVM's stop-the-world pauses during the request (the
+	// longest first, at most maxPauseEvidence).
+	Pauses []event.JVMPause `json:"jvm_pauses,omitempty"`
 }
-
-// maxStealEvidence bounds Finding.Steals.
-const maxStealEvidence = 10
 
 // CauseShares are the milliseconds of a request each cause accounts for.
 type CauseShares struct {
@@ -180,6 +194,9 @@ type CauseShares struct {
 	ThrottleMs     float64 `json:"throttle_ms"`
 	ResponseSendMs float64 `json:"response_send_ms"`
 	CPUStealMs     float64 `json:"cpu_steal_ms"`
+	CPUStarvedMs   float64 `json:"cpu_starved_ms"`
+	GCPauseMs      float64 `json:"gc_pause_ms"`
+	SafepointMs    float64 `json:"safepoint_ms"`
 }
 
 // PartitionEvidence is one partition of a slow request and the writes to
@@ -242,6 +259,9 @@ type connLast struct {
 	cause string
 	ivs   []interval // the time its cause rests on
 	roots []int32
+	// byCause: the intervals each cause measured outside the storage
+	// causes (a request queued behind this one inherits them).
+	byCause map[string][]interval
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -262,6 +282,10 @@ func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
 		e.sum.LockWaits += int64(len(ls))
 	}
 	e.sum.BrokerSteals, e.sum.OtherSteals = int64(len(idx.steals)), idx.OtherSteal
+	e.sum.RunDelays, e.sum.JVMPauses, e.sum.Throttles = idx.sched.runDelays, int64(len(idx.sched.pauses)), int64(len(idx.sched.throttles))
+	for _, cs := range idx.sched.conns {
+		e.sum.ConnThreads += int64(len(cs))
+	}
 	return e
 }
 
@@ -460,8 +484,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 
 	// Queued on the connection behind a slow request: the writes that
 	// request waited on held this one up too, whatever their partition.
-	if prev, ok := e.last[r.Client]; ok && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= int64(time.Millisecond) &&
-		(prev.cause == CauseSlowWrite || prev.cause == CauseLockWait) {
+	prev, queued := e.last[r.Client]
+	queued = queued && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= queueTolerance
+	if queued && (prev.cause == CauseSlowWrite || prev.cause == CauseLockWait) {
 		qb := &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 		for _, i := range prev.roots {
 			w := &x.writes[i]
@@ -498,38 +523,55 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
-	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
-		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal)}
 
+	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart}
+	for _, i := range ownSlow {
+		w := &x.writes[i]
+		c.own = append(c.own, interval{w.start, w.end})
+		if !slices.Contains(c.handlers, w.tid) {
+			c.handlers = append(c.handlers, w.tid)
+		}
+	}
+	if ct, ok := x.connThread(r.Client, A); ok {
+		c.netTID = ct.TID
+		f.NetworkThread = &ct
+	}
+	if queued {
+		c.queued = make(map[string][]interval, len(prev.byCause))
+		for cause, ivs := range prev.byCause {
+			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
+		}
+	}
+	starved := e.cpuStarved(c, f)
+	gc, safepoint := e.jvmPauses(c, f)
+
+	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
+		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
+		CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
+
+	var replIvs, respIvs []interval
+	if replication > 0 {
+		replIvs = []interval{{ownEnd, ownEnd + replication}}
+	}
+	if response > 0 {
+		respIvs = []interval{{E - response, E}}
+	}
 	need := int64(e.cfg.Share * float64(L))
-	f.Cause, f.ExplainedMs = CauseUnexplained, 0
-	best := int64(0)
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{CauseSlowWrite, slowWrite}, {CauseLockWait, lockWait}, {CauseReplication, replication}, {CauseThrottle, throttle}, {CauseResponseSend, response}} {
-		if c.v > best {
-			best, f.Cause = c.v, c.name
-		}
-	}
-	if steal >= need {
-		best, f.Cause = steal, CauseCPUSteal
-	} else if best < need {
-		// Own write and waiting together (a wait, then a slow write of
-		// its own) still make a storage cause: the larger part names it.
-		if storage >= need && storage >= best {
-			best = storage
-			f.Cause = CauseSlowWrite
-			if lockWait > slowWrite {
-				f.Cause = CauseLockWait
-			}
-		} else {
-			f.Cause = CauseUnexplained
-		}
-	}
-	f.ExplainedMs = ms(best)
+	cause, best, also := classify(L, need, storage, []measured{
+		{cause: CauseSlowWrite, ns: slowWrite, ivs: own},
+		{cause: CauseLockWait, ns: lockWait, ivs: waited},
+		{cause: CauseReplication, ns: replication, ivs: replIvs},
+		{cause: CauseThrottle, ns: throttle},
+		{cause: CauseResponseSend, ns: response, ivs: respIvs},
+		starved, gc, safepoint,
+		{cause: CauseCPUSteal, ns: steal, stw: true},
+	})
+	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
+	}
+	if f.Cause == CauseCPUStarved && queued && len(c.queued[CauseCPUStarved]) > 0 {
+		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 	}
 
 	switch f.Cause {
@@ -560,33 +602,12 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	case CauseLockWait:
 		causeIvs = waited
 	}
-	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs}
+	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
+		byCause: map[string][]interval{CauseCPUStarved: starved.ivs}}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}
 	return f
-}
-
-// steal is the hypervisor steal taken from the broker's threads during
-// [A, E] (at most L), and keeps the largest intervals as evidence. Steal on
-// different CPUs is not added up: the CPU that lost the most counts (the
-// request waited on at least that much, if on any).
-func (e *Explainer) steal(f *Finding, A, E, L int64) int64 {
-	ss := e.idx.stealsOverlapping(A, E)
-	if len(ss) == 0 {
-		return 0
-	}
-	perCPU := map[int]int64{}
-	for _, s := range ss {
-		perCPU[s.CPU] += int64(s.Stolen())
-	}
-	var most int64
-	for _, v := range perCPU {
-		most = max(most, v)
-	}
-	slices.SortStableFunc(ss, func(a, b event.CPUSteal) int { return cmp.Compare(b.StolenMs, a.StolenMs) })
-	f.Steals = ss[:min(len(ss), maxStealEvidence)]
-	return min(most, L)
 }
 
 // findOwn picks the request's own append to partition p among the writes
@@ -675,125 +696,4 @@ func (e *Explainer) rootCause(f *Finding, writes []int32) {
 			}
 		}
 	}
-}
-
-func (e *Explainer) detail(f *Finding, L int64) string {
-	switch f.Cause {
-	case CauseSlowWrite:
-		for _, p := range f.Partitions {
-			if p.Write != nil && p.Write.LatencyMs >= f.ExplainedMs/2 {
-				s := fmt.Sprintf("its append to %s-%d (tid %d) took %.1f ms", p.Topic, p.Partition, p.Write.TID, p.Write.LatencyMs)
-				return s + e.rootDetail(f)
-			}
-		}
-		if k, ok := longestWait(f.KernelWaits); ok {
-			return fmt.Sprintf("its handler (tid %d) blocked %.1f ms in the file system outside its write call, at %s", k.TID, k.LatencyMs, frames(k.Stack))
-		}
-	case CauseLockWait:
-		if qb := f.QueuedBehind; qb != nil && f.Via == ViaConnection {
-			if len(qb.Writes) > 0 {
-				w := longest(qb.Writes)
-				return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s), whose append to %s-%d (tid %d) took %.1f ms",
-					f.ExplainedMs, qb.CorrelationID, qb.Cause, w.Topic, w.Partition, w.TID, w.LatencyMs) + e.rootDetail(f)
-			}
-			return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s)", f.ExplainedMs, qb.CorrelationID, qb.Cause)
-		}
-		for _, p := range f.Partitions {
-			if len(p.Blocking) > 0 && (longest(p.Blocking).LatencyMs >= f.ExplainedMs/2 || len(f.LockWaits) == 0) {
-				b := longest(p.Blocking)
-				how := "behind the previous request on its connection, whose"
-				if f.Via == ViaPartitionLock {
-					how = "on the partition lock while"
-				}
-				return fmt.Sprintf("waited %.1f ms %s append to %s-%d (tid %d) took %.1f ms", f.ExplainedMs, how, p.Topic, p.Partition, b.TID, b.LatencyMs) + e.rootDetail(f)
-			}
-		}
-		if len(f.LockWaits) > 0 {
-			l := f.LockWaits[0]
-			owner := ""
-			if l.OwnerTID != 0 {
-				owner = fmt.Sprintf(", held by tid %d %s", l.OwnerTID, l.Owner)
-			}
-			if k, ok := longestWait(f.KernelWaits); ok && k.TID == l.OwnerTID {
-				owner += fmt.Sprintf(", blocked %.1f ms in the file system at %s", k.LatencyMs, frames(k.Stack))
-			}
-			what := "for monitor"
-			if l.Park {
-				what = "parked on" // a java.util.concurrent lock: JFR knows no owner
-			}
-			return fmt.Sprintf("waited %.1f ms %s %s (JFR)%s", f.ExplainedMs, what, l.Monitor, owner) + e.rootDetail(f)
-		}
-	case CauseReplication:
-		return fmt.Sprintf("acks=all: appended, then %.1f ms until the response (followers)", f.ExplainedMs)
-	case CauseThrottle:
-		return fmt.Sprintf("throttled %d ms by quota", f.ThrottleMs)
-	case CauseResponseSend:
-		return fmt.Sprintf("the %.1f ms response took %.1f ms to leave", f.LatencyMs, f.ResponseMs)
-	case CauseCPUSteal:
-		w := f.Steals[0]
-		return fmt.Sprintf("the hypervisor took %.1f ms of CPU from the broker's threads while it was in the broker (%d intervals; largest %.1f ms from %s on cpu%d)",
-			f.ExplainedMs, len(f.Steals), w.StolenMs, w.Thread, w.CPU)
-	}
-	s := f.Shares
-	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, steal %.1f ms)",
-		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs, s.CPUStealMs)
-}
-
-// longest is the slowest of ws (not empty).
-func longest(ws []WriteEvidence) WriteEvidence {
-	return slices.MaxFunc(ws, func(a, b WriteEvidence) int { return cmp.Compare(a.LatencyMs, b.LatencyMs) })
-}
-
-func (e *Explainer) rootDetail(f *Finding) string {
-	s := ""
-	if k, ok := longestWait(f.KernelWaits); ok && k.LatencyMs >= f.ExplainedMs/2 {
-		s = fmt.Sprintf("; tid %d blocked at %s", k.TID, frames(k.Stack))
-	}
-	if f.Root != RootJournal || len(f.Commits) == 0 {
-		return s
-	}
-	c := f.Commits[0]
-	return s + fmt.Sprintf("; root: %s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
-}
-
-// fsFrames are kernel function name prefixes that put a wait in the file
-// system or the page cache under it.
-var fsFrames = []string{"ext4_", "xfs_", "jbd2", "__jbd2", "sb_start", "__sb_start", "percpu_rwsem", "__percpu_down",
-	"do_page_mkwrite", "filemap_", "folio_wait", "__folio_lock", "wait_on_page", "__filemap", "io_schedule", "blk_"}
-
-// isFSWait reports whether a kernel stack is in the file system.
-func isFSWait(stack []string) bool {
-	for _, fr := range stack {
-		for _, p := range fsFrames {
-			if strings.HasPrefix(fr, p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// longestWait is the longest of ws.
-func longestWait(ws []event.KernelWait) (event.KernelWait, bool) {
-	if len(ws) == 0 {
-		return event.KernelWait{}, false
-	}
-	return slices.MaxFunc(ws, func(a, b event.KernelWait) int { return cmp.Compare(a.LatencyMs, b.LatencyMs) }), true
-}
-
-// frames names the innermost file-system frames of a stack, under the
-// scheduler's.
-func frames(stack []string) string {
-	var out []string
-	for _, fr := range stack {
-		if strings.HasPrefix(fr, "__schedule") || strings.HasPrefix(fr, "schedule") || strings.HasPrefix(fr, "io_schedule") ||
-			strings.HasPrefix(fr, "do_syscall") || strings.HasPrefix(fr, "entry_SYSCALL") {
-			continue
-		}
-		out = append(out, fr)
-		if len(out) == 4 {
-			break
-		}
-	}
-	return strings.Join(out, " < ")
 }

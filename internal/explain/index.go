@@ -38,7 +38,8 @@ type partWrites struct {
 }
 
 // Index holds the traced events explain joins requests with: writes per
-// partition, journal commits per device, lock waits per thread. Add
+// partition, journal commits per device, lock waits per thread, and the
+// scheduling and JVM evidence (schedIndex). Add
 // events in any order, then call Build before use.
 type Index struct {
 	writes  []wrec
@@ -57,6 +58,7 @@ type Index struct {
 	maxWait   int64
 	maxLock   int64 // longest lock wait, ns
 	maxCommit int64 // longest commit span, ns
+	sched     schedIndex
 
 	// Syncs and block requests are counted, not joined (yet); so is
 	// steal taken from other processes or from idle CPUs.
@@ -66,13 +68,15 @@ type Index struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{
+	x := &Index{
 		partIdx: make(map[partKey]int32),
 		strIdx:  make(map[string]int32),
 		commits: make(map[string][]event.JournalCommit),
 		locks:   make(map[int][]event.LockWait),
 		waits:   make(map[int][]event.KernelWait),
 	}
+	x.sched.init()
+	return x
 }
 
 func (x *Index) intern(s string) int32 {
@@ -195,6 +199,7 @@ func (x *Index) Build() {
 		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
 	slices.SortStableFunc(x.steals, func(a, b stealRec) int { return cmp.Compare(a.from, b.from) })
+	x.sched.build()
 	x.built = true
 }
 

@@ -20,23 +20,32 @@ import (
 )
 
 // LoadIO adds the events of iotrace JSON Lines files (a recording's
-// writes.jsonl and journal.jsonl, or `kscope iotrace --format json`
-// output) to idx.
+// writes.jsonl, journal.jsonl and sched.jsonl, or `kscope iotrace --format
+// json` output) to idx.
 func LoadIO(idx *Index, paths ...string) error {
+	h := idx.Handlers()
 	for _, p := range paths {
-		err := recording.ReadIO(p, recording.IOHandlers{
-			Write:  func(w *event.Write) error { idx.AddWrite(w); return nil },
-			Commit: func(c *event.JournalCommit) error { idx.AddCommit(c); return nil },
-			Sync:   func(*event.FileSync) error { idx.Syncs++; return nil },
-			Block:  func(*event.BlockIO) error { idx.Blocks++; return nil },
-			Wait:   func(k *event.KernelWait) error { idx.AddWait(k); return nil },
-			Steal:  func(s *event.CPUSteal) error { idx.AddSteal(s); return nil },
-		})
-		if err != nil {
+		if err := recording.ReadIO(p, h); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Handlers adds every kind of event ReadIO reads to x.
+func (x *Index) Handlers() recording.IOHandlers {
+	return recording.IOHandlers{
+		Write:      func(w *event.Write) error { x.AddWrite(w); return nil },
+		Commit:     func(c *event.JournalCommit) error { x.AddCommit(c); return nil },
+		Sync:       func(*event.FileSync) error { x.Syncs++; return nil },
+		Block:      func(*event.BlockIO) error { x.Blocks++; return nil },
+		Wait:       func(k *event.KernelWait) error { x.AddWait(k); return nil },
+		Steal:      func(s *event.CPUSteal) error { x.AddSteal(s); return nil },
+		RunDelay:   func(r *event.RunDelay) error { x.AddRunDelay(r); return nil },
+		ConnThread: func(c *event.ConnThread) error { x.AddConnThread(c); return nil },
+		Throttle:   func(t *event.CPUThrottle) error { x.AddThrottle(t); return nil },
+		JVMPause:   func(p *event.JVMPause) error { x.AddJVMPause(p); return nil },
+	}
 }
 
 // LoadLockWaits adds a lockwaits.jsonl file to idx.

@@ -131,6 +131,13 @@ type Summary struct {
 	// BrokerSteals are the intervals of hypervisor steal taken from the
 	// broker's threads, OtherSteals those taken from other tasks or idle
 	// CPUs (not joined with requests).
+	// RunDelays, JVMPauses and ConnThreads count the scheduling and JVM
+	// evidence (sched.jsonl); Throttles the samples with cgroup
+	// throttling.
+	RunDelays        int64            `json:"run_delays"`
+	JVMPauses        int64            `json:"jvm_pauses"`
+	ConnThreads      int64            `json:"conn_threads"`
+	Throttles        int64            `json:"throttles"`
 	BrokerSteals     int64            `json:"broker_steal_intervals"`
 	OtherSteals      int64            `json:"other_steal_intervals"`
 	IDLookups        int64            `json:"id_lookups"`

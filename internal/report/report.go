@@ -293,7 +293,7 @@ func RecordingInputs(dir string) (Inputs, error) {
 	if p := filepath.Join(dir, recording.RequestsFile); fileExists(p) {
 		in.Requests = p
 	}
-	for _, name := range []string{recording.WritesFile, recording.JournalFile} {
+	for _, name := range []string{recording.WritesFile, recording.JournalFile, recording.SchedFile} {
 		if p := filepath.Join(dir, name); fileExists(p) {
 			in.IO = append(in.IO, p)
 		}
@@ -467,23 +467,20 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 		}
 		return s
 	}
-	h := recording.IOHandlers{
-		Write: func(w *event.Write) error {
-			idx.AddWrite(w)
-			dev(w.Dev).Writes.Add(w.Start, w.LatencyMs)
-			return nil
-		},
-		Commit: func(c *event.JournalCommit) error {
-			idx.AddCommit(c)
-			dev(c.Dev).Commits.Add(c.Start, c.LatencyMs)
-			d.CommitsSeen++
-			d.Commits = keepSlowest(d.Commits, *c, b.o.Top)
-			return nil
-		},
-		Sync:  func(*event.FileSync) error { idx.Syncs++; return nil },
-		Block: func(*event.BlockIO) error { idx.Blocks++; return nil },
-		Wait:  func(k *event.KernelWait) error { idx.AddWait(k); return nil },
-		Steal: func(s *event.CPUSteal) error { idx.AddSteal(s); return nil },
+	// Everything goes to explain's index; writes and commits also to
+	// the heatmaps.
+	h := idx.Handlers()
+	h.Write = func(w *event.Write) error {
+		idx.AddWrite(w)
+		dev(w.Dev).Writes.Add(w.Start, w.LatencyMs)
+		return nil
+	}
+	h.Commit = func(c *event.JournalCommit) error {
+		idx.AddCommit(c)
+		dev(c.Dev).Commits.Add(c.Start, c.LatencyMs)
+		d.CommitsSeen++
+		d.Commits = keepSlowest(d.Commits, *c, b.o.Top)
+		return nil
 	}
 	for _, p := range paths {
 		if err := recording.ReadIO(p, h); err != nil {

@@ -117,8 +117,8 @@ func (t *tableWriter) Flush() error { return t.tw.Flush() }
 func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
-	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits; own writes matched by %s\n\n",
-		s.Writes, s.Commits, s.LockWaits, matchedBy(s.MatchedBy))
+	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n\n",
+		s.Writes, s.Commits, s.LockWaits, s.RunDelays, s.JVMPauses, s.ConnThreads, matchedBy(s.MatchedBy))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CAUSE\tREQUESTS\tSHARE\tLATENCY SUM\tEXPLAINED")
 	for _, c := range s.Causes {
@@ -283,6 +283,21 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 	for _, k := range f.KernelWaits {
 		add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
 		add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
+	}
+	if n := f.NetworkThread; n != nil {
+		add(f.Arrival, "  its connection is served by network thread tid %d %s", n.TID, output.Escape(n.Thread))
+	}
+	for _, d := range f.RunDelays {
+		how := "woken"
+		if d.Preempted {
+			how = "preempted"
+		}
+		add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
+		add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
+	}
+	for _, p := range f.Pauses {
+		add(p.Start, "  the JVM stops: %s %s", p.Type, output.Escape(p.Name))
+		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
 	}
 	for _, c := range f.Commits {
 		add(c.Start, "  %s on %s starts", c.Kind, c.Dev)

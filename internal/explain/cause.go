@@ -1,0 +1,145 @@
+package explain
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// reqCtx is what the causes measured outside explain.go see of one
+// request: its times, the broker threads known to have carried it, and
+// what it inherited from the request ahead of it on its connection.
+type reqCtx struct {
+	A, E, L     int64 // arrival, end, latency (unix ns)
+	brokerStart int64 // when the broker could read it (see event.Request.BrokerMs)
+	// handlers are the threads that appended its records (its own
+	// writes), own the times of those appends.
+	handlers []int32
+	own      []interval
+	// netTID is the network thread serving its connection (0: not known).
+	netTID int
+	// queued are, by cause, the intervals the request ahead of it on its
+	// connection was held up by, clipped to the time this one waited
+	// for it (nil when it did not wait).
+	queued map[string][]interval
+}
+
+// measured is what a cause accounts for in a request: the union of ivs,
+// clipped to the request. STW marks causes that stop every thread of the
+// broker (steal, JVM pauses): they come first when they account for
+// most of the time, since whatever a stopped thread was doing only looks
+// slow.
+type measured struct {
+	cause string
+	ns    int64
+	ivs   []interval // nil for causes known only as a sum
+	stw   bool
+}
+
+// causeOrder is where each cause stands in Causes: ties go to the earlier.
+func causeOrder(c string) int { return slices.Index(Causes, c) }
+
+// classify names the cause of a request of latency L from what each cause
+// measured; need is the part of L a cause must account for. The rule
+// never guesses:
+//  1. a stop-the-world cause that alone accounts for need, the largest;
+//  2. else any cause that alone accounts for need, the largest;
+//  3. else the storage causes together (a wait, then a slow write of its
+//     own): the larger part names it, as before;
+//  4. else the causes measured as intervals together (their union, each
+//     moment counted once): the largest part names it and the others
+//     that took a tenth or more of L are listed in also;
+//  5. else unexplained.
+func classify(L, need, storage int64, ms []measured) (cause string, explained int64, also []string) {
+	best := func(keep func(m *measured) bool) (measured, bool) {
+		var b measured
+		found := false
+		for i := range ms {
+			m := &ms[i]
+			if !keep(m) || m.ns <= 0 {
+				continue
+			}
+			if !found || m.ns > b.ns || (m.ns == b.ns && causeOrder(m.cause) < causeOrder(b.cause)) {
+				b, found = *m, true
+			}
+		}
+		return b, found
+	}
+	if b, ok := best(func(m *measured) bool { return m.stw && m.ns >= need }); ok {
+		return b.cause, b.ns, nil
+	}
+	if b, ok := best(func(m *measured) bool { return m.ns >= need }); ok {
+		return b.cause, b.ns, nil
+	}
+	top, _ := best(func(*measured) bool { return true })
+	byName := func(c string) int64 {
+		for _, m := range ms {
+			if m.cause == c {
+				return m.ns
+			}
+		}
+		return 0
+	}
+	if storage >= need && storage >= top.ns {
+		if byName(CauseLockWait) > byName(CauseSlowWrite) {
+			return CauseLockWait, storage, nil
+		}
+		return CauseSlowWrite, storage, nil
+	}
+	// Only causes placed in time can be added up without counting a
+	// moment twice; the largest of them names the request.
+	var all []interval
+	for _, m := range ms {
+		all = append(all, m.ivs...)
+	}
+	union := min(unionLen(all), L)
+	topIv, ok := best(func(m *measured) bool { return m.ivs != nil })
+	if union < need || !ok {
+		return CauseUnexplained, 0, nil
+	}
+	for _, m := range ms {
+		if m.cause != topIv.cause && m.ivs != nil && m.ns*10 >= L {
+			also = append(also, m.cause)
+		}
+	}
+	slices.SortFunc(also, func(a, b string) int { return cmp.Compare(byName(b), byName(a)) })
+	return topIv.cause, union, also
+}
+
+// minus returns the parts of iv not covered by holes.
+func minus(iv interval, holes []interval) []interval {
+	out := []interval{iv}
+	for _, h := range holes {
+		var next []interval
+		for _, o := range out {
+			if h.b <= o.a || h.a >= o.b {
+				next = append(next, o)
+				continue
+			}
+			if h.a > o.a {
+				next = append(next, interval{o.a, h.a})
+			}
+			if h.b < o.b {
+				next = append(next, interval{h.b, o.b})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// clipAll clips ivs to to, dropping what is left empty.
+func clipAll(ivs []interval, to interval) []interval {
+	var out []interval
+	for _, iv := range ivs {
+		if c := clip(iv, to); c.b > c.a {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// queueTolerance is how close the previous response's end must be to when
+// the broker could read a request for the request to count as queued
+// behind it on its connection.
+const queueTolerance = int64(time.Millisecond)

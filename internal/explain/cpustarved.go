@@ -1,0 +1,108 @@
+package explain
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// CauseCPUStarved: the broker threads that carried the request were
+// runnable but not running (waiting in a run queue for a CPU) for most of
+// its time: other processes, or the broker's own threads, had the CPUs,
+// or its cgroup's CPU quota was used up.
+const CauseCPUStarved = "cpu-starved"
+
+// maxRunDelayEvidence bounds Finding.RunDelays.
+const maxRunDelayEvidence = 10
+
+// cpuStarved measures the time the threads carrying the request waited
+// for a CPU, from the run-queue delays iotrace traced:
+//
+//   - the handler threads that appended its records, from when the broker
+//     could read the request to its end (a handler woken for the request
+//     that waits for a CPU holds it up, and so does one preempted while
+//     it works on it);
+//   - the network thread serving its connection, over the same span but
+//     outside the handler's appends (it reads the request before and
+//     sends the response after);
+//   - while it was queued on its connection behind an earlier request,
+//     the earlier request's starved time (a broker reads one request per
+//     connection at a time).
+//
+// It keeps the largest delays, the connection's network thread and any
+// throttling of the broker's cgroup meanwhile as evidence in f.
+func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
+	x := e.idx
+	span := interval{c.brokerStart, c.E}
+	var ivs []interval
+	var delays []event.RunDelay
+	add := func(d event.RunDelay, parts []interval) {
+		n := len(ivs)
+		ivs = append(ivs, clipAll(parts, span)...)
+		if len(ivs) > n {
+			delays = append(delays, d)
+		}
+	}
+	for _, tid := range c.handlers {
+		for _, d := range x.runDelaysOverlapping(int(tid), span.a, span.b) {
+			add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}})
+		}
+	}
+	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
+		for _, d := range x.runDelaysOverlapping(c.netTID, span.a, span.b) {
+			add(d, minus(interval{d.Start.UnixNano(), d.End.UnixNano()}, c.own))
+		}
+	}
+	ivs = append(ivs, c.queued[CauseCPUStarved]...)
+	m := measured{cause: CauseCPUStarved, ivs: ivs, ns: min(unionLen(ivs), c.L)}
+	if len(delays) > 0 {
+		slices.SortStableFunc(delays, func(a, b event.RunDelay) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+		f.RunDelays = delays[:min(len(delays), maxRunDelayEvidence)]
+		if th := x.throttlesOverlapping(span.a, span.b); len(th) > 0 {
+			f.Throttles = th
+		}
+	}
+	return m
+}
+
+// cpuStarvedDetail says which threads waited, who had the CPU, and
+// whether the cgroup's quota was the reason.
+func cpuStarvedDetail(f *Finding) string {
+	if len(f.RunDelays) == 0 {
+		if f.QueuedBehind != nil {
+			return fmt.Sprintf("waited %.1f ms on its connection behind request %d, whose broker threads waited for a CPU",
+				f.ExplainedMs, f.QueuedBehind.CorrelationID)
+		}
+		return fmt.Sprintf("its broker threads waited %.1f ms for a CPU", f.ExplainedMs)
+	}
+	var waited time.Duration
+	threads := map[int]bool{}
+	holders := map[string]time.Duration{}
+	for _, d := range f.RunDelays {
+		waited += d.Latency()
+		threads[d.TID] = true
+		holders[fmt.Sprintf("%s (pid %d)", d.HolderComm, d.HolderPID)] += d.Latency()
+	}
+	names := make([]string, 0, len(holders))
+	for h := range holders {
+		names = append(names, h)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(holders[b], holders[a]), cmp.Compare(a, b)) })
+	d := f.RunDelays[0]
+	s := fmt.Sprintf("its broker threads waited %.1f ms for a CPU (%d threads; longest %.1f ms, tid %d on cpu%d); the CPU went to %s",
+		f.ExplainedMs, len(threads), d.LatencyMs, d.TID, d.CPU, strings.Join(names[:min(3, len(names))], ", "))
+	if len(f.Throttles) > 0 {
+		var periods int64
+		var throttled float64
+		for _, t := range f.Throttles {
+			periods += t.Periods
+			throttled += t.ThrottledMs
+		}
+		s += fmt.Sprintf("; cgroup %s throttled by its CPU quota: %d periods, %.1f ms", f.Throttles[0].Cgroup, periods, throttled)
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+package explain
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// The JVM's stop-the-world causes: every Java thread of the broker (the
+// network threads reading and sending, the handlers appending) stood still
+// at a safepoint.
+const (
+	// CauseGCPause: a garbage collection pause.
+	CauseGCPause = "gc-pause"
+	// CauseSafepoint: another VM operation at a safepoint (deoptimisation,
+	// code cache clean-up, biased-lock revocation, a thread dump...).
+	CauseSafepoint = "safepoint"
+)
+
+// maxPauseEvidence bounds Finding.Pauses.
+const maxPauseEvidence = 10
+
+// jvmPauses measures the time the broker's JVM stood still while the
+// request was in flight, over its whole span: a pause stops the network
+// thread that would read or send it as much as the handler. GC pauses and
+// other safepoints are measured apart, so that each names its own cause.
+func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
+	gc = measured{cause: CauseGCPause, stw: true}
+	safepoint = measured{cause: CauseSafepoint, stw: true}
+	ps := e.idx.pausesOverlapping(c.A, c.E)
+	if len(ps) == 0 {
+		return gc, safepoint
+	}
+	whole := interval{c.A, c.E}
+	for _, p := range ps {
+		iv := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, whole)
+		if p.Type == event.PauseGC {
+			gc.ivs = append(gc.ivs, iv)
+		} else {
+			safepoint.ivs = append(safepoint.ivs, iv)
+		}
+	}
+	gc.ns, safepoint.ns = unionLen(gc.ivs), unionLen(safepoint.ivs)
+	slices.SortStableFunc(ps, func(a, b event.JVMPause) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+	f.Pauses = ps[:min(len(ps), maxPauseEvidence)]
+	return gc, safepoint
+}
+
+// jvmPauseDetail names the longest pause of the finding's kind.
+func jvmPauseDetail(f *Finding) string {
+	want := event.PauseGC
+	if f.Cause == CauseSafepoint {
+		want = event.PauseSafepoint
+	}
+	n := 0
+	var longest *event.JVMPause
+	for i := range f.Pauses {
+		if p := &f.Pauses[i]; p.Type == want {
+			n++
+			if longest == nil || p.LatencyMs > longest.LatencyMs {
+				longest = p
+			}
+		}
+	}
+	if longest == nil {
+		return fmt.Sprintf("the broker's JVM stood still for %.1f ms", f.ExplainedMs)
+	}
+	what := longest.Name
+	if longest.Cause != "" {
+		what += " (" + longest.Cause + ")"
+	}
+	s := fmt.Sprintf("the broker's JVM stood still for %.1f ms of it: %d pause(s), the longest %.1f ms, %s", f.ExplainedMs, n, longest.LatencyMs, what)
+	if longest.ReachMs >= 1 {
+		s += fmt.Sprintf(", %.1f ms of it reaching the safepoint", longest.ReachMs)
+	}
+	return s + " [" + longest.Source + "]"
+}

@@ -1,0 +1,124 @@
+package explain
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// schedIndex holds the scheduling and JVM evidence (a recording's
+// sched.jsonl): the broker threads' run-queue delays, which thread serves
+// each connection, the cgroup's CPU throttling, and the JVM's
+// stop-the-world pauses.
+type schedIndex struct {
+	runq      map[int][]event.RunDelay      // by TID, sorted by start
+	conns     map[string][]event.ConnThread // by client "ip:port", sorted by time
+	throttles []event.CPUThrottle           // sorted by start
+	pauses    []event.JVMPause              // sorted by start
+	maxRunq   int64                         // longest run delay, ns
+	maxThrot  int64
+	maxPause  int64
+	runDelays int64
+}
+
+func (s *schedIndex) init() {
+	s.runq = make(map[int][]event.RunDelay)
+	s.conns = make(map[string][]event.ConnThread)
+}
+
+// AddRunDelay adds a broker thread's run-queue delay.
+func (x *Index) AddRunDelay(r *event.RunDelay) {
+	x.sched.runq[r.TID] = append(x.sched.runq[r.TID], *r)
+	x.sched.maxRunq = max(x.sched.maxRunq, int64(r.Latency()))
+	x.sched.runDelays++
+	x.built = false
+}
+
+// AddConnThread adds which broker thread serves a connection.
+func (x *Index) AddConnThread(c *event.ConnThread) {
+	x.sched.conns[c.Client] = append(x.sched.conns[c.Client], *c)
+	x.built = false
+}
+
+// AddThrottle adds CPU-quota throttling of the broker's cgroup.
+func (x *Index) AddThrottle(t *event.CPUThrottle) {
+	x.sched.throttles = append(x.sched.throttles, *t)
+	x.sched.maxThrot = max(x.sched.maxThrot, int64(t.End.Sub(t.Start)))
+	x.built = false
+}
+
+// AddJVMPause adds a stop-the-world pause of the broker's JVM.
+func (x *Index) AddJVMPause(p *event.JVMPause) {
+	x.sched.pauses = append(x.sched.pauses, *p)
+	x.sched.maxPause = max(x.sched.maxPause, int64(p.Latency()))
+	x.built = false
+}
+
+func (s *schedIndex) build() {
+	for _, rs := range s.runq {
+		slices.SortStableFunc(rs, func(a, b event.RunDelay) int { return a.Start.Compare(b.Start) })
+	}
+	for _, cs := range s.conns {
+		slices.SortStableFunc(cs, func(a, b event.ConnThread) int { return a.Time.Compare(b.Time) })
+	}
+	slices.SortStableFunc(s.throttles, func(a, b event.CPUThrottle) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(s.pauses, func(a, b event.JVMPause) int { return a.Start.Compare(b.Start) })
+}
+
+// overlappingSorted returns the items of s (sorted by start) whose
+// [start, end) overlaps [a, b); longest bounds how far back one may start.
+func overlappingSorted[T any](s []T, a, b, longest int64, span func(*T) (int64, int64)) []T {
+	lo, _ := slices.BinarySearchFunc(s, a-longest, func(v T, t int64) int {
+		start, _ := span(&v)
+		return cmp.Compare(start, t)
+	})
+	var out []T
+	for i := lo; i < len(s); i++ {
+		start, end := span(&s[i])
+		if start >= b {
+			break
+		}
+		if end > a {
+			out = append(out, s[i])
+		}
+	}
+	return out
+}
+
+// runDelaysOverlapping returns tid's run-queue delays overlapping [a, b).
+func (x *Index) runDelaysOverlapping(tid int, a, b int64) []event.RunDelay {
+	return overlappingSorted(x.sched.runq[tid], a, b, x.sched.maxRunq, func(r *event.RunDelay) (int64, int64) {
+		return r.Start.UnixNano(), r.End.UnixNano()
+	})
+}
+
+// throttlesOverlapping returns the throttling samples overlapping [a, b).
+func (x *Index) throttlesOverlapping(a, b int64) []event.CPUThrottle {
+	return overlappingSorted(x.sched.throttles, a, b, x.sched.maxThrot, func(t *event.CPUThrottle) (int64, int64) {
+		return t.Start.UnixNano(), t.End.UnixNano()
+	})
+}
+
+// pausesOverlapping returns the JVM pauses overlapping [a, b).
+func (x *Index) pausesOverlapping(a, b int64) []event.JVMPause {
+	return overlappingSorted(x.sched.pauses, a, b, x.sched.maxPause, func(p *event.JVMPause) (int64, int64) {
+		return p.Start.UnixNano(), p.End.UnixNano()
+	})
+}
+
+// connThread is the broker thread serving client's connection at time t:
+// the latest mapping seen at or before t, else the first one after (the
+// tracer reports a connection when its thread first receives from it,
+// which may be just after the capture saw the request's first byte).
+func (x *Index) connThread(client string, t int64) (event.ConnThread, bool) {
+	cs := x.sched.conns[client]
+	if len(cs) == 0 {
+		return event.ConnThread{}, false
+	}
+	i, _ := slices.BinarySearchFunc(cs, t, func(c event.ConnThread, t int64) int { return cmp.Compare(c.Time.UnixNano(), t+1) })
+	if i > 0 {
+		return cs[i-1], true
+	}
+	return cs[0], true
+}
