@@ -80,14 +80,7 @@ func TestExplain(t *testing.T) {
 		for _, w := range windows {
 			t.Logf("injected: %s", w)
 		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				kept, _ := os.MkdirTemp("", "kscope-e2e-failed-")
-				if err := exec.Command("cp", "-a", dir, kept).Run(); err == nil {
-					t.Logf("kept the recording in %s", kept)
-				}
-			}
-		})
+		t.Cleanup(func() { keepDirOnFailure(t, dir) })
 		meta, err := recording.ReadMeta(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@
 //     vCPU descheduled by its host): nothing in the broker ran then, so
 //     this comes before the causes above, whatever the stolen thread was
 //     doing (a write stolen in the middle looks slow to the write trace).
+//   - network: its own bytes were slow to arrive (network.go).
 //   - cpu-starved: the threads that carried the request waited in a run
 //     queue for a CPU (cpustarved.go).
 //   - gc-pause, safepoint: the broker's JVM stood still (jvmpause.go).
@@ -54,7 +55,7 @@ const (
 )
 
 // Causes lists the causes in the order ties are broken.
-var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend,
+var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
 	CauseCPUStarved, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
@@ -139,6 +140,7 @@ type Finding struct {
 	APIVersion    int16     `json:"api_version"`
 	Acks          *int16    `json:"acks,omitempty"`
 	ThrottleMs    int32     `json:"throttle_ms"`
+	RequestBytes  int       `json:"request_bytes"`
 
 	Cause string `json:"cause"`
 	// Root is RootJournal when the write the cause rests on overlapped
@@ -194,6 +196,7 @@ type CauseShares struct {
 	ThrottleMs     float64 `json:"throttle_ms"`
 	ResponseSendMs float64 `json:"response_send_ms"`
 	CPUStealMs     float64 `json:"cpu_steal_ms"`
+	NetworkMs      float64 `json:"network_ms"`
 	CPUStarvedMs   float64 `json:"cpu_starved_ms"`
 	GCPauseMs      float64 `json:"gc_pause_ms"`
 	SafepointMs    float64 `json:"safepoint_ms"`
@@ -375,7 +378,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	f := &Finding{
 		Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, QueuedMs: r.QueuedMs, BrokerMs: r.BrokerMs, ResponseMs: r.ResponseMs,
 		Client: r.Client, Broker: r.Broker, ClientID: r.ClientID, CorrelationID: r.CorrelationID, APIVersion: r.APIVersion,
-		Acks: r.Acks, ThrottleMs: r.ThrottleMs,
+		Acks: r.Acks, ThrottleMs: r.ThrottleMs, RequestBytes: r.RequestBytes,
 	}
 
 	var (
@@ -542,12 +545,13 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
 		}
 	}
+	net := network(r, c)
 	starved := e.cpuStarved(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
-		CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
+		NetworkMs: ms(net.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
 
 	var replIvs, respIvs []interval
 	if replication > 0 {
@@ -563,7 +567,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		{cause: CauseReplication, ns: replication, ivs: replIvs},
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
-		starved, gc, safepoint,
+		net, starved, gc, safepoint,
 		{cause: CauseCPUSteal, ns: steal, stw: true},
 	})
 	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also

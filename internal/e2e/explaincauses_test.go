@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+// TestExplainCauses is issue 16's scenarios for the causes outside the
+// file system: one broker on ext4, the same produce load as TestExplain,
+// and in each recording only one fault, injected at known moments:
+//
+//   - cpu-hog: busy loops pinned to every CPU the broker runs on;
+//   - cpu-quota: the broker's cgroup limited to a tenth of a CPU;
+//   - gc: `jcmd PID GC.run` (a full collection of the broker's heap).
+//
+// explain must name the injected cause for at least 90% of the slow
+// requests in the injection windows, and not name it in the control run.
+func TestExplainCauses(t *testing.T) {
+	b, _, _, logDir := explainBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const topic = "explain-causes"
+
+	record := func(t *testing.T, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
+		dir := filepath.Join(t.TempDir(), "rec")
+		windows := recordScenario(ctx, t, b, logDir, dir, topic, inject)
+		t.Cleanup(func() { keepDirOnFailure(t, dir) })
+		for _, w := range windows {
+			t.Logf("injected: %s..%s", w.frozeAt.Format("15:04:05.000"), w.thawed.Format("15:04:05.000"))
+		}
+		meta, err := recording.ReadMeta(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("trace: %+v", meta.Trace)
+		return dir, windows
+	}
+
+	t.Run("control", func(t *testing.T) {
+		dir, _ := record(t, func(context.Context) []freezeWindow { time.Sleep(4 * time.Second); return nil })
+		findings, sum := runExplain(t, dir)
+		t.Logf("control: %d produce requests, p99 %.1f ms, causes %s", sum.ProduceRequests, sum.ThresholdMs, causeCounts(sum))
+		for _, f := range findings {
+			t.Logf("control: %s/%d %.1f ms: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Cause, f.Detail)
+			if f.Cause == explain.CauseCPUStarved && heldBy(f, hogComm) > 0 {
+				t.Errorf("control run: %s/%d put on a CPU hog: %s", f.Client, f.CorrelationID, f.Detail)
+			}
+			for _, p := range f.Pauses {
+				if p.Cause == "System.gc()" {
+					t.Errorf("control run: %s/%d put on a System.gc() pause: %s", f.Client, f.CorrelationID, f.Detail)
+				}
+			}
+		}
+		if sum.RunDelays == 0 {
+			t.Error("control run: no run-queue delay recorded at all (is the tracer's runq program attached?)")
+		}
+		share := causeShare(sum, explain.CauseCPUStarved) + causeShare(sum, explain.CauseGCPause)
+		if share > 0.5 {
+			t.Errorf("control run: %.0f%% of slow requests put on the CPU or GC", 100*share)
+		}
+	})
+
+	t.Run("cpu-hog", func(t *testing.T) {
+		hog := hogBinary(t)
+		dir, windows := record(t, func(ctx context.Context) []freezeWindow {
+			var ws []freezeWindow
+			for range 3 {
+				time.Sleep(800 * time.Millisecond)
+				ws = append(ws, runHogs(ctx, t, hog, time.Second))
+			}
+			time.Sleep(800 * time.Millisecond)
+			return ws
+		})
+		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return heldBy(f, hogComm) > 0 })
+	})
+
+	t.Run("cpu-quota", func(t *testing.T) {
+		cg := brokerCPUCgroup(t, b.PID())
+		dir, windows := record(t, func(ctx context.Context) []freezeWindow {
+			var ws []freezeWindow
+			for range 3 {
+				time.Sleep(800 * time.Millisecond)
+				var w freezeWindow
+				w.frozeAt = time.Now()
+				writeFile(t, filepath.Join(cg, "cpu.cfs_quota_us"), "10000")
+				w.frozen = time.Now()
+				time.Sleep(time.Second)
+				w.thawAt = time.Now()
+				writeFile(t, filepath.Join(cg, "cpu.cfs_quota_us"), "-1")
+				w.thawed = time.Now()
+				ws = append(ws, w)
+			}
+			time.Sleep(800 * time.Millisecond)
+			return ws
+		})
+		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return len(f.Throttles) > 0 })
+	})
+
+	t.Run("gc", func(t *testing.T) {
+		jcmd, err := hostinfo.JDKTool("jcmd")
+		if err != nil {
+			labtest.Unavailable(t, "jcmd: %v", err)
+		}
+		dir, windows := record(t, func(ctx context.Context) []freezeWindow {
+			var ws []freezeWindow
+			for range 4 {
+				time.Sleep(700 * time.Millisecond)
+				var w freezeWindow
+				w.frozeAt, w.frozen = time.Now(), time.Now()
+				if out, err := exec.CommandContext(ctx, jcmd, strconv.Itoa(b.PID()), "GC.run").CombinedOutput(); err != nil {
+					t.Errorf("jcmd GC.run: %v: %s", err, out)
+				}
+				w.thawAt, w.thawed = time.Now(), time.Now()
+				ws = append(ws, w)
+			}
+			time.Sleep(800 * time.Millisecond)
+			return ws
+		})
+		checkCause(t, dir, windows, explain.CauseGCPause, func(f *explain.Finding) bool {
+			for _, p := range f.Pauses {
+				if p.Cause == "System.gc()" {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
+
+// checkCause asserts that at least 90% of the slow requests (p99) in
+// flight during an injection are put on cause, with evidence that names
+// the injected fault (evidence), and logs the others.
+func checkCause(t *testing.T, dir string, windows []freezeWindow, cause string, evidence func(*explain.Finding) bool) {
+	t.Helper()
+	findings, sum := runExplain(t, dir)
+	t.Logf("%d produce requests, slow >= %.1f ms (%s): %d; causes: %s; evidence: %d run delays, %d JVM pauses, %d connection threads, %d throttle samples",
+		sum.ProduceRequests, sum.ThresholdMs, sum.ThresholdFrom, sum.Slow, causeCounts(sum), sum.RunDelays, sum.JVMPauses, sum.ConnThreads, sum.Throttles)
+	in, named := 0, 0
+	for _, f := range findings {
+		during := false
+		for _, w := range windows {
+			during = during || w.overlaps(f.Arrival, f.End, 0)
+		}
+		if !during {
+			t.Logf("outside the injections: %s/%d %.1f ms at %s: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Arrival.Format("15:04:05.000"), f.Cause, f.Detail)
+			continue
+		}
+		in++
+		if f.Cause == cause && evidence(f) {
+			named++
+			if named <= 3 {
+				t.Logf("%s/%d %.1f ms: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Cause, f.Detail)
+			}
+			continue
+		}
+		t.Logf("not put on the injection: %s/%d %.1f ms at %s: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Arrival.Format("15:04:05.000"), f.Cause, f.Detail)
+	}
+	if in < 10 {
+		t.Fatalf("only %d slow requests during the injections: the scenario did not slow enough requests to judge", in)
+	}
+	share := float64(named) / float64(in)
+	t.Logf("%d of %d slow requests during the injections (%.1f%%) put on %s with the injected fault in the evidence", named, in, 100*share, cause)
+	if share < 0.9 {
+		t.Errorf("%.1f%% of the slow requests during the injections put on %s, want >= 90%%", 100*share, cause)
+	}
+}
+
+// hogComm is the name the CPU hogs run under, so that the evidence can
+// name them as the tasks that had the CPU.
+const hogComm = "kscope-cpu-hog"
+
+// hogBinary is a copy of the shell named hogComm.
+func hogBinary(t *testing.T) string {
+	t.Helper()
+	sh, err := exec.LookPath("dash")
+	if err != nil {
+		if sh, err = exec.LookPath("sh"); err != nil {
+			labtest.Unavailable(t, "no shell for the CPU hogs: %v", err)
+		}
+	}
+	b, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), hogComm)
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runHogs runs two busy loops pinned to each CPU for d, and returns when
+// they ran.
+func runHogs(ctx context.Context, t *testing.T, hog string, d time.Duration) freezeWindow {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var w freezeWindow
+	w.frozeAt = time.Now()
+	for cpu := range 2 {
+		for range 2 {
+			cmd := exec.CommandContext(ctx, "taskset", "-c", strconv.Itoa(cpu), hog, "-c", "while :; do :; done")
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("CPU hog: %v", err)
+			}
+			cmds = append(cmds, cmd)
+		}
+	}
+	w.frozen = time.Now()
+	time.Sleep(d)
+	w.thawAt = time.Now()
+	for _, c := range cmds {
+		c.Process.Kill()
+	}
+	for _, c := range cmds {
+		c.Wait()
+	}
+	w.thawed = time.Now()
+	return w
+}
+
+// brokerCPUCgroup moves the broker into a new cgroup v1 cpu cgroup without
+// a quota (set one to inject throttling), and back at the end.
+func brokerCPUCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/cpu"
+	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
+		labtest.Unavailable(t, "no cgroup v1 cpu controller at %s: %v", root, err)
+	}
+	cg := filepath.Join(root, fmt.Sprintf("kscope-e2e-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cg, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(cg, "cpu.cfs_quota_us"), "-1")
+	// cgroup.procs moves one thread group; tasks would move threads one by one.
+	writeFile(t, filepath.Join(cg, "cgroup.procs"), strconv.Itoa(pid))
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(cg, "cpu.cfs_quota_us"), []byte("-1"), 0o644)
+		os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+		for range 50 {
+			if err := os.Remove(cg); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s left behind", cg)
+	})
+	return cg
+}
+
+func writeFile(t *testing.T, path, v string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+}
+
+// heldBy is how many of f's run delays had comm holding the CPU.
+func heldBy(f *explain.Finding, comm string) int {
+	n := 0
+	for _, d := range f.RunDelays {
+		if strings.HasPrefix(d.HolderComm, comm) {
+			n++
+		}
+	}
+	return n
+}
+
+func causeShare(s *explain.Summary, cause string) float64 {
+	for _, c := range s.Causes {
+		if c.Cause == cause {
+			return c.Share
+		}
+	}
+	return 0
+}
+
+// keepDirOnFailure copies a failed test's recording somewhere it survives.
+func keepDirOnFailure(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	kept, _ := os.MkdirTemp("", "kscope-e2e-failed-")
+	if err := exec.Command("cp", "-a", dir, kept).Run(); err == nil {
+		t.Logf("kept the recording in %s", kept)
+	}
+}
