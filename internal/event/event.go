@@ -56,6 +56,20 @@ type Request struct {
 	// Acks is set for produce requests.
 	Acks *int16 `json:"acks,omitempty"`
 
+	// Retransmits and ResponseRetransmits count the TCP segments the
+	// capture saw again (bytes it had captured before) between Arrival
+	// and End, client to broker and broker to client; ZeroWindows the
+	// zero-window advertisements of either side then. Evidence that the
+	// network held the request up.
+	Retransmits         int `json:"retransmits,omitempty"`
+	ResponseRetransmits int `json:"response_retransmits,omitempty"`
+	ZeroWindows         int `json:"zero_windows,omitempty"`
+	// ResponseAckWaitMs: the response left the broker right after the
+	// client acknowledged everything the broker had in flight, which had
+	// waited this long for it: TCP held the response (a congestion window
+	// shrunk by a timeout, the client's ACKs late). 0 when it did not.
+	ResponseAckWaitMs float64 `json:"response_ack_wait_ms,omitempty"`
+
 	Partitions []Partition `json:"partitions,omitempty"`
 
 	// Answered is false when no response was paired with the request.

@@ -141,6 +141,11 @@ type Finding struct {
 	Acks          *int16    `json:"acks,omitempty"`
 	ThrottleMs    int32     `json:"throttle_ms"`
 	RequestBytes  int       `json:"request_bytes"`
+	// The TCP trouble the capture saw on its connection during it.
+	Retransmits         int     `json:"retransmits,omitempty"`
+	ResponseRetransmits int     `json:"response_retransmits,omitempty"`
+	ZeroWindows         int     `json:"zero_windows,omitempty"`
+	ResponseAckWaitMs   float64 `json:"response_ack_wait_ms,omitempty"`
 
 	Cause string `json:"cause"`
 	// Root is RootJournal when the write the cause rests on overlapped
@@ -379,6 +384,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, QueuedMs: r.QueuedMs, BrokerMs: r.BrokerMs, ResponseMs: r.ResponseMs,
 		Client: r.Client, Broker: r.Broker, ClientID: r.ClientID, CorrelationID: r.CorrelationID, APIVersion: r.APIVersion,
 		Acks: r.Acks, ThrottleMs: r.ThrottleMs, RequestBytes: r.RequestBytes,
+		Retransmits: r.Retransmits, ResponseRetransmits: r.ResponseRetransmits, ZeroWindows: r.ZeroWindows, ResponseAckWaitMs: r.ResponseAckWaitMs,
 	}
 
 	var (
@@ -520,7 +526,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	lockWait := unionLen(waited)
 	storage := unionLen(slices.Concat(own, waited))
 	var replication int64
-	if e.followers && r.Acks != nil && *r.Acks == -1 && allOwn && ownEnd > 0 {
+	replicating := e.followers && r.Acks != nil && *r.Acks == -1
+	if replicating && allOwn && ownEnd > 0 {
 		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
 	}
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
@@ -545,7 +552,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
 		}
 	}
-	net := network(r, c)
+	net := network(r, c, ownEnd, replicating)
 	starved := e.cpuStarved(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 
@@ -574,7 +581,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if f.Cause == CauseCPUStarved && queued && len(c.queued[CauseCPUStarved]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 	}
 
@@ -607,7 +614,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		causeIvs = waited
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause: map[string][]interval{CauseCPUStarved: starved.ivs}}
+		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs}}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

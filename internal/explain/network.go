@@ -6,27 +6,65 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
-// CauseNetwork: the request's own bytes were slow to arrive: from its
-// first byte at the capture point to its last, while nothing else held
-// the connection (a slow or lossy link, a sender short of window).
+// CauseNetwork: the network held the request up: its own bytes were slow
+// to arrive (a slow or lossy link, a sender short of window), or, with TCP
+// in trouble on its connection (retransmissions, a zero window), its
+// response left long after the broker had appended its records.
 const CauseNetwork = "network"
 
-// network measures the time the request took to arrive, when the broker
-// could only start on it once it had: its first to last byte, if it was
-// not queued behind the previous request on its connection (then the
-// arrival overlapped that wait and cost nothing). BrokerMs starts at the
-// later of the last byte and the previous response's end, so with no
-// queueing the span before it is all transfer.
-func network(r *event.Request, c *reqCtx) measured {
+// network measures the time the network held the request:
+//
+//   - its arrival, first byte to the latest byte at the capture point
+//     (a hole filled by a retransmission completes it only then), when it
+//     was not queued behind the previous request on its connection (then
+//     the arrival overlapped that wait and cost nothing): BrokerMs starts
+//     at the later of the two, so with no queueing the span before it is
+//     all arrival;
+//   - when the capture saw retransmissions or a zero window on the
+//     connection during the request, the time from its own appends'
+//     end to its response's end: the response was ready and TCP held it
+//     (say, a retransmission timeout while the client's ACKs queued
+//     behind its data). Not with acks=all while followers fetch: that
+//     gap is replication's.
+//   - when its response left right after the client acknowledged the
+//     broker's earlier data, which had waited for that ACK
+//     (ResponseAckWaitMs), the wait after its own appends' end: TCP held
+//     the response.
+//   - while queued behind an earlier request on its connection, the time
+//     the network held that one.
+func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool) measured {
 	m := measured{cause: CauseNetwork}
-	if r.QueuedMs > 0 || c.brokerStart <= c.A {
-		return m
+	if r.QueuedMs <= 0 && c.brokerStart > c.A {
+		m.ivs = append(m.ivs, interval{c.A, c.brokerStart})
 	}
-	m.ivs = []interval{{c.A, c.brokerStart}}
-	m.ns = c.brokerStart - c.A
+	if r.Retransmits+r.ResponseRetransmits+r.ZeroWindows > 0 && ownEnd > 0 && ownEnd < c.E && !replicating {
+		m.ivs = append(m.ivs, interval{max(ownEnd, c.brokerStart), c.E})
+	}
+	if r.ResponseAckWaitMs > 0 {
+		left := c.E - int64(r.ResponseMs*1e6)
+		from := max(left-int64(r.ResponseAckWaitMs*1e6), c.brokerStart, ownEnd)
+		if from < left {
+			m.ivs = append(m.ivs, interval{from, left})
+		}
+	}
+	m.ivs = append(m.ivs, c.queued[CauseNetwork]...)
+	m.ns = min(unionLen(m.ivs), c.L)
 	return m
 }
 
 func networkDetail(f *Finding) string {
-	return fmt.Sprintf("its %d-byte request took %.1f ms to arrive (first to last byte at the capture point)", f.RequestBytes, f.Shares.NetworkMs)
+	s := fmt.Sprintf("the network held it %.1f ms", f.Shares.NetworkMs)
+	if f.QueuedMs <= 0 && f.LatencyMs > f.BrokerMs {
+		s += fmt.Sprintf(": its %d-byte request took %.1f ms to arrive (first to latest byte at the capture point)", f.RequestBytes, f.LatencyMs-f.BrokerMs)
+	}
+	if f.ResponseAckWaitMs > 0 {
+		s += fmt.Sprintf("; its response left only when the client acknowledged the broker's earlier data, %.1f ms in flight", f.ResponseAckWaitMs)
+	}
+	if n := f.Retransmits + f.ResponseRetransmits; n > 0 || f.ZeroWindows > 0 {
+		s += fmt.Sprintf("; TCP on its connection: %d retransmitted segments (%d from the broker), %d zero windows", n, f.ResponseRetransmits, f.ZeroWindows)
+	}
+	if f.QueuedBehind != nil && f.QueuedBehind.Cause == CauseNetwork {
+		s += fmt.Sprintf("; queued behind request %d, held by the network too", f.QueuedBehind.CorrelationID)
+	}
+	return s
 }

@@ -36,6 +36,40 @@ func TestNetwork(t *testing.T) {
 			cause:  CauseUnexplained,
 		},
 		{
+			// Appended at 10, answered at 100, with a retransmission by
+			// the broker meanwhile: TCP held the response.
+			name:   "response held by TCP",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			req:    req(5, 0, 100, func(r *event.Request) { r.ResponseRetransmits = 1 }),
+			cause:  CauseNetwork,
+		},
+		{
+			name:   "a late response without TCP trouble is no network cause",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			req:    req(6, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			// Appended at 10, the response left at 100 right after an
+			// ACK that ended a 95 ms wait.
+			name:   "response held for the client's ACK",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			req:    req(8, 0, 100, func(r *event.Request) { r.ResponseAckWaitMs = 95 }),
+			cause:  CauseNetwork,
+		},
+		{
+			name:   "a short ACK wait is not most of it",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			req:    req(9, 0, 100, func(r *event.Request) { r.ResponseAckWaitMs = 30 }),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "a zero window counts as trouble",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			req:    req(7, 0, 100, func(r *event.Request) { r.ZeroWindows = 2 }),
+			cause:  CauseNetwork,
+		},
+		{
 			name:   "slow arrival and a slow write add up",
 			writes: []*event.Write{wr(11, 40, 70, 100)},
 			req:    req(4, 0, 100, func(r *event.Request) { r.BrokerMs = 65 }),
@@ -52,9 +86,24 @@ func TestNetwork(t *testing.T) {
 			if f.Cause != tt.cause {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
-			if f.Cause == CauseNetwork && !strings.Contains(f.Detail, "to arrive") {
+			if f.Cause == CauseNetwork && !strings.Contains(f.Detail, "the network held it") {
 				t.Errorf("detail %q", f.Detail)
 			}
 		})
+	}
+}
+
+// A request queued behind one the network held inherits that time.
+func TestNetworkQueuedBehind(t *testing.T) {
+	idx := NewIndex()
+	idx.AddWrite(wr(11, 9, 10, 100))
+	idx.AddWrite(wr(11, 100.5, 100.6, 100))
+	e := New(Config{}, idx, nil)
+	if f := e.Explain(req(1, 0, 100, func(r *event.Request) { r.ResponseRetransmits = 1 })); f.Cause != CauseNetwork {
+		t.Fatalf("first: %s (%s)", f.Cause, f.Detail)
+	}
+	f := e.Explain(req(2, 1, 102, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 99, 2 }))
+	if f.Cause != CauseNetwork || f.QueuedBehind == nil || !strings.Contains(f.Detail, "queued behind request 1") {
+		t.Errorf("second: %s %+v (%s)", f.Cause, f.QueuedBehind, f.Detail)
 	}
 }

@@ -120,6 +120,20 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.Acks != nil {
 		b = num(b, `,"acks":`, int64(*r.Acks))
 	}
+	if r.Retransmits != 0 {
+		b = num(b, `,"retransmits":`, int64(r.Retransmits))
+	}
+	if r.ResponseRetransmits != 0 {
+		b = num(b, `,"response_retransmits":`, int64(r.ResponseRetransmits))
+	}
+	if r.ZeroWindows != 0 {
+		b = num(b, `,"zero_windows":`, int64(r.ZeroWindows))
+	}
+	if r.ResponseAckWaitMs != 0 {
+		if b, ok = appendJSONFloat(append(b, `,"response_ack_wait_ms":`...), r.ResponseAckWaitMs); !ok {
+			return b, false
+		}
+	}
 	if len(r.Partitions) > 0 {
 		b = append(b, `,"partitions":[`...)
 		for i := range r.Partitions {

@@ -26,6 +26,7 @@ func requestJSONCases() map[string]*event.Request {
 		"unanswered, error, odd strings": {Arrival: t0.In(time.FixedZone("x", 5*3600+30*60)), API: "unknown(99)", APIKey: 99,
 			Client: odd, ClientID: odd, ErrorCode: &ec, Partial: true,
 			Partitions: []event.Partition{{Topic: odd, MessageIDs: []string{odd, ""}, ErrorCode: 6}}},
+		"TCP trouble":                      {Arrival: t0, Acks: &acks, Retransmits: 3, ResponseRetransmits: 1, ZeroWindows: 2},
 		"empty partition list":             {Arrival: t0, Partitions: []event.Partition{}},
 		"empty id list":                    {Arrival: t0, Partitions: []event.Partition{{Topic: "t", MessageIDs: []string{}}}},
 		"floats":                           {Arrival: t0, LatencyMs: 1e-7, QueuedMs: 123456789012345678901234.0, BrokerMs: -0.5, ResponseMs: 1e21},
@@ -70,6 +71,10 @@ func FuzzAppendRequestJSON(f *testing.F) {
 		loc := time.FixedZone("z", zoneSec%(48*3600))
 		r := &event.Request{Arrival: time.Unix(0, arrivalNs).In(loc), LatencyMs: latency, Client: client, ClientID: clientID,
 			Answered: answered, Partitions: []event.Partition{{Topic: topic, Partition: partition, MessageIDs: []string{id}}}}
+		r.Retransmits, r.ResponseRetransmits, r.ZeroWindows = int(partition%5), int(partition%3), int(partition%2)
+		if partition%4 == 1 {
+			r.ResponseAckWaitMs = latency
+		}
 		if durNs >= 0 {
 			r.End = r.Arrival.Add(time.Duration(durNs))
 		}

@@ -31,6 +31,10 @@ type conn struct {
 	// the request stream until the gap is given up, while the response
 	// stream flows on.
 	early []earlyResponse
+	// signals: retransmissions and zero windows seen, client to broker
+	// [0] and broker to client [1].
+	signals [2]tcpSignals
+	acks    ackClock
 }
 
 // earlyResponse is a response frame kept until its request shows up.
@@ -341,6 +345,10 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 	}
 	ev.ResponseBytes = f.size + 4
 	ev.ResponseMs = millis(f.last.Sub(f.first))
+	ev.Retransmits = c.signals[0].retrans.count(ev.Arrival, ev.End)
+	ev.ResponseRetransmits = c.signals[1].retrans.count(ev.Arrival, ev.End)
+	ev.ZeroWindows = c.signals[0].zeroWin.count(ev.Arrival, ev.End) + c.signals[1].zeroWin.count(ev.Arrival, ev.End)
+	ev.ResponseAckWaitMs = millis(c.acks.heldFor(f.first))
 	if f.lost || f.cut {
 		c.d.stats.Partial++
 		if f.cut && !f.lost {

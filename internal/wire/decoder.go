@@ -291,6 +291,15 @@ type stream struct {
 	ts         chunkTime
 }
 
+// sigIndex is conn.signals' index for dir: 0 client to broker, 1 broker
+// to client.
+func (s *stream) sigIndex(dir reassembly.TCPFlowDirection) int {
+	if dir == s.requestDir {
+		return 0
+	}
+	return 1
+}
+
 func dirIndex(dir reassembly.TCPFlowDirection) int {
 	if dir == reassembly.TCPDirServerToClient {
 		return 1
@@ -303,7 +312,19 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	if tcp.SYN {
 		s.times[i].syn(tcp.Seq)
 	} else {
-		s.times[i].packet(tcp.Seq, len(tcp.Payload), ci.Timestamp)
+		if s.times[i].packet(tcp.Seq, len(tcp.Payload), ci.Timestamp) {
+			s.conn.signals[s.sigIndex(dir)].retrans.add(ci.Timestamp)
+		}
+		if tcp.Window == 0 && !tcp.RST && !tcp.FIN {
+			s.conn.signals[s.sigIndex(dir)].zeroWin.add(ci.Timestamp)
+		}
+		if dir == s.requestDir {
+			if tcp.ACK {
+				s.conn.acks.clientAck(tcp.Ack, ci.Timestamp)
+			}
+		} else {
+			s.conn.acks.brokerData(tcp.Seq, len(tcp.Payload), ci.Timestamp)
+		}
 	}
 	if !s.seen[i] {
 		s.seen[i] = true
@@ -362,6 +383,8 @@ type chunkTime struct {
 }
 
 func (t *chunkTime) at(off int) time.Time { return t.times.at(off, t.fallback) }
+
+func (t *chunkTime) latest(a, b int) time.Time { return t.times.latest(a, b, t.fallback) }
 
 func (t *chunkTime) packets(base, n int, fn func(off int, ts time.Time)) {
 	t.times.packets(base, n, fn)

@@ -10,18 +10,25 @@ import (
 // timeSource gives the capture time of a byte of the chunk being parsed.
 type timeSource interface {
 	at(offset int) time.Time
+	// latest is the latest capture time among the bytes at [a, b): when
+	// all of them had arrived.
+	latest(a, b int) time.Time
 }
 
 // frame is one complete Kafka frame (request or response) handed to a
 // frameSink. body excludes the 4-byte size and is only valid during the
 // call.
 type frame struct {
-	body        []byte
-	size        int       // body size announced by the frame
-	first, last time.Time // capture times of the first and last byte
-	lost        bool      // bytes of this frame fell into a capture gap
-	cut         bool      // body longer than the keep limit: only a prefix is in body
-	resynced    bool      // first frame after resynchronisation: tentative
+	body  []byte
+	size  int       // body size announced by the frame
+	first time.Time // capture time of the first byte
+	// last is when the frame was complete at the capture point: the
+	// latest capture time of its bytes (the last byte's, unless an
+	// earlier one was retransmitted after it).
+	last     time.Time
+	lost     bool // bytes of this frame fell into a capture gap
+	cut      bool // body longer than the keep limit: only a prefix is in body
+	resynced bool // first frame after resynchronisation: tentative
 }
 
 // frameSink receives the frames of one direction of a connection.
@@ -54,6 +61,7 @@ type frameParser struct {
 	body    []byte
 	got     int // body bytes seen (kept or not)
 	first   time.Time
+	latest  time.Time // of the frame's bytes so far
 	lost    bool
 	stopped bool // body bytes after a gap are not kept (the body is no longer contiguous)
 
@@ -75,6 +83,8 @@ type fixedTime time.Time
 
 func (t *fixedTime) at(int) time.Time { return time.Time(*t) }
 
+func (t *fixedTime) latest(int, int) time.Time { return time.Time(*t) }
+
 func newFrameParser(sink frameSink, stats *Stats, maxFrame, maxKeep int, syncing bool) *frameParser {
 	return &frameParser{sink: sink, stats: stats, maxFrame: maxFrame, maxKeep: maxKeep, syncing: syncing}
 }
@@ -90,8 +100,10 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 		if p.sizeN < 4 {
 			if p.sizeN == 0 {
 				p.first = ts.at(off)
+				p.latest = time.Time{}
 			}
 			n := copy(p.sizeBuf[p.sizeN:], data[off:])
+			p.noteLatest(ts.latest(off, off+n))
 			p.sizeN += n
 			off += n
 			if p.sizeN < 4 {
@@ -117,11 +129,12 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 			continue
 		}
 		take := min(p.size-p.got, len(data)-off)
+		p.noteLatest(ts.latest(off, off+take))
 		if p.got == 0 && take == p.size && p.size <= p.maxKeep {
 			// The whole body is in this chunk: decode in place.
 			p.got = take
 			off += take
-			p.finishWith(data[off-take:off], ts.at(off-1))
+			p.finishWith(data[off-take:off], p.latest)
 			continue
 		}
 		if !p.stopped && len(p.body) < p.maxKeep {
@@ -131,12 +144,19 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 		p.got += take
 		off += take
 		if p.got == p.size {
-			p.finish(ts.at(off - 1))
+			p.finish(p.latest)
 		}
 	}
 }
 
 func (p *frameParser) finish(last time.Time) { p.finishWith(p.body, last) }
+
+// noteLatest keeps the latest capture time of the current frame's bytes.
+func (p *frameParser) noteLatest(t time.Time) {
+	if t.After(p.latest) {
+		p.latest = t
+	}
+}
 
 func (p *frameParser) finishWith(body []byte, last time.Time) {
 	f := frame{
@@ -409,3 +429,7 @@ func (s *shiftedTime) at(off int) time.Time {
 	}
 	return s.inner.at(s.base + off - s.carried)
 }
+
+// latest, for a resynchronised window, is the last byte's time: the
+// carried bytes keep only one time per packet.
+func (s *shiftedTime) latest(_, b int) time.Time { return s.at(b - 1) }

@@ -75,6 +75,8 @@ type conversation struct {
 	cseq, bseq     uint32
 	now            time.Time
 	segs           []testSegment
+	zeroWindow     bool // the next segments advertise a zero window
+	ack            bool // the next client segments acknowledge every broker byte sent
 }
 
 // testSegment is one serialized raw-IP packet.
@@ -90,6 +92,12 @@ func newConversation(cport uint16) *conversation {
 
 func (c *conversation) add(fromClient bool, payload []byte, syn bool) {
 	tcp := &layers.TCP{SYN: syn, ACK: !syn || !fromClient, Window: 65535}
+	if c.zeroWindow {
+		tcp.Window = 0
+	}
+	if c.ack && fromClient {
+		tcp.Ack = c.bseq
+	}
 	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP}
 	if fromClient {
 		tcp.SrcPort, tcp.DstPort, tcp.Seq = layers.TCPPort(c.cport), layers.TCPPort(c.bport), c.cseq

@@ -25,17 +25,21 @@ type seqRec struct {
 	seq uint32
 	n   uint32
 	ts  time.Time
+	dup bool // every byte was captured before (a retransmission of nothing new)
 }
 
 // maxSeqRecs bounds the packets remembered per direction: enough for
 // reassembly's per-connection buffering.
 const maxSeqRecs = 8192
 
-// packet records a captured segment with payload.
-func (s *seqTimes) packet(seq uint32, n int, ts time.Time) {
+// packet records a captured segment with payload, and reports whether
+// it carried bytes captured before (a retransmission).
+func (s *seqTimes) packet(seq uint32, n int, ts time.Time) (retransmitted bool) {
 	if n == 0 {
-		return
+		return false
 	}
+	retransmitted = s.haveEnd && int32(seq-s.end) < 0
+	dup := retransmitted && s.covered(seq, uint32(n))
 	if e := seq + uint32(n); !s.haveEnd || int32(e-s.end) > 0 {
 		s.end, s.haveEnd = e, true
 	}
@@ -46,7 +50,27 @@ func (s *seqTimes) packet(seq uint32, n int, ts time.Time) {
 		s.recs = append(s.recs[:0], s.recs[s.head:]...)
 		s.head = 0
 	}
-	s.recs = append(s.recs, seqRec{seq: seq, n: uint32(n), ts: ts})
+	s.recs = append(s.recs, seqRec{seq: seq, n: uint32(n), ts: ts, dup: dup})
+	return retransmitted
+}
+
+// covered reports whether every byte of [seq, seq+n) is in a remembered
+// packet: a retransmission that brought nothing new. Only retransmissions
+// ask, so the scan is off the common path.
+func (s *seqTimes) covered(seq, n uint32) bool {
+	pos, end := seq, seq+n
+	for int32(end-pos) > 0 {
+		advanced := false
+		for _, r := range s.recs[s.head:] {
+			if pos-r.seq < r.n { // r.seq <= pos < r.seq+r.n
+				pos, advanced = r.seq+r.n, true
+			}
+		}
+		if !advanced {
+			return false
+		}
+	}
+	return true
 }
 
 // syn sets the sequence number of the first data byte.
@@ -99,6 +123,28 @@ func (s *seqTimes) at(off int, fallback time.Time) time.Time {
 		return fallback
 	}
 	return best
+}
+
+// latest returns the latest first capture among the bytes at chunk
+// offsets [a, b): the time the last of them reached the capture point, so
+// that a hole filled by a retransmission after later bytes had arrived
+// completes the range only then. Packets that carried nothing new (a
+// spurious retransmission) do not count. Without packet records: at(b-1).
+func (s *seqTimes) latest(a, b int, fallback time.Time) time.Time {
+	last := s.at(b-1, fallback)
+	if !s.known || b <= a {
+		return last
+	}
+	lo, hi := s.next+uint32(a), s.next+uint32(b)
+	for _, r := range s.recs[s.head:] {
+		if r.dup || int32(r.seq+r.n-lo) <= 0 || int32(r.seq-hi) >= 0 {
+			continue
+		}
+		if r.ts.After(last) {
+			last = r.ts
+		}
+	}
+	return last
 }
 
 // lostInCapture reports whether the peer acknowledged bytes of this

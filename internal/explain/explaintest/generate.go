@@ -20,7 +20,10 @@ import (
 // GenerateRecording writes a synthetic recording of n produce requests and
 // n writes, shaped like a busy broker's: 64 partitions, one write per
 // request-partition, 1% of requests slowed by a slow write or queued
-// behind one, a journal commit every 5 s. Deterministic.
+// behind one, a journal commit every 5 s; and the scheduling evidence
+// (sched.jsonl): a run-queue delay of the handler for one request in ten
+// (one in a hundred long enough to starve it), the network thread of
+// every connection, a GC pause every 2 s. Deterministic.
 func GenerateRecording(dir string, n int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -43,6 +46,13 @@ func GenerateRecording(dir string, n int) error {
 	reqs := output.NewJSONLines(bufio.NewWriterSize(rq, 1<<20))
 	writes := output.NewJSONLines(bufio.NewWriterSize(wf, 1<<20))
 	journal := output.NewJSONLines(jf)
+	sf, err := os.Create(filepath.Join(dir, recording.SchedFile))
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	sched := output.NewJSONLines(bufio.NewWriterSize(sf, 1<<20))
+	seenConn := make(map[string]bool)
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	offsets := make([]int64, 64)
@@ -80,6 +90,9 @@ func GenerateRecording(dir string, n int) error {
 		if err := writes.Encode(w); err != nil {
 			return err
 		}
+		if err := schedEvents(sched, seenConn, r, w, i, rng); err != nil {
+			return err
+		}
 		if i%50000 == 0 {
 			c := &event.JournalCommit{Kind: event.KindJBD2Commit, Start: wstart.Add(-time.Millisecond), End: wstart.Add(wdur + time.Millisecond),
 				Dev: "259:1", FS: "ext4", TID: uint32(i)}
@@ -97,5 +110,41 @@ func GenerateRecording(dir string, n int) error {
 	if err := journal.Flush(); err != nil {
 		return err
 	}
+	if err := sched.Flush(); err != nil {
+		return err
+	}
 	return recording.WriteMeta(dir, &recording.Meta{Version: recording.FormatVersion, Tool: "explain benchmark generator", Start: start})
+}
+
+// schedEvents writes request i's scheduling evidence: its connection's
+// network thread when first seen, a run-queue delay of its handler for one
+// request in ten (for i%100 == 2, long enough to starve it), and a GC
+// pause every 20 000 requests (2 s).
+func schedEvents(sched *output.JSONLines, seen map[string]bool, r *event.Request, w *event.Write, i int, rng *rand.Rand) error {
+	if !seen[r.Client] {
+		seen[r.Client] = true
+		c := &event.ConnThread{Kind: event.KindConnThread, Time: r.Arrival, TID: 90 + i%3, Thread: "data-plane-kafk", Client: r.Client, Broker: r.Broker}
+		if err := sched.Encode(c); err != nil {
+			return err
+		}
+	}
+	if i%10 == 2 {
+		d := time.Duration(200+rng.IntN(2800)) * time.Microsecond
+		if i%100 == 2 {
+			d = 20 * time.Millisecond
+		}
+		rd := &event.RunDelay{Kind: event.KindRunDelay, Start: w.Start.Add(-d), End: w.Start, LatencyMs: float64(d) / 1e6, TID: w.TID,
+			Thread: w.Thread, CPU: i % 2, HolderPID: 4242, HolderTID: 4243, HolderComm: "java"}
+		if err := sched.Encode(rd); err != nil {
+			return err
+		}
+	}
+	if i%20000 == 0 {
+		p := &event.JVMPause{Kind: event.KindJVMPause, Start: r.Arrival, End: r.Arrival.Add(5 * time.Millisecond), LatencyMs: 5,
+			Type: event.PauseGC, Name: "Pause Young (Normal)", Cause: "G1 Evacuation Pause", Source: "vm.log"}
+		if err := sched.Encode(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +90,10 @@ type ProducerJob struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	// ValueBytes is each record's value size; default 100.
 	ValueBytes int `json:"value_bytes,omitempty"`
+	// Incompressible fills values with random bytes instead of one
+	// repeated byte, so that the client's default compression cannot
+	// shrink them (a test that needs the bytes on the wire).
+	Incompressible bool `json:"incompressible,omitempty"`
 	// FlushTimeout bounds the wait for outstanding records after Duration;
 	// default 15s. Records not acknowledged by then count as Failed.
 	FlushTimeout time.Duration `json:"flush_timeout,omitempty"`
@@ -221,6 +226,9 @@ func runProducer(job ProducerJob) (ProducerResult, error) {
 	}
 
 	value := bytes.Repeat([]byte("v"), job.ValueBytes)
+	if job.Incompressible {
+		rand.Read(value)
+	}
 	res := ProducerResult{Start: time.Now()}
 	seconds := int((job.Duration+job.FlushTimeout)/time.Second) + 2
 	perSecond := make([]atomic.Int64, seconds)
