@@ -24,6 +24,9 @@
 //     this comes before the causes above, whatever the stolen thread was
 //     doing (a write stolen in the middle looks slow to the write trace).
 //   - network: its own bytes were slow to arrive (network.go).
+//   - network-thread-blocked: the network thread serving its connection
+//     was stuck in the kernel, e.g. serving another connection's Fetch
+//     from disk (netblocked.go).
 //   - cpu-starved: the threads that carried the request waited in a run
 //     queue for a CPU (cpustarved.go).
 //   - gc-pause, safepoint: the broker's JVM stood still (jvmpause.go).
@@ -56,7 +59,7 @@ const (
 
 // Causes lists the causes in the order ties are broken.
 var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
-	CauseCPUStarved, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
+	CauseNetworkThreadBlocked, CauseCPUStarved, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
 const (
@@ -191,6 +194,11 @@ type Finding struct {
 	// Pauses are the JVM's stop-the-world pauses during the request (the
 	// longest first, at most maxPauseEvidence).
 	Pauses []event.JVMPause `json:"jvm_pauses,omitempty"`
+	// NetworkThreadWaits are the uninterruptible sleeps of the network
+	// thread serving its connection while the broker had it (the longest
+	// first), BlockingFetches the Fetch requests that thread served then.
+	NetworkThreadWaits []event.KernelWait `json:"network_thread_waits,omitempty"`
+	BlockingFetches    []FetchEvidence    `json:"blocking_fetches,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -202,6 +210,7 @@ type CauseShares struct {
 	ResponseSendMs float64 `json:"response_send_ms"`
 	CPUStealMs     float64 `json:"cpu_steal_ms"`
 	NetworkMs      float64 `json:"network_ms"`
+	NetThreadMs    float64 `json:"network_thread_blocked_ms"`
 	CPUStarvedMs   float64 `json:"cpu_starved_ms"`
 	GCPauseMs      float64 `json:"gc_pause_ms"`
 	SafepointMs    float64 `json:"safepoint_ms"`
@@ -257,6 +266,10 @@ type Explainer struct {
 	// last is each connection's latest finding, for requests queued
 	// behind it.
 	last map[string]connLast
+	// fetches are the recording's Fetch requests, readRequest reads one
+	// (Run sets both): evidence for network-thread-blocked.
+	fetches     []fetchRef
+	readRequest func(pos int64) (*event.Request, error)
 }
 
 // connLast is what a later request on the same connection needs of a
@@ -553,12 +566,13 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		}
 	}
 	net := network(r, c, ownEnd, replicating)
+	netBlocked := e.networkThreadBlocked(c, f)
 	starved := e.cpuStarved(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
-		NetworkMs: ms(net.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
+		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
 
 	var replIvs, respIvs []interval
 	if replication > 0 {
@@ -574,15 +588,18 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		{cause: CauseReplication, ns: replication, ivs: replIvs},
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
-		net, starved, gc, safepoint,
+		net, netBlocked, starved, gc, safepoint,
 		{cause: CauseCPUSteal, ns: steal, stw: true},
 	})
 	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork) && queued && len(c.queued[f.Cause]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
+	}
+	if f.Cause == CauseNetworkThreadBlocked {
+		e.blockingFetches(f)
 	}
 
 	switch f.Cause {
@@ -614,7 +631,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		causeIvs = waited
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs}}
+		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs}}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

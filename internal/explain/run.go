@@ -107,9 +107,20 @@ type Scan struct {
 	only    *RequestID
 	onlyPos int64
 	conns   map[string]int32 // client "ip:port" → connection number
+	clients map[string]string
 	// FollowerFetches counts Fetch requests from replica fetchers (client
 	// id broker-N-fetcher-M): evidence that acks=all waits on followers.
 	FollowerFetches int64
+	// fetches are the answered Fetch requests (24 bytes each), for the
+	// evidence of a network thread blocked serving one.
+	fetches []fetchRef
+}
+
+// fetchRef is an answered Fetch request: its line, connection and span.
+type fetchRef struct {
+	pos          int64
+	arrival, end int64 // unix ns
+	client       string
 }
 
 type cand struct {
@@ -155,6 +166,11 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 		if key == fetchKey && bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`)) {
 			s.FollowerFetches++
 		}
+		if key == fetchKey && answered {
+			if a, e, ok := scanTimes(line); ok {
+				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client)})
+			}
+		}
 		if key == produceKey && answered {
 			conn, ok := s.conns[string(client)]
 			if !ok {
@@ -169,6 +185,43 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// intern returns client as a string shared by every line of its
+// connection.
+func (s *Scan) intern(client []byte) string {
+	if s.clients == nil {
+		s.clients = make(map[string]string)
+	}
+	if c, ok := s.clients[string(client)]; ok {
+		return c
+	}
+	c := string(client)
+	s.clients[c] = c
+	return c
+}
+
+// scanTimes reads arrival and end from a request line as kscope writes it.
+func scanTimes(line []byte) (arrival, end int64, ok bool) {
+	field := func(key string) (int64, bool) {
+		i := bytes.Index(line, []byte(key))
+		if i < 0 {
+			return 0, false
+		}
+		v := line[i+len(key):]
+		j := bytes.IndexByte(v, '"')
+		if j < 0 {
+			return 0, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(v[:j]))
+		if err != nil {
+			return 0, false
+		}
+		return t.UnixNano(), true
+	}
+	a, ok1 := field(`"arrival":"`)
+	e, ok2 := field(`"end":"`)
+	return a, e, ok1 && ok2
 }
 
 // scanFields reads api_key, answered, latency_ms and client from a request line
@@ -232,6 +285,7 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
 	path := scan.path
 	e.followers = scan.FollowerFetches > 0
+	e.fetches = scan.fetches
 	e.sum.FollowerFetches = scan.FollowerFetches
 	lats := make([]float64, len(scan.cands))
 	for i, c := range scan.cands {
@@ -257,6 +311,7 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		}
 		return &r, nil
 	}
+	e.readRequest = read
 	// prev[i] is the previous produce request on cand i's connection.
 	prev := make([]int32, len(scan.cands))
 	lastOn := make([]int32, len(scan.conns))

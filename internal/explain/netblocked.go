@@ -1,0 +1,134 @@
+package explain
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// CauseNetworkThreadBlocked: the network thread serving the request's
+// connection slept uninterruptibly in the kernel while the request
+// waited for it to read the request or send the response: typically
+// sendfile for another connection's Fetch reading cold data from disk
+// instead of the page cache, which stalls every connection of that thread
+// (KAFKA-7504).
+const CauseNetworkThreadBlocked = "network-thread-blocked"
+
+// Evidence bounds.
+const (
+	maxNetWaitEvidence  = 10
+	maxFetchEvidence    = 5
+	fetchEvidenceWindow = int64(time.Millisecond) // slack around a wait when looking for the fetch behind it
+)
+
+// FetchEvidence is a Fetch request served by the same network thread and
+// in progress while that thread was blocked: the fetch it was probably
+// sending (the thread's kernel stack says where it slept).
+type FetchEvidence struct {
+	Client        string           `json:"client"`
+	ClientID      string           `json:"client_id"`
+	CorrelationID int32            `json:"correlation_id"`
+	Arrival       time.Time        `json:"arrival"`
+	End           time.Time        `json:"end"`
+	LatencyMs     float64          `json:"latency_ms"`
+	ResponseBytes int              `json:"response_bytes"`
+	Partitions    []FetchPartition `json:"partitions,omitempty"`
+}
+
+// FetchPartition is one partition of a Fetch response.
+type FetchPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Bytes     int    `json:"bytes"`
+}
+
+// networkThreadBlocked measures the time the connection's network thread
+// slept uninterruptibly (D state, traced with its kernel stack) while the
+// broker had the request, outside the handler's appends (the network
+// thread reads the request before them and sends the response after);
+// and, while queued on its connection, the time the request ahead was
+// held by it. The waits and the Fetch requests the thread was serving
+// then are the evidence.
+func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
+	m := measured{cause: CauseNetworkThreadBlocked}
+	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
+		span := interval{c.brokerStart, c.E}
+		for _, kw := range e.idx.waitsOverlapping(c.netTID, span.a, span.b) {
+			parts := clipAll(minus(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, c.own), span)
+			if len(parts) > 0 {
+				m.ivs = append(m.ivs, parts...)
+				f.NetworkThreadWaits = append(f.NetworkThreadWaits, kw)
+			}
+		}
+	}
+	m.ivs = append(m.ivs, c.queued[CauseNetworkThreadBlocked]...)
+	m.ns = min(unionLen(m.ivs), c.L)
+	slices.SortStableFunc(f.NetworkThreadWaits, func(a, b event.KernelWait) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
+	f.NetworkThreadWaits = f.NetworkThreadWaits[:min(len(f.NetworkThreadWaits), maxNetWaitEvidence)]
+	return m
+}
+
+// blockingFetches fills f.BlockingFetches: the Fetch requests on
+// connections served by the same network thread that were in progress
+// during its waits, the largest responses first.
+func (e *Explainer) blockingFetches(f *Finding) {
+	if f.NetworkThread == nil || len(f.NetworkThreadWaits) == 0 || e.readRequest == nil {
+		return
+	}
+	tid := f.NetworkThread.TID
+	var found []fetchRef
+	for _, fr := range e.fetches {
+		if fr.client == f.Client {
+			continue
+		}
+		for _, kw := range f.NetworkThreadWaits {
+			a, b := kw.Start.UnixNano()-fetchEvidenceWindow, kw.End.UnixNano()+fetchEvidenceWindow
+			if fr.arrival < b && fr.end > a {
+				if ct, ok := e.idx.connThread(fr.client, fr.arrival); ok && ct.TID == tid {
+					found = append(found, fr)
+				}
+				break
+			}
+		}
+	}
+	for _, fr := range found {
+		r, err := e.readRequest(fr.pos)
+		if err != nil {
+			continue
+		}
+		fe := FetchEvidence{Client: r.Client, ClientID: r.ClientID, CorrelationID: r.CorrelationID, Arrival: r.Arrival, End: r.End,
+			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes}
+		for _, p := range r.Partitions {
+			if p.Bytes > 0 {
+				fe.Partitions = append(fe.Partitions, FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes})
+			}
+		}
+		f.BlockingFetches = append(f.BlockingFetches, fe)
+	}
+	slices.SortStableFunc(f.BlockingFetches, func(a, b FetchEvidence) int { return cmp.Compare(b.ResponseBytes, a.ResponseBytes) })
+	f.BlockingFetches = f.BlockingFetches[:min(len(f.BlockingFetches), maxFetchEvidence)]
+}
+
+func networkThreadBlockedDetail(f *Finding) string {
+	if len(f.NetworkThreadWaits) == 0 {
+		if f.QueuedBehind != nil {
+			return fmt.Sprintf("waited %.1f ms on its connection behind request %d, whose network thread was blocked", f.ExplainedMs, f.QueuedBehind.CorrelationID)
+		}
+		return fmt.Sprintf("its network thread was blocked %.1f ms", f.ExplainedMs)
+	}
+	k := f.NetworkThreadWaits[0]
+	s := fmt.Sprintf("its connection's network thread (tid %d) was blocked %.1f ms in the kernel (longest %.1f ms at %s)",
+		k.TID, f.ExplainedMs, k.LatencyMs, frames(k.Stack))
+	if len(f.BlockingFetches) > 0 {
+		b := f.BlockingFetches[0]
+		s += fmt.Sprintf(", serving %d fetch(es) on its other connections, the largest %d bytes to %s (%s)", len(f.BlockingFetches), b.ResponseBytes, b.Client, b.ClientID)
+		if len(b.Partitions) > 0 {
+			p := b.Partitions[0]
+			s += fmt.Sprintf(" from %s-%d", p.Topic, p.Partition)
+		}
+	}
+	return s
+}

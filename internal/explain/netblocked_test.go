@@ -1,0 +1,127 @@
+package explain
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+func kwait(tid int, a, b float64, stack ...string) *event.KernelWait {
+	return &event.KernelWait{Kind: event.KindKernelWait, Start: at(a), End: at(b), LatencyMs: b - a, TID: tid, Thread: "data-plane-kafk", Stack: stack}
+}
+
+var sendfileStack = []string{"__schedule", "io_schedule", "folio_wait_bit_common", "filemap_get_pages", "filemap_splice_read", "splice_direct_to_actor", "do_sendfile"}
+
+func TestNetworkThreadBlocked(t *testing.T) {
+	const client = "127.0.0.1:40000"
+	tests := []struct {
+		name   string
+		writes []*event.Write
+		conns  []*event.ConnThread
+		waits  []*event.KernelWait
+		req    *event.Request
+		cause  string
+	}{
+		{
+			name:   "its network thread blocked in sendfile",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			conns:  []*event.ConnThread{connThread(21, client, -1000)},
+			waits:  []*event.KernelWait{kwait(21, 5, 85, sendfileStack...)},
+			req:    req(1, 0, 100),
+			cause:  CauseNetworkThreadBlocked,
+		},
+		{
+			name:   "another network thread blocked",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			conns:  []*event.ConnThread{connThread(21, client, -1000)},
+			waits:  []*event.KernelWait{kwait(22, 5, 85, sendfileStack...)},
+			req:    req(2, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "connection's thread not known",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			waits:  []*event.KernelWait{kwait(21, 5, 85, sendfileStack...)},
+			req:    req(3, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "blocked before the broker could read it",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			conns:  []*event.ConnThread{connThread(21, client, -1000)},
+			waits:  []*event.KernelWait{kwait(21, 0, 60, sendfileStack...)},
+			req:    req(4, 0, 100, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 60, 40 }),
+			cause:  CauseUnexplained,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx := NewIndex()
+			for _, w := range tt.writes {
+				idx.AddWrite(w)
+			}
+			for _, c := range tt.conns {
+				idx.AddConnThread(c)
+			}
+			for _, k := range tt.waits {
+				idx.AddWait(k)
+			}
+			f := New(Config{}, idx, nil).Explain(tt.req)
+			if f.Cause != tt.cause {
+				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
+			}
+			if f.Cause == CauseNetworkThreadBlocked && !strings.Contains(f.Detail, "folio_wait_bit_common < filemap_get_pages") {
+				t.Errorf("detail %q lacks the stack", f.Detail)
+			}
+		})
+	}
+}
+
+// Through Run, the consumer's Fetch served by the same network thread
+// during the wait is named; one on another thread is not.
+func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	fetch := func(corr int32, client string, bytes int) *event.Request {
+		return &event.Request{Arrival: at(2), End: at(90), LatencyMs: 88, Client: client, Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
+			APIVersion: 12, CorrelationID: corr, ClientID: "lagging-consumer", ResponseBytes: bytes, Answered: true,
+			Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: bytes - 100}}}
+	}
+	for _, r := range []*event.Request{fetch(7, "127.0.0.1:41000", 50<<20), fetch(8, "127.0.0.1:42000", 60<<20), req(1, 0, 100)} {
+		enc.Encode(r)
+	}
+	f.Close()
+	idx := NewIndex()
+	idx.AddWrite(wr(11, 90, 90.1, 100))
+	idx.AddConnThread(connThread(21, "127.0.0.1:40000", -1000))
+	idx.AddConnThread(connThread(21, "127.0.0.1:41000", -1000))
+	idx.AddConnThread(connThread(22, "127.0.0.1:42000", -1000))
+	idx.AddWait(kwait(21, 5, 85, sendfileStack...))
+	scan, err := ScanRequests(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*Finding
+	if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked {
+		t.Fatalf("findings %+v", got)
+	}
+	bf := got[0].BlockingFetches
+	if len(bf) != 1 || bf[0].CorrelationID != 7 || bf[0].ClientID != "lagging-consumer" || len(bf[0].Partitions) != 1 || bf[0].Partitions[0].Topic != "history" {
+		t.Errorf("blocking fetches %+v", bf)
+	}
+	if !strings.Contains(got[0].Detail, "lagging-consumer") || !strings.Contains(got[0].Detail, "history-2") {
+		t.Errorf("detail %q", got[0].Detail)
+	}
+}
