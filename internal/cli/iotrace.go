@@ -30,6 +30,10 @@ type iotraceOptions struct {
 	functions  string
 	waits      bool
 	steal      bool
+	runq       bool
+	runqMin    time.Duration
+	conns      bool
+	connPorts  []uint
 	quiet      bool
 }
 
@@ -50,6 +54,11 @@ With --journal (the default), also per device of the log directories: ext4
 jbd2 commits with their phases, ext4 fsyncs, XFS log writes and forces, and
 block requests, with the same --min-latency; --summary adds their
 percentiles per device.
+
+With --runq, also every wait of the broker's threads for a CPU (run-queue
+latency) of at least --runq-min, with the CPU and the task that had it; with
+--conns, which broker thread receives on each client connection to the
+broker's ports (--conn-ports, default: the ports it listens on).
 
 With --auto it follows the broker across restarts: when the process exits,
 it detaches and attaches to the next kafka.Kafka JVM (--summary adds both
@@ -80,6 +89,10 @@ mounted). See docs/iotrace.md.`,
 	f.StringVar(&o.functions, "functions", "auto", "also time ext4_file_write_iter/xfs_file_write_iter with fentry: auto (where the kernel allows it), on (fail if it does not), off")
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
 	f.BoolVar(&o.steal, "steal", false, "also trace the time the hypervisor takes from each vCPU (steal), per interval between context switches, at --min-latency or more (virtual machines only)")
+	f.BoolVar(&o.runq, "runq", false, "also trace the broker threads' run-queue latency: waits for a CPU of at least --runq-min, and who had the CPU")
+	f.DurationVar(&o.runqMin, "runq-min", time.Millisecond, "with --runq: report waits for a CPU of at least this long")
+	f.BoolVar(&o.conns, "conns", false, "also report which broker thread receives on each client connection")
+	f.UintSliceVar(&o.connPorts, "conn-ports", nil, "with --conns: the broker's Kafka ports (default: every TCP port it listens on)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
 	return cmd
 }
@@ -108,9 +121,23 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if err != nil {
 		return badInput(err)
 	}
+	if o.runqMin <= 0 {
+		return badInput(errors.New("--runq-min must be positive"))
+	}
+	if len(o.connPorts) > iotrace.MaxPorts {
+		return badInput(fmt.Errorf("--conn-ports: at most %d ports", iotrace.MaxPorts))
+	}
+	var ports []uint16
+	for _, p := range o.connPorts {
+		if p == 0 || p > 65535 {
+			return badInput(fmt.Errorf("--conn-ports: %d is not a TCP port", p))
+		}
+		ports = append(ports, uint16(p))
+	}
 	fc := iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
-			Waits: o.waits, Functions: functions, Steal: o.steal, StealMin: o.minLatency},
+			Waits: o.waits, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
+			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports},
 		Summaries: o.summary,
 	}
 	if o.auto {
@@ -151,7 +178,8 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
-		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait, Steal: writer.Steal}
+		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait, Steal: writer.Steal,
+			RunDelay: writer.RunDelay, ConnThread: writer.ConnThread}
 	}
 	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {
@@ -192,6 +220,12 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		if o.journal {
 			fmt.Fprintf(stderr, "iotrace: %d journal and block events >= %v\n", st.JournalEvents, o.minLatency)
 		}
+		if o.runq {
+			fmt.Fprintf(stderr, "iotrace: %d run-queue delays >= %v\n", st.RunDelayEvents, o.runqMin)
+		}
+		if o.conns {
+			fmt.Fprintf(stderr, "iotrace: %d connections' threads (%d receives on the ports)\n", st.ConnEvents, st.ConnRecvs)
+		}
 	}
 	// Losses are always reported, even with -q.
 	if st.RingbufDrops > 0 || st.HistFull > 0 || st.StartFull > 0 {
@@ -201,6 +235,13 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if st.JournalRingbufDrops > 0 || st.JournalHistFull > 0 || st.JournalStartFull > 0 {
 		fmt.Fprintf(stderr, "iotrace: WARNING: journal: lost %d slow events (ring buffer full), %d not counted (histogram map full), %d not timed (start map full)\n",
 			st.JournalRingbufDrops, st.JournalHistFull, st.JournalStartFull)
+	}
+	if st.RunDelayRingbufDrops > 0 || st.RunDelayStartFull > 0 {
+		fmt.Fprintf(stderr, "iotrace: WARNING: run queue: lost %d delays (ring buffer full), %d not timed (start map full)\n",
+			st.RunDelayRingbufDrops, st.RunDelayStartFull)
+	}
+	if st.ConnRingbufDrops > 0 {
+		fmt.Fprintf(stderr, "iotrace: WARNING: connections: %d not reported at once (ring buffer full; reported at a later receive)\n", st.ConnRingbufDrops)
 	}
 	return nil
 }

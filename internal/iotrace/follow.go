@@ -74,8 +74,8 @@ func Follow(ctx context.Context, fc FollowConfig, h Handlers) ([]Session, error)
 		cfg.PID = pid
 		s, err := traceOne(ctx, cfg, fc, h)
 		// A broker found while starting has not opened its log
-		// directories yet: try again while it lives.
-		for s == nil && errors.Is(err, ErrNoLogDirs) && fc.Find != nil && ctx.Err() == nil && alive(pid) {
+		// directories (or its listeners) yet: try again while it lives.
+		for s == nil && (errors.Is(err, ErrNoLogDirs) || errors.Is(err, ErrNoListenPorts)) && fc.Find != nil && ctx.Err() == nil && alive(pid) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(fc.Poll):
@@ -288,6 +288,12 @@ func AddStats(a *Stats, b Stats) {
 	a.StealEvents += b.StealEvents
 	a.StealRingbufDrops += b.StealRingbufDrops
 	a.StealSwitches += b.StealSwitches
+	a.RunDelayEvents += b.RunDelayEvents
+	a.RunDelayRingbufDrops += b.RunDelayRingbufDrops
+	a.RunDelayStartFull += b.RunDelayStartFull
+	a.ConnEvents += b.ConnEvents
+	a.ConnRingbufDrops += b.ConnRingbufDrops
+	a.ConnRecvs += b.ConnRecvs
 }
 
 // alive reports whether process pid exists (and is not a zombie).

@@ -2,6 +2,7 @@ package iotrace
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,11 @@ type Mode struct {
 	// StealErr why not when it was asked for with Config.StealOptional.
 	Steal    bool
 	StealErr error
+	// RunQueue says whether the broker's run-queue delays are traced
+	// (Config.RunQueue); Conns lists the ports whose connections' threads
+	// are (Config.Conns), empty without.
+	RunQueue bool
+	Conns    []uint16
 }
 
 func (m Mode) String() string {
@@ -30,6 +36,16 @@ func (m Mode) String() string {
 		s += " + steal"
 	case m.StealErr != nil:
 		s += fmt.Sprintf(" (steal not traced: %v)", m.StealErr)
+	}
+	if m.RunQueue {
+		s += " + run-queue delays"
+	}
+	if len(m.Conns) > 0 {
+		ports := make([]string, len(m.Conns))
+		for i, p := range m.Conns {
+			ports[i] = strconv.Itoa(int(p))
+		}
+		s += " + connection threads (ports " + strings.Join(ports, ",") + ")"
 	}
 	return s
 }

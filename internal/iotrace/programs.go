@@ -48,19 +48,8 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 	for _, tp := range t.objs.tracepoints() {
 		progs = append(progs, tp.prog)
 	}
-	if t.journal != nil {
-		for _, tp := range t.journal.objs.tracepoints() {
-			progs = append(progs, tp.prog)
-		}
-	}
-	if t.funcs != nil {
-		progs = append(progs, t.funcs.programs()...)
-	}
-	if t.waits != nil {
-		progs = append(progs, t.waits.objs.KsioSchedSwitch)
-	}
-	if t.steals != nil {
-		progs = append(progs, t.steals.objs.KsioStealSwitch)
+	for _, s := range t.subs {
+		progs = append(progs, s.programs()...)
 	}
 	var ids []ebpf.ProgramID
 	for _, prog := range progs {

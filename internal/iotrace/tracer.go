@@ -67,6 +67,16 @@ type Config struct {
 	// StealOptional: a kernel that cannot trace steal does not fail Open;
 	// Mode says why it is not traced.
 	StealOptional bool
+	// RunQueue also traces the broker's threads' run-queue latency
+	// (bpf/iorunq.bpf.c): waits for a CPU of at least RunQueueMin
+	// (0: DefaultRunQueueMin) become event.RunDelay.
+	RunQueue    bool
+	RunQueueMin time.Duration
+	// Conns also reports which broker thread receives on each client
+	// connection to one of Ports (bpf/iosock.bpf.c), as event.ConnThread;
+	// no Ports: every TCP port the broker listens on (ListenPorts).
+	Conns bool
+	Ports []uint16
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -89,7 +99,10 @@ type Tracer struct {
 	waits      *waits     // nil without Config.Waits
 	steals     *steals    // nil without Config.Steal
 	funcs      *functions // nil with FunctionsOff
-	mode       Mode
+	// subs are the optional parts opened (the four above, run-queue
+	// delays, connections), in order.
+	subs []subtracer
+	mode Mode
 
 	mu    sync.Mutex
 	stats Stats
@@ -126,6 +139,15 @@ type Stats struct {
 	StealEvents       uint64
 	StealRingbufDrops uint64
 	StealSwitches     uint64
+	// With Config.RunQueue: run delays read, and bpf/iorunq.bpf.c's losses.
+	RunDelayEvents       uint64
+	RunDelayRingbufDrops uint64
+	RunDelayStartFull    uint64
+	// With Config.Conns: connections reported, those lost, and the
+	// receives on the broker's ports seen (bpf/iosock.bpf.c).
+	ConnEvents       uint64
+	ConnRingbufDrops uint64
+	ConnRecvs        uint64
 }
 
 // tracepoints pairs each tracepoint with its program.
@@ -235,37 +257,8 @@ func Open(cfg Config) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
 	}
 	t.mode = Mode{Tracepoints: true}
-	if cfg.Functions != FunctionsOff {
-		if t.funcs, err = openFunctions(cfg, &t.objs); err != nil {
-			return nil, err
-		}
-		t.mode.Functions = t.funcs.timed
-		if len(t.funcs.skipped) > 0 {
-			t.mode.FunctionsErr = errors.New(strings.Join(t.funcs.skipped, "; "))
-		}
-	}
-	if cfg.Journal {
-		if t.journal, err = openJournal(uint64(cfg.MinLatency), devs); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Waits {
-		wmin := cfg.WaitMinLatency
-		if wmin <= 0 {
-			wmin = cfg.MinLatency
-		}
-		if t.waits, err = openWaits(cfg.PID, wmin); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Steal {
-		if t.steals, err = openSteals(cfg.StealMin); err != nil {
-			if !cfg.StealOptional {
-				return nil, err
-			}
-			t.mode.StealErr, err = err, nil
-		}
-		t.mode.Steal = t.steals != nil
+	if err = t.openOptional(cfg, devs); err != nil {
+		return nil, err
 	}
 	if t.clock, err = measureClockOffset(); err != nil {
 		return nil, err
@@ -331,6 +324,9 @@ type Handlers struct {
 	Block  func(*event.BlockIO) error       // block requests
 	Wait   func(*event.KernelWait) error    // uninterruptible sleeps (Config.Waits)
 	Steal  func(*event.CPUSteal) error      // hypervisor steal (Config.Steal)
+	// Run-queue delays (Config.RunQueue), connections' threads (Config.Conns).
+	RunDelay   func(*event.RunDelay) error
+	ConnThread func(*event.ConnThread) error
 }
 
 // Run passes every traced call on a file in the log directories to fn, in
@@ -352,14 +348,10 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		t.detach()
 		// Read returns what is left in the ring buffer, then ErrFlushed.
 		_ = t.rd.Flush()
-		if t.journal != nil {
-			_ = t.journal.rd.Flush()
-		}
-		if t.waits != nil {
-			_ = t.waits.rd.Flush()
-		}
-		if t.steals != nil {
-			_ = t.steals.rd.Flush()
+		for _, s := range t.subs {
+			if rd := s.ring(); rd != nil {
+				_ = rd.Flush()
+			}
 		}
 	})
 	defer stop()
@@ -380,20 +372,14 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		}
 		return nil
 	}
-	errc := make(chan error, 4)
+	errc := make(chan error, 1+len(t.subs))
 	go func() { errc <- t.readWrites(h, deliver) }()
 	readers := 1
-	if t.journal != nil {
-		readers++
-		go func() { errc <- t.readJournal(h, deliver) }()
-	}
-	if t.waits != nil {
-		readers++
-		go func() { errc <- t.readWaits(h, deliver) }()
-	}
-	if t.steals != nil {
-		readers++
-		go func() { errc <- t.readSteals(h, deliver) }()
+	for _, s := range t.subs {
+		if s.ring() != nil {
+			readers++
+			go func() { errc <- s.read(t, h, deliver) }()
+		}
 	}
 	// The first error is returned as it is (a handler's error unwrapped);
 	// the other reader then only drains.
@@ -561,18 +547,8 @@ func (t *Tracer) Stats() (Stats, error) {
 	if err := sumCounters(t.objs.KsioCounters, &s.RingbufDrops, &s.HistFull, &s.StartFull); err != nil {
 		return s, err
 	}
-	if t.journal != nil {
-		if err := sumCounters(t.journal.objs.KsioJcounters, &s.JournalRingbufDrops, &s.JournalHistFull, &s.JournalStartFull); err != nil {
-			return s, err
-		}
-	}
-	if t.waits != nil {
-		if err := sumCounters(t.waits.objs.KsioWcounters, &s.WaitRingbufDrops, &s.WaitStartFull, &s.WaitStackLost); err != nil {
-			return s, err
-		}
-	}
-	if t.steals != nil {
-		if err := sumCounters(t.steals.objs.KsioScounters, &s.StealRingbufDrops, &s.StealSwitches); err != nil {
+	for _, sub := range t.subs {
+		if err := sub.counters(&s); err != nil {
 			return s, err
 		}
 	}
@@ -616,26 +592,11 @@ func (t *Tracer) detach() error {
 			errs = append(errs, err)
 		}
 	}
-	if t.journal != nil {
-		t.mu.Lock()
-		errs = append(errs, t.journal.detach())
-		t.mu.Unlock()
+	t.mu.Lock()
+	for _, s := range t.subs {
+		errs = append(errs, s.detach())
 	}
-	if t.funcs != nil {
-		t.mu.Lock()
-		errs = append(errs, t.funcs.detach())
-		t.mu.Unlock()
-	}
-	if t.waits != nil {
-		t.mu.Lock()
-		errs = append(errs, t.waits.detach())
-		t.mu.Unlock()
-	}
-	if t.steals != nil {
-		t.mu.Lock()
-		errs = append(errs, t.steals.detach())
-		t.mu.Unlock()
-	}
+	t.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -647,19 +608,10 @@ func (t *Tracer) Close() error {
 		if t.rd != nil {
 			errs = append(errs, t.rd.Close())
 		}
-		if t.funcs != nil {
-			errs = append(errs, t.funcs.close())
+		for _, s := range t.subs {
+			errs = append(errs, s.close())
 		}
 		errs = append(errs, t.objs.Close())
-		if t.journal != nil {
-			errs = append(errs, t.journal.close())
-		}
-		if t.waits != nil {
-			errs = append(errs, t.waits.close())
-		}
-		if t.steals != nil {
-			errs = append(errs, t.steals.close())
-		}
 		if err := errors.Join(errs...); err != nil {
 			t.closeErr = fmt.Errorf("iotrace: close: %w", err)
 		}

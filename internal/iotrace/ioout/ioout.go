@@ -27,6 +27,8 @@ type Writer interface {
 	Block(b *event.BlockIO) error
 	Wait(k *event.KernelWait) error
 	Steal(c *event.CPUSteal) error
+	RunDelay(r *event.RunDelay) error
+	ConnThread(c *event.ConnThread) error
 	Flush() error
 }
 

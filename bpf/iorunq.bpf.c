@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iorunq: run-queue latency of the broker's threads, as libbpf-tools'
+ * runqslower measures it, restricted to one process. A broker thread
+ * that is runnable but waits for a CPU (because another task has it)
+ * stops as surely as one blocked on a disk, but no system call and no
+ * kernel wait shows it.
+ *
+ * A broker thread's start is kept by tid when it becomes runnable: woken
+ * (sched_wakeup, sched_wakeup_new) or switched away while still runnable
+ * (preempted, or yielding). The switch that brings it back onto a CPU ends
+ * the interval; at or above min_latency_ns it goes to user space with the
+ * task switched away at that moment (prev: the one that had the CPU).
+ *
+ * BTF raw tracepoints (tp_btf), as bpf/iosteal.bpf.c: the tasks come as
+ * typed pointers, so reading their pid and tgid is a plain load, and the
+ * tgid test comes before any map operation: the three programs run on
+ * every wake-up and context switch of the machine, and for other
+ * processes' tasks they do nothing else.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "iorunq.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u32 targ_tgid = 0;
+const volatile __u64 min_latency_ns = 0;
+
+#define TASK_RUNNING 0x0000
+
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+struct runq_start {
+	__u64 ts;
+	__u32 preempted;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct runq_start);
+} ksio_rstart SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* 1 MiB: 18k delays of 56 bytes */
+} ksio_revents SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RCNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ksio_rcounters SEC(".maps");
+
+static __always_inline void rcount(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&ksio_rcounters, &which);
+	if (v)
+		(*v)++;
+}
+
+/* Force the event type into BTF for bpf2go's -type. */
+const struct iorunq_event *unused_iorunq_event __attribute__((unused));
+
+/* A wake-up starts the wait unless one is running already: a thread
+ * preempted while it prepared to sleep stays on the run queue and may be
+ * woken there; it has been runnable since its preemption. Entries of
+ * threads that went to sleep are deleted at that switch, so an entry found
+ * here is such a wait. */
+static __always_inline int woken(struct task_struct *p)
+{
+	if (p->tgid != targ_tgid)
+		return 0;
+	__u32 tid = p->pid;
+	struct runq_start s = { .ts = bpf_ktime_get_ns() };
+	long err = bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST */)
+		rcount(RCNT_START_FULL);
+	return 0;
+}
+
+/* Arguments: the task woken. */
+SEC("tp_btf/sched_wakeup")
+int ksio_runq_wakeup(__u64 *ctx)
+{
+	return woken((struct task_struct *)ctx[0]);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int ksio_runq_wakeup_new(__u64 *ctx)
+{
+	return woken((struct task_struct *)ctx[0]);
+}
+
+/* Arguments of sched_switch (5.18 and later): preempt, prev, next,
+ * prev_state. It runs on the switching CPU, in prev's context. */
+SEC("tp_btf/sched_switch")
+int ksio_runq_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+	struct task_struct *next = (struct task_struct *)ctx[2];
+
+	if (prev->tgid == targ_tgid) {
+		__u32 tid = prev->pid;
+		/* Still runnable: preempted, or its sleep undone (a signal),
+		 * or a yield. prev_state is what __schedule acted on; a
+		 * preempted task stays queued whatever its state says. */
+		if ((__u8)ctx[0] || (__u32)ctx[3] == TASK_RUNNING) {
+			struct runq_start s = { .ts = bpf_ktime_get_ns(), .preempted = 1 };
+			if (bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_ANY))
+				rcount(RCNT_START_FULL);
+		} else {
+			/* Going to sleep (or exiting): a wake-up recorded while
+			 * it still ran is void. */
+			bpf_map_delete_elem(&ksio_rstart, &tid);
+		}
+	}
+
+	if (next->tgid != targ_tgid)
+		return 0;
+	__u32 tid = next->pid;
+	struct runq_start *s = bpf_map_lookup_elem(&ksio_rstart, &tid);
+	if (!s)
+		return 0;
+	__u64 start = s->ts;
+	__u32 preempted = s->preempted;
+	bpf_map_delete_elem(&ksio_rstart, &tid);
+	__u64 now = bpf_ktime_get_ns();
+	if (now - start < min_latency_ns)
+		return 0;
+	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
+	if (!e) {
+		rcount(RCNT_RINGBUF_DROPS);
+		return 0;
+	}
+	e->start_ns = start;
+	e->end_ns = now;
+	e->tid = tid;
+	e->cpu = bpf_get_smp_processor_id();
+	__u64 id = bpf_get_current_pid_tgid(); /* prev: the switch runs in its context */
+	e->holder_tid = (__u32)id;
+	e->holder_tgid = (__u32)(id >> 32);
+	bpf_get_current_comm(e->holder_comm, sizeof(e->holder_comm));
+	e->preempted = preempted;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,162 @@
+package iotrace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// runq is bpf/iorunq.bpf.c loaded and attached: the broker's threads'
+// run-queue latency (Config.RunQueue).
+type runq struct {
+	objs  iorunqObjects
+	links []link.Link
+	rd    *ringbuf.Reader
+}
+
+// DefaultRunQueueMin is the run-queue threshold when Config.RunQueueMin
+// is 0.
+const DefaultRunQueueMin = time.Millisecond
+
+func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
+	if minLatency < 0 {
+		return nil, fmt.Errorf("iotrace: run queue: negative threshold %v", minLatency)
+	}
+	if minLatency == 0 {
+		minLatency = DefaultRunQueueMin
+	}
+	spec, err := loadIorunq()
+	if err != nil {
+		return nil, fmt.Errorf("iotrace: run queue: %w", err)
+	}
+	if err := spec.Variables[iorunqVarTargTgid].Set(uint32(pid)); err != nil {
+		return nil, fmt.Errorf("iotrace: run queue: set pid: %w", err)
+	}
+	if err := spec.Variables[iorunqVarMinLatencyNs].Set(uint64(minLatency)); err != nil {
+		return nil, fmt.Errorf("iotrace: run queue: set threshold: %w", err)
+	}
+	r := &runq{}
+	if err := loadObjects(spec, &r.objs, "iotrace: run queue"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	// The switch first: a wake-up recorded before the switch program runs
+	// would never be ended by it.
+	for _, p := range []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"sched_switch", r.objs.KsioRunqSwitch},
+		{"sched_wakeup", r.objs.KsioRunqWakeup},
+		{"sched_wakeup_new", r.objs.KsioRunqWakeupNew},
+	} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.prog})
+		if err != nil {
+			return nil, fmt.Errorf("iotrace: run queue: attach to BTF tracepoint %s: %w", p.name, err)
+		}
+		r.links = append(r.links, l)
+	}
+	if r.rd, err = ringbuf.NewReader(r.objs.KsioRevents); err != nil {
+		return nil, fmt.Errorf("iotrace: run queue ring buffer reader: %w", err)
+	}
+	return r, nil
+}
+
+func (r *runq) ring() *ringbuf.Reader { return r.rd }
+
+func (r *runq) programs() []*ebpf.Program {
+	return []*ebpf.Program{r.objs.KsioRunqSwitch, r.objs.KsioRunqWakeup, r.objs.KsioRunqWakeupNew}
+}
+
+func (r *runq) counters(s *Stats) error {
+	return sumCounters(r.objs.KsioRcounters, &s.RunDelayRingbufDrops, &s.RunDelayStartFull)
+}
+
+func (r *runq) detach() error {
+	var errs []error
+	for _, l := range r.links {
+		errs = append(errs, l.Close())
+	}
+	r.links = nil
+	return errors.Join(errs...)
+}
+
+func (r *runq) close() error {
+	errs := []error{r.detach()}
+	if r.rd != nil {
+		errs = append(errs, r.rd.Close())
+	}
+	errs = append(errs, r.objs.Close())
+	return errors.Join(errs...)
+}
+
+// runqEventSize is sizeof(struct iorunq_event).
+const runqEventSize = 56
+
+// decodeRunqEvent decodes struct iorunq_event (little-endian).
+func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
+	var ev iorunqIorunqEvent
+	if len(b) < runqEventSize {
+		return ev, fmt.Errorf("iotrace: run queue ring buffer sample of %d bytes, want %d", len(b), runqEventSize)
+	}
+	le := binary.LittleEndian
+	ev.StartNs = le.Uint64(b[0:])
+	ev.EndNs = le.Uint64(b[8:])
+	ev.Tid = le.Uint32(b[16:])
+	ev.Cpu = le.Uint32(b[20:])
+	ev.HolderTid = le.Uint32(b[24:])
+	ev.HolderTgid = le.Uint32(b[28:])
+	for i := range ev.HolderComm {
+		ev.HolderComm[i] = int8(b[32+i])
+	}
+	ev.Preempted = le.Uint32(b[48:])
+	return ev, nil
+}
+
+// commString is a kernel comm: up to its first NUL.
+func commString(c []int8) string {
+	b := make([]byte, len(c))
+	for i, v := range c {
+		b[i] = byte(v)
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// runDelay converts a decoded event; thread names the broker's threads.
+func runDelay(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *event.RunDelay {
+	rd := &event.RunDelay{Kind: event.KindRunDelay, Start: clock.wall(ev.StartNs), End: clock.wall(ev.EndNs),
+		LatencyMs: float64(ev.EndNs-ev.StartNs) / float64(time.Millisecond),
+		TID:       int(ev.Tid), Thread: thread(int(ev.Tid)), CPU: int(ev.Cpu), Preempted: ev.Preempted != 0,
+		HolderPID: int(ev.HolderTgid), HolderTID: int(ev.HolderTid), HolderComm: commString(ev.HolderComm[:])}
+	return rd
+}
+
+func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+	return readRing(r.rd, func(b []byte) error {
+		ev, err := decodeRunqEvent(b)
+		if err != nil {
+			return err
+		}
+		t.count(func(s *Stats) { s.RunDelayEvents++ })
+		if h.RunDelay == nil {
+			return nil
+		}
+		rd := runDelay(&ev, t.clock, t.threads.name)
+		return deliver(func() error { return h.RunDelay(rd) })
+	})
+}

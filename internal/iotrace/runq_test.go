@@ -1,0 +1,311 @@
+package iotrace
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
+)
+
+func TestDecodeRunqEvent(t *testing.T) {
+	b := make([]byte, runqEventSize)
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], 1_000_000)
+	le.PutUint64(b[8:], 3_500_000)
+	le.PutUint32(b[16:], 4711)
+	le.PutUint32(b[20:], 1)
+	le.PutUint32(b[24:], 900)
+	le.PutUint32(b[28:], 899)
+	copy(b[32:48], "kworker/1:2\x00junk")
+	le.PutUint32(b[48:], 1)
+	full := append(b[:len(b):len(b)], make([]byte, 8)...) // ring samples are padded to 8 bytes
+	tests := []struct {
+		name string
+		in   []byte
+		ok   bool
+	}{
+		{"exact", b, true},
+		{"longer", full, true},
+		{"short by one", b[:runqEventSize-1], false},
+		{"odd", b[:13], false},
+		{"empty", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := decodeRunqEvent(tt.in)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok %v", err, tt.ok)
+			}
+			if !tt.ok {
+				return
+			}
+			clock := clockOffset{realMinusMono: int64(time.Hour)}
+			rd := runDelay(&ev, clock, func(tid int) string { return "thread-" + strconv.Itoa(tid) })
+			want := event.RunDelay{Kind: event.KindRunDelay, Start: time.Unix(3600, 1_000_000).UTC(),
+				End: time.Unix(3600, 3_500_000).UTC(), LatencyMs: 2.5, TID: 4711, Thread: "thread-4711", CPU: 1,
+				Preempted: true, HolderPID: 899, HolderTID: 900, HolderComm: "kworker/1:2"}
+			if *rd != want {
+				t.Errorf("got  %+v\nwant %+v", *rd, want)
+			}
+			if rd.Latency() != 2500*time.Microsecond {
+				t.Errorf("latency %v", rd.Latency())
+			}
+		})
+	}
+	var comm [16]int8
+	for i := range comm {
+		comm[i] = 'a'
+	}
+	if got := commString(comm[:]); got != strings.Repeat("a", 16) {
+		t.Errorf("comm without NUL: %q", got)
+	}
+}
+
+// runDelaySpinner starts `sh -c 'while :; do :; done'`, pinned to cpu
+// with taskset, under the name (comm) name, and returns its pid. It is
+// killed at the end of the test.
+func runDelaySpinner(t *testing.T, cpu int, name string) int {
+	t.Helper()
+	taskset := labtest.Tool("taskset")
+	if taskset == "" {
+		labtest.Unavailable(t, "taskset not found (util-linux)")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		labtest.Unavailable(t, "no sh: %v", err)
+	}
+	// comm is the name of the file executed: a symlink names the shell.
+	link := filepath.Join(t.TempDir(), name)
+	if err := os.Symlink(sh, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(taskset, "-c", strconv.Itoa(cpu), link, "-c", "while :; do :; done")
+	exited, err := lab.StartChild(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s (pid %d) did not exit after SIGKILL", name, cmd.Process.Pid)
+		}
+	})
+	// taskset execs the shell: same pid, once comm is the shell's name.
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(b)) == name {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: comm %q after 5s, want %q", pid, b, name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runDelay is /proc/PID/schedstat's second field: the time the task
+// waited on a run queue, in all, as the scheduler counts it.
+func schedRunDelay(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		t.Fatalf("schedstat %q", b)
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ns)
+}
+
+// traceRunDelays traces pid's run delays of at least min for d and
+// returns them, with the scheduler's own count of pid's run-queue wait
+// over the same time.
+func traceRunDelays(t *testing.T, pid int, min, d time.Duration) (delays []*event.RunDelay, sched time.Duration, st Stats) {
+	t.Helper()
+	tr, err := Open(Config{PID: pid, LogDirs: []string{t.TempDir()}, RunQueue: true, RunQueueMin: min})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if !tr.Mode().RunQueue || !strings.Contains(tr.Mode().String(), "run-queue delays") {
+		t.Errorf("mode %q does not say run-queue delays are traced", tr.Mode())
+	}
+	var mu sync.Mutex
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- tr.RunAll(ctx, Handlers{RunDelay: func(r *event.RunDelay) error {
+			mu.Lock()
+			delays = append(delays, r)
+			mu.Unlock()
+			return nil
+		}})
+	}()
+	before := schedRunDelay(t, pid)
+	from := time.Now()
+	time.Sleep(d)
+	after := schedRunDelay(t, pid)
+	to := time.Now()
+	cancel()
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunAll did not return 10s after its context ended")
+	}
+	if st, err = tr.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	closeAndCheckPrograms(t, tr, 14+3)
+	// The scheduler adds a wait to schedstat when it ends: compare the
+	// delays that ended between the two reads.
+	var in []*event.RunDelay
+	for _, r := range delays {
+		if !r.End.Before(from) && !r.End.After(to) {
+			in = append(in, r)
+		}
+	}
+	return in, after - before, st
+}
+
+// TestRunDelays: a busy process pinned to one CPU with another busy
+// process waits for that CPU about half the time, in slices; every wait
+// the tracer reports is at least the threshold, on that CPU, behind the
+// other process, and adds up to the scheduler's own count (schedstat).
+// Alone on the CPU, it hardly waits.
+func TestRunDelays(t *testing.T) {
+	requireRoot(t)
+	cpu := runtime.NumCPU() - 1
+	target := runDelaySpinner(t, cpu, "ks-runq-target")
+
+	t.Run("alone", func(t *testing.T) {
+		delays, sched, st := traceRunDelays(t, target, time.Millisecond, 2*time.Second)
+		var long []string
+		for _, r := range delays {
+			if r.Latency() >= 5*time.Millisecond {
+				long = append(long, fmt.Sprintf("%+v", *r))
+			}
+		}
+		t.Logf("alone on cpu%d: %d delays >= 1ms, %d >= 5ms; schedstat wait %v; stats %+v", cpu, len(delays), len(long), sched, st)
+		if len(long) > 1 {
+			t.Errorf("alone on its CPU, %d waits of 5 ms or more:\n%s", len(long), strings.Join(long, "\n"))
+		}
+	})
+
+	t.Run("contended", func(t *testing.T) {
+		hog := runDelaySpinner(t, cpu, "ks-runq-hog")
+		const min = time.Millisecond
+		delays, sched, st := traceRunDelays(t, target, min, 2*time.Second)
+		var total time.Duration
+		behindHog := 0
+		for _, r := range delays {
+			total += r.Latency()
+			if r.TID != target || r.Thread != "ks-runq-target" {
+				t.Errorf("delay of tid %d (%q), want the target %d: %+v", r.TID, r.Thread, target, *r)
+			}
+			if r.Latency() < min || r.LatencyMs < 1 || !r.End.After(r.Start) {
+				t.Errorf("delay under the threshold or backward: %+v", *r)
+			}
+			if r.CPU != cpu {
+				t.Errorf("delay on cpu%d, the target is pinned to cpu%d: %+v", r.CPU, cpu, *r)
+			}
+			// A busy loop never sleeps: it only waits after preemption.
+			if !r.Preempted {
+				t.Errorf("a busy loop's wait not after a preemption: %+v", *r)
+			}
+			if r.HolderPID == hog && r.HolderTID == hog && r.HolderComm == "ks-runq-hog" {
+				behindHog++
+			} else {
+				t.Logf("behind another task: %+v", *r)
+			}
+		}
+		t.Logf("contended on cpu%d: %d delays >= %v, %d behind the hog (pid %d), %v in all; schedstat %v; stats %+v",
+			cpu, len(delays), min, behindHog, hog, total, sched, st)
+		if len(delays) < 50 {
+			t.Fatalf("%d run delays in 2 s of two busy loops on one CPU, want many", len(delays))
+		}
+		// Between two busy loops on one CPU, whoever ran before the
+		// target got the CPU back is the other loop, but for a
+		// kernel thread now and then.
+		if behindHog < len(delays)*9/10 {
+			t.Errorf("%d of %d delays behind the hog, want at least 90%%", behindHog, len(delays))
+		}
+		// Half of 2 s waiting; the scheduler counts every wait, the
+		// tracer those of 1 ms or more: nearly all of them here.
+		if sched < 600*time.Millisecond {
+			t.Errorf("schedstat: the target waited only %v of 2 s", sched)
+		}
+		if total > sched+10*time.Millisecond || total < sched*8/10 {
+			t.Errorf("traced waits add up to %v, schedstat counted %v", total, sched)
+		}
+		if st.RunDelayRingbufDrops != 0 || st.RunDelayStartFull != 0 {
+			t.Errorf("losses: %+v", st)
+		}
+		if st.RunDelayEvents < uint64(len(delays)) {
+			t.Errorf("stats count %d events, %d delivered", st.RunDelayEvents, len(delays))
+		}
+	})
+}
+
+// closeAndCheckPrograms checks that tr loaded want programs, closes it
+// and checks that none of them is left in the kernel soon after.
+func closeAndCheckPrograms(t *testing.T, tr *Tracer, want int) {
+	t.Helper()
+	ids, err := tr.ProgramIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != want {
+		t.Errorf("%d programs loaded, want %d", len(ids), want)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A BTF tracepoint's link gives its program back after an RCU grace
+	// period (kernels since 6.9 defer it), so the program may outlive
+	// Close by a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		progs, err := KernelPrograms()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, id := range ids {
+			if name, ok := progs[id]; ok {
+				left = append(left, fmt.Sprintf("%d (%s)", id, name))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("programs still loaded 5 s after Close: %s", strings.Join(left, ", "))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
