@@ -12,6 +12,14 @@
  * the interval; at or above min_latency_ns it goes to user space with the
  * task switched away at that moment (prev: the one that had the CPU).
  *
+ * Who had the CPU meanwhile: every switch of the machine appends the run
+ * slice that just ended (its process, thread and comm) to its CPU's ring
+ * of the last RUNQ_SLICES slices; when a broker thread's wait ends, the
+ * slices of that CPU overlapping the wait are summed by process into the
+ * RUNQ_HOLDERS largest. A wait longer than the ring covers names only its
+ * last part's holders. And whether its cgroup's CPU quota was used up
+ * (the cgroup throttled) when the wait began: then it waited for quota.
+ *
  * BTF raw tracepoints (tp_btf), as bpf/iosteal.bpf.c: the tasks come as
  * typed pointers, so reading their pid and tgid is a plain load, and the
  * tgid test comes before any map operation: the three programs run on
@@ -21,6 +29,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "iorunq.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -30,15 +39,48 @@ const volatile __u64 min_latency_ns = 0;
 
 #define TASK_RUNNING 0x0000
 
+struct cfs_rq {
+	int throttle_count; /* > 0: it or an ancestor is throttled */
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq; /* CONFIG_FAIR_GROUP_SCHED */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
+	struct sched_entity se;
+	_Bool throttled; /* 6.18+: task-based throttling */
 } __attribute__((preserve_access_index));
+
+/* One run slice of a CPU: who ran from start to end. */
+struct runq_slice {
+	__u64 start;
+	__u64 end;
+	__u32 tgid;
+	__u32 tid;
+	char comm[RUNQ_COMM_LEN];
+};
+
+struct runq_cpu {
+	__u64 cur_start; /* when the running task got the CPU */
+	__u32 next;      /* the next slot of s to write */
+	__u32 pad;
+	struct runq_slice s[RUNQ_SLICES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct runq_cpu);
+} ksio_rcpu SEC(".maps");
 
 struct runq_start {
 	__u64 ts;
 	__u32 preempted;
-	__u32 pad;
+	__u32 throttled;
 };
 
 struct {
@@ -70,6 +112,21 @@ static __always_inline void rcount(__u32 which)
 /* Force the event type into BTF for bpf2go's -type. */
 const struct iorunq_event *unused_iorunq_event __attribute__((unused));
 
+/* Whether p's cgroup, or an ancestor, is throttled by its CPU quota: the
+ * task's own flag where throttling is per task (6.18+), else its cfs_rq's
+ * count of throttled ancestors. */
+static __always_inline __u32 throttled(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->throttled) && p->throttled)
+		return 1;
+	if (bpf_core_field_exists(p->se.cfs_rq)) {
+		struct cfs_rq *cq = p->se.cfs_rq;
+		if (cq && cq->throttle_count > 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* A wake-up starts the wait unless one is running already: a thread
  * preempted while it prepared to sleep stays on the run queue and may be
  * woken there; it has been runnable since its preemption. Entries of
@@ -80,7 +137,7 @@ static __always_inline int woken(struct task_struct *p)
 	if (p->tgid != targ_tgid)
 		return 0;
 	__u32 tid = p->pid;
-	struct runq_start s = { .ts = bpf_ktime_get_ns() };
+	struct runq_start s = { .ts = bpf_ktime_get_ns(), .throttled = throttled(p) };
 	long err = bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST */)
 		rcount(RCNT_START_FULL);
@@ -100,6 +157,65 @@ int ksio_runq_wakeup_new(__u64 *ctx)
 	return woken((struct task_struct *)ctx[0]);
 }
 
+/* slice ends the running task's slice at now: appended to the CPU's
+ * ring, prev (current) is its owner. */
+static __always_inline struct runq_cpu *slice(__u64 now)
+{
+	__u32 zero = 0;
+	struct runq_cpu *rc = bpf_map_lookup_elem(&ksio_rcpu, &zero);
+	if (!rc)
+		return 0;
+	struct runq_slice *sl = &rc->s[rc->next & (RUNQ_SLICES - 1)];
+	__u64 id = bpf_get_current_pid_tgid();
+	sl->start = rc->cur_start;
+	sl->end = now;
+	sl->tgid = (__u32)(id >> 32);
+	sl->tid = (__u32)id;
+	bpf_get_current_comm(sl->comm, sizeof(sl->comm));
+	rc->next++;
+	rc->cur_start = now;
+	return rc;
+}
+
+/* holders sums the CPU's slices overlapping [start, end) by process into
+ * e->holders, keeping the RUNQ_HOLDERS largest seen (a process that comes
+ * after they are full replaces the smallest when it has run longer). */
+static __always_inline void holders(struct runq_cpu *rc, __u64 start, __u64 end, struct iorunq_event *e)
+{
+	__u64 longest[RUNQ_HOLDERS] = {};
+	for (int i = 0; i < RUNQ_SLICES; i++) {
+		struct runq_slice *sl = &rc->s[i];
+		__u64 a = sl->start > start ? sl->start : start;
+		__u64 b = sl->end < end ? sl->end : end;
+		if (b <= a)
+			continue;
+		__u64 ns = b - a;
+		int slot = -1, smallest = 0;
+		for (int j = 0; j < RUNQ_HOLDERS; j++) {
+			if (e->holders[j].ns && e->holders[j].tgid == sl->tgid) {
+				slot = j;
+				break;
+			}
+			if (e->holders[j].ns < e->holders[smallest].ns)
+				smallest = j;
+		}
+		if (slot < 0) {
+			if (e->holders[smallest].ns >= ns)
+				continue;
+			slot = smallest;
+			e->holders[slot].ns = 0;
+			e->holders[slot].tgid = sl->tgid;
+			longest[slot] = 0;
+		}
+		e->holders[slot].ns += ns;
+		if (ns > longest[slot]) {
+			longest[slot] = ns;
+			e->holders[slot].tid = sl->tid;
+			__builtin_memcpy(e->holders[slot].comm, sl->comm, RUNQ_COMM_LEN);
+		}
+	}
+}
+
 /* Arguments of sched_switch (5.18 and later): preempt, prev, next,
  * prev_state. It runs on the switching CPU, in prev's context. */
 SEC("tp_btf/sched_switch")
@@ -107,6 +223,8 @@ int ksio_runq_switch(__u64 *ctx)
 {
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
+	__u64 now = bpf_ktime_get_ns();
+	struct runq_cpu *rc = slice(now);
 
 	if (prev->tgid == targ_tgid) {
 		__u32 tid = prev->pid;
@@ -114,7 +232,7 @@ int ksio_runq_switch(__u64 *ctx)
 		 * or a yield. prev_state is what __schedule acted on; a
 		 * preempted task stays queued whatever its state says. */
 		if ((__u8)ctx[0] || (__u32)ctx[3] == TASK_RUNNING) {
-			struct runq_start s = { .ts = bpf_ktime_get_ns(), .preempted = 1 };
+			struct runq_start s = { .ts = now, .preempted = 1, .throttled = throttled(prev) };
 			if (bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_ANY))
 				rcount(RCNT_START_FULL);
 		} else {
@@ -131,9 +249,8 @@ int ksio_runq_switch(__u64 *ctx)
 	if (!s)
 		return 0;
 	__u64 start = s->ts;
-	__u32 preempted = s->preempted;
+	__u32 preempted = s->preempted, thr = s->throttled;
 	bpf_map_delete_elem(&ksio_rstart, &tid);
-	__u64 now = bpf_ktime_get_ns();
 	if (now - start < min_latency_ns)
 		return 0;
 	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
@@ -150,7 +267,10 @@ int ksio_runq_switch(__u64 *ctx)
 	e->holder_tgid = (__u32)(id >> 32);
 	bpf_get_current_comm(e->holder_comm, sizeof(e->holder_comm));
 	e->preempted = preempted;
-	e->pad = 0;
+	e->throttled = thr;
+	__builtin_memset(e->holders, 0, sizeof(e->holders));
+	if (rc)
+		holders(rc, start, now, e);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

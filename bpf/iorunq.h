@@ -5,6 +5,20 @@
 #define __KSCOPE_IORUNQ_H
 
 #define RUNQ_COMM_LEN 16
+/* Each CPU keeps its last RUNQ_SLICES run slices (power of two): who ran
+ * while a broker thread waited there. */
+#define RUNQ_SLICES 32
+/* The tasks that ran the longest during a wait, by process. */
+#define RUNQ_HOLDERS 3
+
+/* A process that had the CPU while a broker thread waited for it: ns of
+ * the wait it ran, and its thread that ran the longest. */
+struct iorunq_holder {
+	__u64 ns;
+	__u32 tgid; /* 0: the CPU was idle */
+	__u32 tid;
+	char comm[RUNQ_COMM_LEN];
+};
 
 /* One broker thread that was runnable but not running for at least
  * min_latency_ns: from its wake-up (or its preemption) to the switch that
@@ -19,7 +33,11 @@ struct iorunq_event {
 	__u32 holder_tgid;
 	char holder_comm[RUNQ_COMM_LEN];
 	__u32 preempted;   /* 1: preempted while it ran; 0: woken */
-	__u32 pad;
+	/* 1: its cgroup (or an ancestor) was throttled by its CPU quota when
+	 * the wait began: the thread waited for quota, not for a CPU. */
+	__u32 throttled;
+	/* From the CPU's last RUNQ_SLICES slices; ns 0: unused. */
+	struct iorunq_holder holders[RUNQ_HOLDERS];
 };
 
 enum iorunq_counter {

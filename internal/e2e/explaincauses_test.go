@@ -269,11 +269,16 @@ func writeFile(t *testing.T, path, v string) {
 	}
 }
 
-// heldBy is how many of f's run delays had comm holding the CPU.
+// heldBy is how many of f's run delays had comm among the processes
+// holding the CPU.
 func heldBy(f *explain.Finding, comm string) int {
 	n := 0
 	for _, d := range f.RunDelays {
-		if strings.HasPrefix(d.HolderComm, comm) {
+		held := strings.HasPrefix(d.HolderComm, comm)
+		for _, h := range d.Holders {
+			held = held || strings.HasPrefix(h.Comm, comm)
+		}
+		if held {
 			n++
 		}
 	}

@@ -35,6 +35,22 @@ type RunDelay struct {
 	HolderPID  int    `json:"holder_pid"`
 	HolderTID  int    `json:"holder_tid"`
 	HolderComm string `json:"holder_comm"`
+	// Throttled: the thread's cgroup (or an ancestor) had used up its CPU
+	// quota when the wait began: it waited for quota, not for a CPU.
+	Throttled bool `json:"throttled,omitempty"`
+	// Holders are the processes that ran on the CPU during the wait, the
+	// longest first (from the CPU's last run slices; PID 0 is the CPU
+	// idle).
+	Holders []RunHolder `json:"holders,omitempty"`
+}
+
+// RunHolder is a process that had a CPU while a broker thread waited for
+// it: for Ms of the wait, TID its thread that ran the longest.
+type RunHolder struct {
+	PID  int     `json:"pid"`
+	TID  int     `json:"tid"`
+	Comm string  `json:"comm"`
+	Ms   float64 `json:"ms"`
 }
 
 // Latency is End-Start.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // reqCtx is what the causes measured outside explain.go see of one
@@ -22,6 +24,9 @@ type reqCtx struct {
 	// connection was held up by, clipped to the time this one waited
 	// for it (nil when it did not wait).
 	queued map[string][]interval
+	// queuedDelays are the run delays the request ahead of it was
+	// starved by: evidence for the time it inherits.
+	queuedDelays []event.RunDelay
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,

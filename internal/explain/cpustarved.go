@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -29,6 +28,10 @@ const maxRunDelayEvidence = 10
 //   - the network thread serving its connection, over the same span but
 //     outside the handler's appends (it reads the request before and
 //     sends the response after);
+//   - the times the broker's cgroup had used up its CPU quota, over the
+//     whole request: no thread of the broker runs then, whichever the
+//     request needed (the tracer marks a wait that began while the
+//     cgroup was throttled);
 //   - while it was queued on its connection behind an earlier request,
 //     the earlier request's starved time (a broker reads one request per
 //     connection at a time).
@@ -57,12 +60,24 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 			add(d, minus(interval{d.Start.UnixNano(), d.End.UnixNano()}, c.own))
 		}
 	}
+	quota := x.quotaOverlapping(c.A, c.E)
+	ivs = append(ivs, quota...)
 	ivs = append(ivs, c.queued[CauseCPUStarved]...)
+	// The delays the request ahead was starved by while this one waited
+	// for it are this one's evidence too.
+	for _, d := range c.queuedDelays {
+		if d.Start.UnixNano() < c.brokerStart && d.End.UnixNano() > c.A {
+			delays = append(delays, d)
+		}
+	}
 	m := measured{cause: CauseCPUStarved, ivs: ivs, ns: min(unionLen(ivs), c.L)}
 	if len(delays) > 0 {
 		slices.SortStableFunc(delays, func(a, b event.RunDelay) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 		f.RunDelays = delays[:min(len(delays), maxRunDelayEvidence)]
-		if th := x.throttlesOverlapping(span.a, span.b); len(th) > 0 {
+	}
+	f.QuotaStoppedMs = ms(unionLen(quota))
+	if m.ns > 0 {
+		if th := x.throttlesOverlapping(c.A, c.E); len(th) > 0 {
 			f.Throttles = th
 		}
 	}
@@ -72,29 +87,30 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 // cpuStarvedDetail says which threads waited, who had the CPU, and
 // whether the cgroup's quota was the reason.
 func cpuStarvedDetail(f *Finding) string {
-	if len(f.RunDelays) == 0 {
-		if f.QueuedBehind != nil {
-			return fmt.Sprintf("waited %.1f ms on its connection behind request %d, whose broker threads waited for a CPU",
-				f.ExplainedMs, f.QueuedBehind.CorrelationID)
+	var s string
+	switch {
+	case len(f.RunDelays) > 0:
+		threads := map[int]bool{}
+		for _, d := range f.RunDelays {
+			threads[d.TID] = true
 		}
+		d := f.RunDelays[0]
+		s = fmt.Sprintf("its broker threads waited %.1f ms for a CPU (%d threads; longest %.1f ms, tid %d on cpu%d); the CPU went to %s",
+			f.ExplainedMs, len(threads), d.LatencyMs, d.TID, d.CPU, strings.Join(RunHolders(f.RunDelays, 3), ", "))
+	case f.QuotaStoppedMs > 0:
+		s = fmt.Sprintf("the broker waited %.1f ms for a CPU", f.ExplainedMs)
+	case f.QueuedBehind != nil:
+		return fmt.Sprintf("waited %.1f ms on its connection behind request %d, whose broker threads waited for a CPU",
+			f.ExplainedMs, f.QueuedBehind.CorrelationID)
+	default:
 		return fmt.Sprintf("its broker threads waited %.1f ms for a CPU", f.ExplainedMs)
 	}
-	var waited time.Duration
-	threads := map[int]bool{}
-	holders := map[string]time.Duration{}
-	for _, d := range f.RunDelays {
-		waited += d.Latency()
-		threads[d.TID] = true
-		holders[fmt.Sprintf("%s (pid %d)", d.HolderComm, d.HolderPID)] += d.Latency()
+	if f.QuotaStoppedMs > 0 {
+		s += fmt.Sprintf("; for %.1f ms its cgroup had used up its CPU quota, stopping every broker thread", f.QuotaStoppedMs)
 	}
-	names := make([]string, 0, len(holders))
-	for h := range holders {
-		names = append(names, h)
+	if f.QueuedBehind != nil {
+		s += fmt.Sprintf("; queued behind request %d, starved too", f.QueuedBehind.CorrelationID)
 	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(holders[b], holders[a]), cmp.Compare(a, b)) })
-	d := f.RunDelays[0]
-	s := fmt.Sprintf("its broker threads waited %.1f ms for a CPU (%d threads; longest %.1f ms, tid %d on cpu%d); the CPU went to %s",
-		f.ExplainedMs, len(threads), d.LatencyMs, d.TID, d.CPU, strings.Join(names[:min(3, len(names))], ", "))
 	if len(f.Throttles) > 0 {
 		var periods int64
 		var throttled float64
@@ -105,4 +121,31 @@ func cpuStarvedDetail(f *Finding) string {
 		s += fmt.Sprintf("; cgroup %s throttled by its CPU quota: %d periods, %.1f ms", f.Throttles[0].Cgroup, periods, throttled)
 	}
 	return s
+}
+
+// RunHolders names the processes that had the CPU during the waits, the
+// longest first, at most n: "comm (pid N)". A wait's Holders are summed
+// when the tracer gave them; otherwise the task switched away from when
+// the wait ended stands for it.
+func RunHolders(delays []event.RunDelay, n int) []string {
+	held := map[string]float64{}
+	for _, d := range delays {
+		if len(d.Holders) == 0 {
+			held[fmt.Sprintf("%s (pid %d)", d.HolderComm, d.HolderPID)] += d.LatencyMs
+			continue
+		}
+		for _, h := range d.Holders {
+			name := fmt.Sprintf("%s (pid %d)", h.Comm, h.PID)
+			if h.PID == 0 {
+				name = "idle"
+			}
+			held[name] += h.Ms
+		}
+	}
+	names := make([]string, 0, len(held))
+	for h := range held {
+		names = append(names, h)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(held[b], held[a]), cmp.Compare(a, b)) })
+	return names[:min(n, len(names))]
 }

@@ -14,6 +14,10 @@ func runDelay(tid int, a, b float64, holder string) *event.RunDelay {
 		CPU: 1, HolderPID: 4242, HolderTID: 4242, HolderComm: holder}
 }
 
+func throttled(d *event.RunDelay) *event.RunDelay { d.Throttled = true; return d }
+
+func holders(d *event.RunDelay, hs ...event.RunHolder) *event.RunDelay { d.Holders = hs; return d }
+
 func connThread(tid int, client string, t float64) *event.ConnThread {
 	return &event.ConnThread{Kind: event.KindConnThread, Time: at(t), TID: tid, Thread: "data-plane-kafk", Client: client, Broker: "127.0.0.1:9092"}
 }
@@ -110,6 +114,29 @@ func TestCPUStarved(t *testing.T) {
 			cause:     CauseCPUStarved,
 			detail:    []string{"cgroup /kafka throttled by its CPU quota: 3 periods, 70.0 ms"},
 		},
+		{
+			name:   "the cgroup out of quota stops every thread, those not known to carry it too",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			delays: []*event.RunDelay{throttled(runDelay(12, 5, 50, "java")), throttled(runDelay(13, 30, 80, "java"))},
+			req:    req(11, 0, 100),
+			cause:  CauseCPUStarved,
+			detail: []string{"for 75.0 ms its cgroup had used up its CPU quota"},
+		},
+		{
+			name:   "quota used up before the request arrived does not count",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			delays: []*event.RunDelay{throttled(runDelay(12, -80, 0, "java"))},
+			req:    req(12, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "the CPU's holders during the wait are named, not only the last",
+			writes: []*event.Write{wr(11, 80, 80.1, 100)},
+			delays: []*event.RunDelay{holders(runDelay(11, 5, 78, "java"), event.RunHolder{PID: 7, Comm: "hog", Ms: 60}, event.RunHolder{PID: 4242, Comm: "java", Ms: 13})},
+			req:    req(13, 0, 100),
+			cause:  CauseCPUStarved,
+			detail: []string{"the CPU went to hog (pid 7), java (pid 4242)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +162,7 @@ func TestCPUStarved(t *testing.T) {
 					t.Errorf("detail %q lacks %q", f.Detail, d)
 				}
 			}
-			if f.Cause == CauseCPUStarved && (len(f.RunDelays) == 0 || f.ExplainedMs < f.LatencyMs/2) {
+			if f.Cause == CauseCPUStarved && ((len(f.RunDelays) == 0 && f.QuotaStoppedMs == 0) || f.ExplainedMs < f.LatencyMs/2) {
 				t.Errorf("cpu-starved with %d delays, %.1f of %.1f ms", len(f.RunDelays), f.ExplainedMs, f.LatencyMs)
 			}
 		})

@@ -191,6 +191,10 @@ type Finding struct {
 	// the CPU-quota throttling of the broker's cgroup meanwhile.
 	RunDelays []event.RunDelay    `json:"run_delays,omitempty"`
 	Throttles []event.CPUThrottle `json:"throttles,omitempty"`
+	// QuotaStoppedMs is how long of the request the broker's cgroup had
+	// used up its CPU quota (its threads' waits marked throttled): no
+	// thread of the broker ran then.
+	QuotaStoppedMs float64 `json:"quota_stopped_ms,omitempty"`
 	// Pauses are the JVM's stop-the-world pauses during the request (the
 	// longest first, at most maxPauseEvidence).
 	Pauses []event.JVMPause `json:"jvm_pauses,omitempty"`
@@ -283,6 +287,8 @@ type connLast struct {
 	// byCause: the intervals each cause measured outside the storage
 	// causes (a request queued behind this one inherits them).
 	byCause map[string][]interval
+	// runDelays: its cpu-starved evidence, inherited with the time.
+	runDelays []event.RunDelay
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -564,10 +570,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		for cause, ivs := range prev.byCause {
 			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
 		}
+		c.queuedDelays = prev.runDelays
 	}
-	net := network(r, c, ownEnd, replicating)
 	netBlocked := e.networkThreadBlocked(c, f)
 	starved := e.cpuStarved(c, f)
+	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs))
 	gc, safepoint := e.jvmPauses(c, f)
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
@@ -631,7 +638,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		causeIvs = waited
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs}}
+		byCause:   map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs},
+		runDelays: f.RunDelays}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

@@ -32,19 +32,24 @@ const CauseNetwork = "network"
 //     the response.
 //   - while queued behind an earlier request on its connection, the time
 //     the network held that one.
-func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool) measured {
+//
+// The two spans after its appends are the network's only where the
+// broker's threads were not themselves held (brokerHeld: starved of CPU,
+// the network thread blocked): a response the network thread could not
+// get a CPU to send was not held by TCP, whatever TCP did meanwhile.
+func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool, brokerHeld []interval) measured {
 	m := measured{cause: CauseNetwork}
 	if r.QueuedMs <= 0 && c.brokerStart > c.A {
 		m.ivs = append(m.ivs, interval{c.A, c.brokerStart})
 	}
 	if r.Retransmits+r.ResponseRetransmits+r.ZeroWindows > 0 && ownEnd > 0 && ownEnd < c.E && !replicating {
-		m.ivs = append(m.ivs, interval{max(ownEnd, c.brokerStart), c.E})
+		m.ivs = append(m.ivs, minus(interval{max(ownEnd, c.brokerStart), c.E}, brokerHeld)...)
 	}
 	if r.ResponseAckWaitMs > 0 {
 		left := c.E - int64(r.ResponseMs*1e6)
 		from := max(left-int64(r.ResponseAckWaitMs*1e6), c.brokerStart, ownEnd)
 		if from < left {
-			m.ivs = append(m.ivs, interval{from, left})
+			m.ivs = append(m.ivs, minus(interval{from, left}, brokerHeld)...)
 		}
 	}
 	m.ivs = append(m.ivs, c.queued[CauseNetwork]...)

@@ -11,6 +11,8 @@ func TestNetwork(t *testing.T) {
 	tests := []struct {
 		name   string
 		writes []*event.Write
+		delays []*event.RunDelay
+		conns  []*event.ConnThread
 		req    *event.Request
 		cause  string
 	}{
@@ -70,6 +72,17 @@ func TestNetwork(t *testing.T) {
 			cause:  CauseNetwork,
 		},
 		{
+			// Appended at 10, a retransmission on the connection, but the
+			// network thread waited for a CPU from 12 to 99: the response
+			// was held by the broker, not by TCP.
+			name:   "a response the network thread could not send is not the network's",
+			writes: []*event.Write{wr(11, 9, 10, 100)},
+			conns:  []*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000)},
+			delays: []*event.RunDelay{runDelay(21, 12, 99, "java")},
+			req:    req(10, 0, 100, func(r *event.Request) { r.Retransmits = 1 }),
+			cause:  CauseCPUStarved,
+		},
+		{
 			name:   "slow arrival and a slow write add up",
 			writes: []*event.Write{wr(11, 40, 70, 100)},
 			req:    req(4, 0, 100, func(r *event.Request) { r.BrokerMs = 65 }),
@@ -82,8 +95,14 @@ func TestNetwork(t *testing.T) {
 			for _, w := range tt.writes {
 				idx.AddWrite(w)
 			}
+			for _, d := range tt.delays {
+				idx.AddRunDelay(d)
+			}
+			for _, c := range tt.conns {
+				idx.AddConnThread(c)
+			}
 			f := New(Config{}, idx, nil).Explain(tt.req)
-			if f.Cause != tt.cause {
+			if f.Cause != tt.cause || (f.Cause == CauseCPUStarved && f.Shares.NetworkMs > 5) {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
 			if f.Cause == CauseNetwork && !strings.Contains(f.Detail, "the network held it") {

@@ -16,7 +16,11 @@ type schedIndex struct {
 	conns     map[string][]event.ConnThread // by client "ip:port", sorted by time
 	throttles []event.CPUThrottle           // sorted by start
 	pauses    []event.JVMPause              // sorted by start
-	maxRunq   int64                         // longest run delay, ns
+	// quota is when the broker's cgroup had used up its CPU quota: the
+	// merged waits of its threads marked throttled, sorted. No thread of
+	// the cgroup runs then, whichever one a request needed.
+	quota     []interval
+	maxRunq   int64 // longest run delay, ns
 	maxThrot  int64
 	maxPause  int64
 	runDelays int64
@@ -56,9 +60,16 @@ func (x *Index) AddJVMPause(p *event.JVMPause) {
 }
 
 func (s *schedIndex) build() {
+	s.quota = s.quota[:0]
 	for _, rs := range s.runq {
 		slices.SortStableFunc(rs, func(a, b event.RunDelay) int { return a.Start.Compare(b.Start) })
+		for i := range rs {
+			if rs[i].Throttled {
+				s.quota = append(s.quota, interval{rs[i].Start.UnixNano(), rs[i].End.UnixNano()})
+			}
+		}
 	}
+	s.quota = mergeIntervals(s.quota)
 	for _, cs := range s.conns {
 		slices.SortStableFunc(cs, func(a, b event.ConnThread) int { return a.Time.Compare(b.Time) })
 	}
@@ -81,6 +92,35 @@ func overlappingSorted[T any](s []T, a, b, longest int64, span func(*T) (int64, 
 		}
 		if end > a {
 			out = append(out, s[i])
+		}
+	}
+	return out
+}
+
+// mergeIntervals sorts ivs and merges those that overlap or touch, in
+// place.
+func mergeIntervals(ivs []interval) []interval {
+	slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.a, b.a) })
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if n := len(out); n > 0 && iv.a <= out[n-1].b {
+			out[n-1].b = max(out[n-1].b, iv.b)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// quotaOverlapping returns, clipped to [a, b), the times the broker's
+// cgroup was throttled by its CPU quota.
+func (x *Index) quotaOverlapping(a, b int64) []interval {
+	q := x.sched.quota
+	i, _ := slices.BinarySearchFunc(q, a, func(iv interval, t int64) int { return cmp.Compare(iv.b, t+1) })
+	var out []interval
+	for ; i < len(q) && q[i].a < b; i++ {
+		if c := clip(q[i], interval{a, b}); c.b > c.a {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -23,14 +23,36 @@ type iorunqIorunqEvent struct {
 	HolderTgid uint32
 	HolderComm [16]int8
 	Preempted  uint32
-	Pad        uint32
+	Throttled  uint32
+	Holders    [3]struct {
+		_    structs.HostLayout
+		Ns   uint64
+		Tgid uint32
+		Tid  uint32
+		Comm [16]int8
+	}
+}
+
+type iorunqRunqCpu struct {
+	_        structs.HostLayout
+	CurStart uint64
+	Next     uint32
+	Pad      uint32
+	S        [32]struct {
+		_     structs.HostLayout
+		Start uint64
+		End   uint64
+		Tgid  uint32
+		Tid   uint32
+		Comm  [16]int8
+	}
 }
 
 type iorunqRunqStart struct {
 	_         structs.HostLayout
 	Ts        uint64
 	Preempted uint32
-	Pad       uint32
+	Throttled uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -38,6 +60,7 @@ type iorunqRunqStart struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	iorunqMapKsioRcounters      = "ksio_rcounters"
+	iorunqMapKsioRcpu           = "ksio_rcpu"
 	iorunqMapKsioRevents        = "ksio_revents"
 	iorunqMapKsioRstart         = "ksio_rstart"
 	iorunqProgKsioRunqSwitch    = "ksio_runq_switch"
@@ -100,6 +123,7 @@ type iorunqProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iorunqMapSpecs struct {
 	KsioRcounters *ebpf.MapSpec `ebpf:"ksio_rcounters"`
+	KsioRcpu      *ebpf.MapSpec `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.MapSpec `ebpf:"ksio_revents"`
 	KsioRstart    *ebpf.MapSpec `ebpf:"ksio_rstart"`
 }
@@ -134,6 +158,7 @@ func (o *iorunqObjects) Close() error {
 // It can be passed to loadIorunqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iorunqMaps struct {
 	KsioRcounters *ebpf.Map `ebpf:"ksio_rcounters"`
+	KsioRcpu      *ebpf.Map `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.Map `ebpf:"ksio_revents"`
 	KsioRstart    *ebpf.Map `ebpf:"ksio_rstart"`
 }
@@ -141,6 +166,7 @@ type iorunqMaps struct {
 func (m *iorunqMaps) Close() error {
 	return _IorunqClose(
 		m.KsioRcounters,
+		m.KsioRcpu,
 		m.KsioRevents,
 		m.KsioRstart,
 	)

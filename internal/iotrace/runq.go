@@ -2,9 +2,11 @@ package iotrace
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -102,8 +104,12 @@ func (r *runq) close() error {
 	return errors.Join(errs...)
 }
 
-// runqEventSize is sizeof(struct iorunq_event).
-const runqEventSize = 56
+// runqEventSize is sizeof(struct iorunq_event); runqHolderSize of struct
+// iorunq_holder, which it holds len(ev.Holders) of from byte 56.
+const (
+	runqEventSize  = 56 + len(iorunqIorunqEvent{}.Holders)*runqHolderSize
+	runqHolderSize = 32
+)
 
 // decodeRunqEvent decodes struct iorunq_event (little-endian).
 func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
@@ -122,6 +128,16 @@ func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
 		ev.HolderComm[i] = int8(b[32+i])
 	}
 	ev.Preempted = le.Uint32(b[48:])
+	ev.Throttled = le.Uint32(b[52:])
+	for i := range ev.Holders {
+		h := b[56+i*runqHolderSize:]
+		ev.Holders[i].Ns = le.Uint64(h[0:])
+		ev.Holders[i].Tgid = le.Uint32(h[8:])
+		ev.Holders[i].Tid = le.Uint32(h[12:])
+		for j := range ev.Holders[i].Comm {
+			ev.Holders[i].Comm[j] = int8(h[16+j])
+		}
+	}
 	return ev, nil
 }
 
@@ -142,7 +158,16 @@ func runDelay(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string)
 	rd := &event.RunDelay{Kind: event.KindRunDelay, Start: clock.wall(ev.StartNs), End: clock.wall(ev.EndNs),
 		LatencyMs: float64(ev.EndNs-ev.StartNs) / float64(time.Millisecond),
 		TID:       int(ev.Tid), Thread: thread(int(ev.Tid)), CPU: int(ev.Cpu), Preempted: ev.Preempted != 0,
-		HolderPID: int(ev.HolderTgid), HolderTID: int(ev.HolderTid), HolderComm: commString(ev.HolderComm[:])}
+		HolderPID: int(ev.HolderTgid), HolderTID: int(ev.HolderTid), HolderComm: commString(ev.HolderComm[:]),
+		Throttled: ev.Throttled != 0}
+	for _, h := range ev.Holders {
+		if h.Ns == 0 {
+			continue
+		}
+		rd.Holders = append(rd.Holders, event.RunHolder{PID: int(h.Tgid), TID: int(h.Tid), Comm: commString(h.Comm[:]),
+			Ms: float64(h.Ns) / float64(time.Millisecond)})
+	}
+	slices.SortStableFunc(rd.Holders, func(a, b event.RunHolder) int { return cmp.Compare(b.Ms, a.Ms) })
 	return rd
 }
 

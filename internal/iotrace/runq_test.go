@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ import (
 )
 
 func TestDecodeRunqEvent(t *testing.T) {
+	if n := binary.Size(iorunqIorunqEvent{}); n != runqEventSize {
+		t.Fatalf("struct iorunq_event is %d bytes, the decoder reads %d", n, runqEventSize)
+	}
 	b := make([]byte, runqEventSize)
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], 1_000_000)
@@ -30,6 +34,13 @@ func TestDecodeRunqEvent(t *testing.T) {
 	le.PutUint32(b[28:], 899)
 	copy(b[32:48], "kworker/1:2\x00junk")
 	le.PutUint32(b[48:], 1)
+	le.PutUint32(b[52:], 1)
+	// Holders: the hog for 2 ms, the CPU idle for 0.5 ms, one unused.
+	le.PutUint64(b[56:], 500_000)
+	le.PutUint64(b[88:], 2_000_000)
+	le.PutUint32(b[96:], 899)
+	le.PutUint32(b[100:], 900)
+	copy(b[104:120], "kworker/1:2\x00")
 	full := append(b[:len(b):len(b)], make([]byte, 8)...) // ring samples are padded to 8 bytes
 	tests := []struct {
 		name string
@@ -55,8 +66,9 @@ func TestDecodeRunqEvent(t *testing.T) {
 			rd := runDelay(&ev, clock, func(tid int) string { return "thread-" + strconv.Itoa(tid) })
 			want := event.RunDelay{Kind: event.KindRunDelay, Start: time.Unix(3600, 1_000_000).UTC(),
 				End: time.Unix(3600, 3_500_000).UTC(), LatencyMs: 2.5, TID: 4711, Thread: "thread-4711", CPU: 1,
-				Preempted: true, HolderPID: 899, HolderTID: 900, HolderComm: "kworker/1:2"}
-			if *rd != want {
+				Preempted: true, HolderPID: 899, HolderTID: 900, HolderComm: "kworker/1:2", Throttled: true,
+				Holders: []event.RunHolder{{PID: 899, TID: 900, Comm: "kworker/1:2", Ms: 2}, {Ms: 0.5}}}
+			if !reflect.DeepEqual(*rd, want) {
 				t.Errorf("got  %+v\nwant %+v", *rd, want)
 			}
 			if rd.Latency() != 2500*time.Microsecond {
@@ -220,7 +232,7 @@ func TestRunDelays(t *testing.T) {
 		const min = time.Millisecond
 		delays, sched, st := traceRunDelays(t, target, min, 2*time.Second)
 		var total time.Duration
-		behindHog := 0
+		behindHog, holdersHog := 0, 0
 		for _, r := range delays {
 			total += r.Latency()
 			if r.TID != target || r.Thread != "ks-runq-target" {
@@ -235,6 +247,16 @@ func TestRunDelays(t *testing.T) {
 			// A busy loop never sleeps: it only waits after preemption.
 			if !r.Preempted {
 				t.Errorf("a busy loop's wait not after a preemption: %+v", *r)
+			}
+			var holderMs float64
+			for _, h := range r.Holders {
+				holderMs += h.Ms
+			}
+			if holderMs > r.LatencyMs*1.001+0.01 {
+				t.Errorf("holders ran %.3f ms of a %.3f ms wait: %+v", holderMs, r.LatencyMs, *r)
+			}
+			if len(r.Holders) > 0 && r.Holders[0].PID == hog && r.Holders[0].Comm == "ks-runq-hog" && r.Holders[0].Ms >= r.LatencyMs*0.8 {
+				holdersHog++
 			}
 			if r.HolderPID == hog && r.HolderTID == hog && r.HolderComm == "ks-runq-hog" {
 				behindHog++
@@ -253,6 +275,10 @@ func TestRunDelays(t *testing.T) {
 		if behindHog < len(delays)*9/10 {
 			t.Errorf("%d of %d delays behind the hog, want at least 90%%", behindHog, len(delays))
 		}
+		// And the CPU's run slices during each wait are the hog's.
+		if holdersHog < len(delays)*9/10 {
+			t.Errorf("%d of %d delays with the hog first among the holders for 80%% of the wait, want at least 90%%", holdersHog, len(delays))
+		}
 		// Half of 2 s waiting; the scheduler counts every wait, the
 		// tracer those of 1 ms or more: nearly all of them here.
 		if sched < 600*time.Millisecond {
@@ -266,6 +292,48 @@ func TestRunDelays(t *testing.T) {
 		}
 		if st.RunDelayEvents < uint64(len(delays)) {
 			t.Errorf("stats count %d events, %d delivered", st.RunDelayEvents, len(delays))
+		}
+		for _, r := range delays {
+			if r.Throttled {
+				t.Errorf("no quota, yet a wait marked throttled: %+v", *r)
+				break
+			}
+		}
+	})
+
+	// In a cgroup v1 cpu cgroup limited to a tenth of a CPU, the target
+	// waits most of the time, for quota: the waits say so.
+	t.Run("throttled", func(t *testing.T) {
+		root := "/sys/fs/cgroup/cpu"
+		if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
+			labtest.Unavailable(t, "no cgroup v1 cpu controller at %s: %v", root, err)
+		}
+		cg := filepath.Join(root, fmt.Sprintf("kscope-runq-%d", os.Getpid()))
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(target)), 0o644)
+			if err := os.Remove(cg); err != nil {
+				t.Errorf("cgroup %s left behind: %v", cg, err)
+			}
+		})
+		for file, v := range map[string]string{"cpu.cfs_quota_us": "10000", "cgroup.procs": strconv.Itoa(target)} {
+			if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+		}
+		delays, sched, st := traceRunDelays(t, target, time.Millisecond, 2*time.Second)
+		var total, throttled time.Duration
+		for _, r := range delays {
+			total += r.Latency()
+			if r.Throttled {
+				throttled += r.Latency()
+			}
+		}
+		t.Logf("a tenth of a CPU: %d delays, %v in all, %v of it throttled; schedstat %v; stats %+v", len(delays), total, throttled, sched, st)
+		if total < time.Second || throttled < total*9/10 {
+			t.Errorf("waited %v of 2 s, %v of it marked throttled; want over 1 s, 90%% throttled", total, throttled)
 		}
 	})
 }

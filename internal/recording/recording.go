@@ -52,6 +52,10 @@ const (
 	// pauses. Its writer is safe for concurrent use: these come from the
 	// tracer, a cgroup sampler and, at the end, a JVM log.
 	SchedFile = "sched.jsonl"
+	// JVMLogFile is the JVM's own log of its GC and safepoint pauses,
+	// written by the broker while kscope record ran (jcmd VM.log); its
+	// pauses are in SchedFile.
+	JVMLogFile = "jvm.log"
 )
 
 // FormatVersion is the version of the directory layout and meta.json.
@@ -84,6 +88,9 @@ type Meta struct {
 	Trace   TraceCounters   `json:"trace"`
 	// LockWaits counts lock waits read from a JFR file, when one was given.
 	LockWaits *LockWaitCounters `json:"lock_waits,omitempty"`
+	// Sched counts what went into sched.jsonl, and why a source of it
+	// was missing; nil in recordings made before it existed.
+	Sched *SchedCounters `json:"sched,omitempty"`
 
 	// SlowLog is set on the files 'kscope agent' keeps: they hold only
 	// the slow requests (and the requests before them on their
@@ -177,6 +184,30 @@ type TraceCounters struct {
 	JournalSkipped      []string `json:"journal_skipped,omitempty"`
 	// Mode is how writes were timed (iotrace.Mode).
 	Mode string `json:"mode"`
+}
+
+// SchedCounters say what sched.jsonl holds: each source's events, its
+// losses, and the error that kept a source out (a reader must not take
+// "no run delays" for "no CPU starvation" when the tracer was off).
+type SchedCounters struct {
+	RunDelays            int64 `json:"run_delays"`
+	RunDelayRingbufDrops int64 `json:"run_delay_ringbuf_drops"`
+	// RunDelayStartFull counts wake-ups not timed because the kernel's
+	// table of runnable threads was full.
+	RunDelayStartFull int64 `json:"run_delay_start_full"`
+	MinRunDelayNs     int64 `json:"min_run_delay_ns"`
+	ConnThreads       int64 `json:"conn_threads"`
+	ConnRingbufDrops  int64 `json:"conn_ringbuf_drops"`
+	// Throttles are cpu_throttle events from ThrottleSamples samples of
+	// the cgroups listed.
+	Throttles       int64    `json:"throttles"`
+	ThrottleSamples int64    `json:"throttle_samples"`
+	Cgroups         []string `json:"cgroups,omitempty"`
+	ThrottleError   string   `json:"throttle_error,omitempty"`
+	// JVMPauses came from JVMPauseSource ("jfr" or "vm.log").
+	JVMPauses      int64  `json:"jvm_pauses"`
+	JVMPauseSource string `json:"jvm_pause_source,omitempty"`
+	JVMPauseError  string `json:"jvm_pause_error,omitempty"`
 }
 
 // LockWaitCounters say what was read from a JFR file.
@@ -359,7 +390,7 @@ func (w *Writer) Close(meta *Meta) error {
 	if meta != nil {
 		meta.Version = FormatVersion
 		meta.Files = meta.Files[:0]
-		for _, name := range []string{RequestsFile, WritesFile, JournalFile, SchedFile, LockWaitsFile, CaptureFile, JFRFile, UseFile} {
+		for _, name := range []string{RequestsFile, WritesFile, JournalFile, SchedFile, LockWaitsFile, CaptureFile, JFRFile, JVMLogFile, UseFile} {
 			if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
 				meta.Files = append(meta.Files, name)
 			}
