@@ -27,6 +27,14 @@ type reqCtx struct {
 	// queuedDelays are the run delays the request ahead of it was
 	// starved by: evidence for the time it inherits.
 	queuedDelays []event.RunDelay
+	// pauseStarved are the parts of the JVM's pauses during the request
+	// that its stop-the-world threads spent waiting for a CPU (the
+	// waits: pauseDelays): starvation that made the pauses longer.
+	pauseStarved []interval
+	pauseDelays  []event.RunDelay
+	// pauses are the JVM's pauses during the request: a broker thread's
+	// wait for a CPU inside one is the pause's (the GC had the CPUs).
+	pauses []interval
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,

@@ -28,6 +28,9 @@ const maxRunDelayEvidence = 10
 //   - the network thread serving its connection, over the same span but
 //     outside the handler's appends (it reads the request before and
 //     sends the response after);
+//   - both outside the JVM's pauses: a wait inside one is the pause's;
+//   - the parts of the JVM's pauses during the request that the VM's
+//     stop-the-world threads spent waiting for a CPU (see jvmPauses);
 //   - the times the broker's cgroup had used up its CPU quota, over the
 //     whole request: no thread of the broker runs then, whichever the
 //     request needed (the tracer marks a wait that began while the
@@ -45,7 +48,9 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	var delays []event.RunDelay
 	add := func(d event.RunDelay, parts []interval) {
 		n := len(ivs)
-		ivs = append(ivs, clipAll(parts, span)...)
+		for _, p := range clipAll(parts, span) {
+			ivs = append(ivs, minus(p, c.pauses)...)
+		}
 		if len(ivs) > n {
 			delays = append(delays, d)
 		}
@@ -62,6 +67,8 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	}
 	quota := x.quotaOverlapping(c.A, c.E)
 	ivs = append(ivs, quota...)
+	ivs = append(ivs, c.pauseStarved...)
+	delays = append(delays, c.pauseDelays...)
 	ivs = append(ivs, c.queued[CauseCPUStarved]...)
 	// The delays the request ahead was starved by while this one waited
 	// for it are this one's evidence too.

@@ -573,9 +573,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		c.queuedDelays = prev.runDelays
 	}
 	netBlocked := e.networkThreadBlocked(c, f)
+	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
 	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs))
-	gc, safepoint := e.jvmPauses(c, f)
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),

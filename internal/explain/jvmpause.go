@@ -26,6 +26,14 @@ const maxPauseEvidence = 10
 // request was in flight, over its whole span: a pause stops the network
 // thread that would read or send it as much as the handler. GC pauses and
 // other safepoints are measured apart, so that each names its own cause.
+//
+// The part of a pause during which the VM's own stop-the-world threads
+// (the VM Thread, the GC workers) waited for a CPU is not the pause's
+// but CPU starvation's: another process (or the cgroup's quota) made the
+// pause that long (not when the CPU they waited for went to another GC
+// worker: that is the pause's own work). It goes to c.pauseStarved, with
+// those waits in c.pauseDelays, for cpuStarved; the pauses themselves to
+// c.pauses.
 func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
 	gc = measured{cause: CauseGCPause, stw: true}
 	safepoint = measured{cause: CauseSafepoint, stw: true}
@@ -36,16 +44,43 @@ func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
 	whole := interval{c.A, c.E}
 	for _, p := range ps {
 		iv := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, whole)
+		c.pauses = append(c.pauses, iv)
+		var starved []interval
+		for _, d := range e.idx.vmThreadDelays(iv.a, iv.b) {
+			if !heldOutsideVM(&d) {
+				continue // one GC worker waiting for another: the pause's own work
+			}
+			starved = append(starved, clip(interval{d.Start.UnixNano(), d.End.UnixNano()}, iv))
+			c.pauseDelays = append(c.pauseDelays, d)
+		}
+		c.pauseStarved = append(c.pauseStarved, starved...)
+		rest := minus(iv, mergeIntervals(starved))
 		if p.Type == event.PauseGC {
-			gc.ivs = append(gc.ivs, iv)
+			gc.ivs = append(gc.ivs, rest...)
 		} else {
-			safepoint.ivs = append(safepoint.ivs, iv)
+			safepoint.ivs = append(safepoint.ivs, rest...)
 		}
 	}
 	gc.ns, safepoint.ns = unionLen(gc.ivs), unionLen(safepoint.ivs)
 	slices.SortStableFunc(ps, func(a, b event.JVMPause) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	f.Pauses = ps[:min(len(ps), maxPauseEvidence)]
 	return gc, safepoint
+}
+
+// heldOutsideVM reports whether, for most of a wait, the CPU went to
+// tasks other than the JVM's stop-the-world threads (another process, or
+// the broker's threads that run on through a pause in native code).
+func heldOutsideVM(d *event.RunDelay) bool {
+	if len(d.Holders) == 0 {
+		return !isVMThread(d.HolderComm)
+	}
+	var outside float64
+	for _, h := range d.Holders {
+		if !isVMThread(h.Comm) {
+			outside += h.Ms
+		}
+	}
+	return outside*2 >= d.LatencyMs
 }
 
 // jvmPauseDetail names the longest pause of the finding's kind.

@@ -11,11 +11,18 @@ func pause(typ, name string, a, b float64) *event.JVMPause {
 	return &event.JVMPause{Kind: event.KindJVMPause, Start: at(a), End: at(b), LatencyMs: b - a, Type: typ, Name: name, Source: "vm.log"}
 }
 
+func vmDelay(tid int, thread string, a, b float64, holder string) *event.RunDelay {
+	d := runDelay(tid, a, b, holder)
+	d.Thread = thread
+	return d
+}
+
 func TestJVMPauses(t *testing.T) {
 	tests := []struct {
 		name   string
 		writes []*event.Write
 		pauses []*event.JVMPause
+		delays []*event.RunDelay
 		req    *event.Request
 		cause  string
 		detail string
@@ -73,6 +80,51 @@ func TestJVMPauses(t *testing.T) {
 			cause:  CauseGCPause,
 			detail: "together with safepoint",
 		},
+		{
+			name:   "a pause its GC threads spent waiting for a CPU is starvation's",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Young (Normal)", 10, 80)},
+			delays: []*event.RunDelay{vmDelay(31, "GC Thread#0", 12, 50, "hog"), vmDelay(32, "GC Thread#1", 40, 75, "hog")},
+			req:    req(8, 0, 100),
+			cause:  CauseCPUStarved,
+			detail: "hog (pid 4242)",
+		},
+		{
+			name:   "a GC thread's short wait leaves the pause the cause",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Young (Normal)", 10, 80)},
+			delays: []*event.RunDelay{vmDelay(31, "GC Thread#0", 12, 17, "hog")},
+			req:    req(9, 0, 100),
+			cause:  CauseGCPause,
+			detail: "Pause Young",
+		},
+		{
+			name:   "a GC worker waiting for another is the pause's own work",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Full", 10, 80)},
+			delays: []*event.RunDelay{holders(vmDelay(31, "GC Thread#0", 12, 78, "GC Thread#1"), event.RunHolder{PID: 4242, Comm: "GC Thread#1", Ms: 66})},
+			req:    req(11, 0, 100),
+			cause:  CauseGCPause,
+			detail: "Pause Full",
+		},
+		{
+			name:   "a handler's wait inside a pause is the pause's",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Full", 10, 80)},
+			delays: []*event.RunDelay{runDelay(11, 12, 85, "GC Thread#0")},
+			req:    req(12, 0, 100),
+			cause:  CauseGCPause,
+			detail: "Pause Full",
+		},
+		{
+			name:   "other JVM threads' waits during a pause do not make it starvation",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Young (Normal)", 10, 80)},
+			delays: []*event.RunDelay{vmDelay(33, "G1 Conc#0", 12, 78, "hog")},
+			req:    req(10, 0, 100),
+			cause:  CauseGCPause,
+			detail: "Pause Young",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +134,9 @@ func TestJVMPauses(t *testing.T) {
 			}
 			for _, p := range tt.pauses {
 				idx.AddJVMPause(p)
+			}
+			for _, d := range tt.delays {
+				idx.AddRunDelay(d)
 			}
 			f := New(Config{}, idx, nil).Explain(tt.req)
 			if f.Cause != tt.cause {

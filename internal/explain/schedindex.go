@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -19,7 +20,10 @@ type schedIndex struct {
 	// quota is when the broker's cgroup had used up its CPU quota: the
 	// merged waits of its threads marked throttled, sorted. No thread of
 	// the cgroup runs then, whichever one a request needed.
-	quota     []interval
+	quota []interval
+	// vmTIDs are the JVM's stop-the-world threads: the VM Thread and the
+	// GC workers, by their names.
+	vmTIDs    []int
 	maxRunq   int64 // longest run delay, ns
 	maxThrot  int64
 	maxPause  int64
@@ -61,7 +65,11 @@ func (x *Index) AddJVMPause(p *event.JVMPause) {
 
 func (s *schedIndex) build() {
 	s.quota = s.quota[:0]
-	for _, rs := range s.runq {
+	s.vmTIDs = s.vmTIDs[:0]
+	for tid, rs := range s.runq {
+		if len(rs) > 0 && isVMThread(rs[0].Thread) {
+			s.vmTIDs = append(s.vmTIDs, tid)
+		}
 		slices.SortStableFunc(rs, func(a, b event.RunDelay) int { return a.Start.Compare(b.Start) })
 		for i := range rs {
 			if rs[i].Throttled {
@@ -93,6 +101,23 @@ func overlappingSorted[T any](s []T, a, b, longest int64, span func(*T) (int64, 
 		if end > a {
 			out = append(out, s[i])
 		}
+	}
+	return out
+}
+
+// isVMThread reports whether a JVM thread name (a comm, at most 15
+// bytes) is one that works while the JVM is stopped: the VM Thread, which
+// runs the VM operation, and the GC's parallel workers.
+func isVMThread(name string) bool {
+	return name == "VM Thread" || strings.HasPrefix(name, "GC Thread#")
+}
+
+// vmThreadDelays returns the waits for a CPU of the JVM's stop-the-world
+// threads overlapping [a, b).
+func (x *Index) vmThreadDelays(a, b int64) []event.RunDelay {
+	var out []event.RunDelay
+	for _, tid := range x.sched.vmTIDs {
+		out = append(out, x.runDelaysOverlapping(tid, a, b)...)
 	}
 	return out
 }
