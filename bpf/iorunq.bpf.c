@@ -81,6 +81,9 @@ struct runq_start {
 	__u64 ts;
 	__u32 preempted;
 	__u32 throttled;
+	__u32 waker_tid;
+	__u32 waker_tgid;
+	char waker_comm[RUNQ_COMM_LEN];
 };
 
 struct {
@@ -138,6 +141,11 @@ static __always_inline int woken(struct task_struct *p)
 		return 0;
 	__u32 tid = p->pid;
 	struct runq_start s = { .ts = bpf_ktime_get_ns(), .throttled = throttled(p) };
+	/* The wake-up runs in the waker's context (or an interrupt's). */
+	__u64 id = bpf_get_current_pid_tgid();
+	s.waker_tid = (__u32)id;
+	s.waker_tgid = (__u32)(id >> 32);
+	bpf_get_current_comm(s.waker_comm, sizeof(s.waker_comm));
 	long err = bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST */)
 		rcount(RCNT_START_FULL);
@@ -250,12 +258,14 @@ int ksio_runq_switch(__u64 *ctx)
 		return 0;
 	__u64 start = s->ts;
 	__u32 preempted = s->preempted, thr = s->throttled;
-	bpf_map_delete_elem(&ksio_rstart, &tid);
-	if (now - start < min_latency_ns)
+	if (now - start < min_latency_ns) {
+		bpf_map_delete_elem(&ksio_rstart, &tid);
 		return 0;
+	}
 	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
 	if (!e) {
 		rcount(RCNT_RINGBUF_DROPS);
+		bpf_map_delete_elem(&ksio_rstart, &tid);
 		return 0;
 	}
 	e->start_ns = start;
@@ -268,6 +278,12 @@ int ksio_runq_switch(__u64 *ctx)
 	bpf_get_current_comm(e->holder_comm, sizeof(e->holder_comm));
 	e->preempted = preempted;
 	e->throttled = thr;
+	e->waker_tid = preempted ? 0 : s->waker_tid;
+	e->waker_tgid = preempted ? 0 : s->waker_tgid;
+	__builtin_memcpy(e->waker_comm, s->waker_comm, RUNQ_COMM_LEN);
+	if (preempted)
+		__builtin_memset(e->waker_comm, 0, RUNQ_COMM_LEN);
+	bpf_map_delete_elem(&ksio_rstart, &tid);
 	__builtin_memset(e->holders, 0, sizeof(e->holders));
 	if (rc)
 		holders(rc, start, now, e);

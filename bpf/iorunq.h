@@ -38,6 +38,12 @@ struct iorunq_event {
 	__u32 throttled;
 	/* From the CPU's last RUNQ_SLICES slices; ns 0: unused. */
 	struct iorunq_holder holders[RUNQ_HOLDERS];
+	/* Woken waits: the task that woke it (0: preempted, or woken from
+	 * an interrupt with no task). A broker thread woken by another of
+	 * the broker's waited for that one: a lock, a queue. */
+	__u32 waker_tid;
+	__u32 waker_tgid;
+	char waker_comm[RUNQ_COMM_LEN];
 };
 
 enum iorunq_counter {

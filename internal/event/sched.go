@@ -42,6 +42,12 @@ type RunDelay struct {
 	// longest first (from the CPU's last run slices; PID 0 is the CPU
 	// idle).
 	Holders []RunHolder `json:"holders,omitempty"`
+	// Waker is the task that woke the thread (not Preempted; 0 when an
+	// interrupt did): a broker thread woken by another of the broker's
+	// threads had waited for it (a lock it held, a queue it fills).
+	WakerPID  int    `json:"waker_pid,omitempty"`
+	WakerTID  int    `json:"waker_tid,omitempty"`
+	WakerComm string `json:"waker_comm,omitempty"`
 }
 
 // RunHolder is a process that had a CPU while a broker thread waited for

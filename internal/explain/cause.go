@@ -18,6 +18,7 @@ type reqCtx struct {
 	// writes), own the times of those appends.
 	handlers []int32
 	own      []interval
+	ownTID   []int32 // the thread of each own write
 	// netTID is the network thread serving its connection (0: not known).
 	netTID int
 	// queued are, by cause, the intervals the request ahead of it on its

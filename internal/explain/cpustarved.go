@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -60,6 +61,9 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 			add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}})
 		}
 	}
+	for _, w := range e.wakerDelays(c, span) {
+		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}})
+	}
 	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
 		for _, d := range x.runDelaysOverlapping(c.netTID, span.a, span.b) {
 			add(d, minus(interval{d.Start.UnixNano(), d.End.UnixNano()}, c.own))
@@ -89,6 +93,38 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 		}
 	}
 	return m
+}
+
+// wakerDelays follows a handler's sleep to whoever ended it: when the
+// handler that appended the request's records was woken for it (its last
+// wake-up before its own append) by another broker thread, after the
+// broker could read the request, that thread's waits for a CPU before the
+// wake-up held the request too (it held a lock the handler needed, or it
+// was the network thread that had to queue the request). Only threads
+// with waits of their own are followed; all traced waits are the
+// broker's.
+func (e *Explainer) wakerDelays(c *reqCtx, span interval) []event.RunDelay {
+	x := e.idx
+	var out []event.RunDelay
+	for _, tid := range c.handlers {
+		ownStart := int64(math.MaxInt64)
+		for i, t := range c.ownTID {
+			if t == tid {
+				ownStart = min(ownStart, c.own[i].a)
+			}
+		}
+		var wake *event.RunDelay
+		for _, d := range x.runDelaysOverlapping(int(tid), span.a, ownStart) {
+			if !d.Preempted && d.WakerTID != 0 && d.WakerTID != int(tid) && d.Start.UnixNano() >= span.a && d.End.UnixNano() <= ownStart {
+				wake = &d
+			}
+		}
+		if wake == nil {
+			continue
+		}
+		out = append(out, x.runDelaysOverlapping(wake.WakerTID, span.a, wake.Start.UnixNano())...)
+	}
+	return out
 }
 
 // cpuStarvedDetail says which threads waited, who had the CPU, and

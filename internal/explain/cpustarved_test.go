@@ -14,6 +14,11 @@ func runDelay(tid int, a, b float64, holder string) *event.RunDelay {
 		CPU: 1, HolderPID: 4242, HolderTID: 4242, HolderComm: holder}
 }
 
+func woken(d *event.RunDelay, by int) *event.RunDelay {
+	d.WakerPID, d.WakerTID, d.WakerComm = 4242, by, "data-plane-kafk"
+	return d
+}
+
 func throttled(d *event.RunDelay) *event.RunDelay { d.Throttled = true; return d }
 
 func holders(d *event.RunDelay, hs ...event.RunHolder) *event.RunDelay { d.Holders = hs; return d }
@@ -127,6 +132,28 @@ func TestCPUStarved(t *testing.T) {
 			writes: []*event.Write{wr(11, 90, 90.1, 100)},
 			delays: []*event.RunDelay{throttled(runDelay(12, -80, 0, "java"))},
 			req:    req(12, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "the thread that woke its handler waited for a CPU meanwhile",
+			writes: []*event.Write{wr(11, 82, 82.1, 100)},
+			delays: []*event.RunDelay{woken(runDelay(11, 78, 81, "java"), 23), runDelay(23, 5, 75, "hog")},
+			req:    req(14, 0, 100),
+			cause:  CauseCPUStarved,
+			detail: []string{"hog (pid 4242)"},
+		},
+		{
+			name:   "a waker that did not wait is no starvation",
+			writes: []*event.Write{wr(11, 82, 82.1, 100)},
+			delays: []*event.RunDelay{woken(runDelay(11, 78, 81, "java"), 23)},
+			req:    req(15, 0, 100),
+			cause:  CauseUnexplained,
+		},
+		{
+			name:   "a wake-up for an earlier request leads nowhere",
+			writes: []*event.Write{wr(11, 82, 82.1, 100)},
+			delays: []*event.RunDelay{woken(runDelay(11, -10, -5, "java"), 23), runDelay(23, -90, -10, "hog"), runDelay(23, 5, 20, "hog")},
+			req:    req(16, 0, 100),
 			cause:  CauseUnexplained,
 		},
 		{

@@ -557,6 +557,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	for _, i := range ownSlow {
 		w := &x.writes[i]
 		c.own = append(c.own, interval{w.start, w.end})
+		c.ownTID = append(c.ownTID, w.tid)
 		if !slices.Contains(c.handlers, w.tid) {
 			c.handlers = append(c.handlers, w.tid)
 		}

@@ -31,6 +31,9 @@ type iorunqIorunqEvent struct {
 		Tid  uint32
 		Comm [16]int8
 	}
+	WakerTid  uint32
+	WakerTgid uint32
+	WakerComm [16]int8
 }
 
 type iorunqRunqCpu struct {
@@ -53,6 +56,9 @@ type iorunqRunqStart struct {
 	Ts        uint64
 	Preempted uint32
 	Throttled uint32
+	WakerTid  uint32
+	WakerTgid uint32
+	WakerComm [16]int8
 }
 
 // Names of all BPF objects in the ELF.

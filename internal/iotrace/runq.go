@@ -105,10 +105,12 @@ func (r *runq) close() error {
 }
 
 // runqEventSize is sizeof(struct iorunq_event); runqHolderSize of struct
-// iorunq_holder, which it holds len(ev.Holders) of from byte 56.
+// iorunq_holder, which it holds len(ev.Holders) of from byte 56, then the
+// waker (24 bytes) at runqWakerOffset.
 const (
-	runqEventSize  = 56 + len(iorunqIorunqEvent{}.Holders)*runqHolderSize
-	runqHolderSize = 32
+	runqHolderSize  = 32
+	runqWakerOffset = 56 + len(iorunqIorunqEvent{}.Holders)*runqHolderSize
+	runqEventSize   = runqWakerOffset + 24
 )
 
 // decodeRunqEvent decodes struct iorunq_event (little-endian).
@@ -138,6 +140,12 @@ func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
 			ev.Holders[i].Comm[j] = int8(h[16+j])
 		}
 	}
+	w := b[runqWakerOffset:]
+	ev.WakerTid = le.Uint32(w[0:])
+	ev.WakerTgid = le.Uint32(w[4:])
+	for j := range ev.WakerComm {
+		ev.WakerComm[j] = int8(w[8+j])
+	}
 	return ev, nil
 }
 
@@ -159,7 +167,10 @@ func runDelay(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string)
 		LatencyMs: float64(ev.EndNs-ev.StartNs) / float64(time.Millisecond),
 		TID:       int(ev.Tid), Thread: thread(int(ev.Tid)), CPU: int(ev.Cpu), Preempted: ev.Preempted != 0,
 		HolderPID: int(ev.HolderTgid), HolderTID: int(ev.HolderTid), HolderComm: commString(ev.HolderComm[:]),
-		Throttled: ev.Throttled != 0}
+		Throttled: ev.Throttled != 0, WakerPID: int(ev.WakerTgid), WakerTID: int(ev.WakerTid)}
+	if ev.WakerTid != 0 {
+		rd.WakerComm = commString(ev.WakerComm[:])
+	}
 	for _, h := range ev.Holders {
 		if h.Ns == 0 {
 			continue

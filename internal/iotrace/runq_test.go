@@ -41,6 +41,9 @@ func TestDecodeRunqEvent(t *testing.T) {
 	le.PutUint32(b[96:], 899)
 	le.PutUint32(b[100:], 900)
 	copy(b[104:120], "kworker/1:2\x00")
+	le.PutUint32(b[runqWakerOffset:], 77)
+	le.PutUint32(b[runqWakerOffset+4:], 70)
+	copy(b[runqWakerOffset+8:], "data-plane-kafk")
 	full := append(b[:len(b):len(b)], make([]byte, 8)...) // ring samples are padded to 8 bytes
 	tests := []struct {
 		name string
@@ -67,7 +70,8 @@ func TestDecodeRunqEvent(t *testing.T) {
 			want := event.RunDelay{Kind: event.KindRunDelay, Start: time.Unix(3600, 1_000_000).UTC(),
 				End: time.Unix(3600, 3_500_000).UTC(), LatencyMs: 2.5, TID: 4711, Thread: "thread-4711", CPU: 1,
 				Preempted: true, HolderPID: 899, HolderTID: 900, HolderComm: "kworker/1:2", Throttled: true,
-				Holders: []event.RunHolder{{PID: 899, TID: 900, Comm: "kworker/1:2", Ms: 2}, {Ms: 0.5}}}
+				Holders:  []event.RunHolder{{PID: 899, TID: 900, Comm: "kworker/1:2", Ms: 2}, {Ms: 0.5}},
+				WakerPID: 70, WakerTID: 77, WakerComm: "data-plane-kafk"}
 			if !reflect.DeepEqual(*rd, want) {
 				t.Errorf("got  %+v\nwant %+v", *rd, want)
 			}
