@@ -28,11 +28,17 @@ type Recording struct {
 
 // Settings returns the JFR settings (a .jfc file) Start records with:
 // jdk.JavaMonitorEnter and jdk.ThreadPark events at or above threshold,
-// without stack traces, and nothing else. -XX:StartFlightRecording=settings=FILE takes the same
-// file.
+// without stack traces; and every safepoint and GC pause, for ReadPauses
+// (pause.go): jdk.SafepointBegin, jdk.SafepointEnd,
+// jdk.SafepointStateSynchronization, jdk.ExecuteVMOperation,
+// jdk.GCPhasePause, jdk.GarbageCollection and jdk.G1GarbageCollection,
+// all without threshold or stack traces (a few events per safepoint;
+// about one safepoint a second on an idle broker, a few a second under
+// 100 MB/s of produce load). Nothing else. -XX:StartFlightRecording=settings=FILE takes the
+// same file.
 func Settings(threshold time.Duration) []byte {
-	return fmt.Appendf(nil, `<?xml version="1.0" encoding="UTF-8"?>
-<configuration version="2.0" label="kscope" description="kscope: monitor waits of at least %v">
+	b := fmt.Appendf(nil, `<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="kscope" description="kscope: monitor waits of at least %v, safepoints and GC pauses">
   <event name="jdk.JavaMonitorEnter">
     <setting name="enabled">true</setting>
     <setting name="stackTrace">false</setting>
@@ -43,8 +49,16 @@ func Settings(threshold time.Duration) []byte {
     <setting name="stackTrace">false</setting>
     <setting name="threshold">%d ns</setting>
   </event>
-</configuration>
 `, threshold, threshold.Nanoseconds(), threshold.Nanoseconds())
+	for _, e := range pauseEvents {
+		b = fmt.Appendf(b, `  <event name=%q>
+    <setting name="enabled">true</setting>
+    <setting name="stackTrace">false</setting>
+    <setting name="threshold">0 ns</setting>
+  </event>
+`, e)
+	}
+	return append(b, "</configuration>\n"...)
 }
 
 var (
@@ -55,7 +69,8 @@ var (
 
 // Start starts a flight recording named name on the JVM pid that records
 // jdk.JavaMonitorEnter events of monitorThreshold or longer (0: every
-// contended monitor entry) into path, which Stop completes. It runs
+// contended monitor entry), and the safepoints and GC pauses of Settings,
+// into path, which Stop completes. It runs
 //
 //	jcmd PID JFR.start name=NAME settings=JFC filename=PATH dumponexit=true
 //

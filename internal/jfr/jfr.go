@@ -8,8 +8,10 @@
 //     event.LockWait for every jdk.JavaMonitorEnter event of a recording.
 //   - Start(ctx, pid, name, path, threshold) and Recording.Stop(ctx) take
 //     such a recording from a running JVM with jcmd (jcmd.go); it holds
-//     only jdk.JavaMonitorEnter events at or above the threshold, plus the
-//     metadata and constant pools (threads, classes) every chunk carries.
+//     jdk.JavaMonitorEnter and jdk.ThreadPark events at or above the
+//     threshold, the JVM's safepoints, VM operations and GC pauses (for
+//     ReadPauses, pause.go), and the metadata and constant pools
+//     (threads, classes) every chunk carries.
 //   - Settings(threshold) is that recording's .jfc settings file, for
 //     java -XX:StartFlightRecording=settings=FILE,filename=PATH.
 //   - ReadProfile (cpu.go) reads a profiling recording (profile.go starts
