@@ -7,7 +7,7 @@
  * kernel wait shows it.
  *
  * A broker thread's start is kept by tid when it becomes runnable: woken
- * (sched_wakeup, sched_wakeup_new) or switched away while still runnable
+ * (sched_waking, sched_wakeup_new) or switched away while still runnable
  * (preempted, or yielding). The switch that brings it back onto a CPU ends
  * the interval; at or above min_latency_ns it goes to user space with the
  * task switched away at that moment (prev: the one that had the CPU).
@@ -93,6 +93,15 @@ struct {
 	__type(value, struct runq_start);
 } ksio_rstart SEC(".maps");
 
+/* When each broker thread went to sleep, by tid (LRU: a thread that
+ * exits asleep leaves its entry behind). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} ksio_rsleep SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20); /* 1 MiB: 18k delays of 56 bytes */
@@ -135,12 +144,45 @@ static __always_inline __u32 throttled(struct task_struct *p)
  * woken there; it has been runnable since its preemption. Entries of
  * threads that went to sleep are deleted at that switch, so an entry found
  * here is such a wait. */
+/* wake reports a broker thread woken by another of the broker's threads
+ * after a sleep of at least min_latency_ns: it waited for that thread (a
+ * lock it held, a queue it filled). Wake-ups from other processes and
+ * from interrupts (the network, timers) are not reported. */
+static __always_inline void wake(__u32 tid, __u64 now)
+{
+	__u64 *slept = bpf_map_lookup_elem(&ksio_rsleep, &tid);
+	if (!slept)
+		return;
+	__u64 since = *slept;
+	bpf_map_delete_elem(&ksio_rsleep, &tid);
+	__u64 id = bpf_get_current_pid_tgid();
+	/* now <= since: woken while still going to sleep (the waker ran on
+	 * another CPU before this one finished the switch): no sleep. */
+	if ((__u32)(id >> 32) != targ_tgid || (__u32)id == tid || now <= since || now - since < min_latency_ns)
+		return;
+	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
+	if (!e) {
+		rcount(RCNT_RINGBUF_DROPS);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = RUNQ_KIND_WAKE;
+	e->start_ns = since;
+	e->end_ns = now;
+	e->tid = tid;
+	e->waker_tid = (__u32)id;
+	e->waker_tgid = (__u32)(id >> 32);
+	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int woken(struct task_struct *p)
 {
 	if (p->tgid != targ_tgid)
 		return 0;
 	__u32 tid = p->pid;
 	struct runq_start s = { .ts = bpf_ktime_get_ns(), .throttled = throttled(p) };
+	wake(tid, s.ts);
 	/* The wake-up runs in the waker's context (or an interrupt's). */
 	__u64 id = bpf_get_current_pid_tgid();
 	s.waker_tid = (__u32)id;
@@ -152,8 +194,11 @@ static __always_inline int woken(struct task_struct *p)
 	return 0;
 }
 
-/* Arguments: the task woken. */
-SEC("tp_btf/sched_wakeup")
+/* Arguments: the task woken. sched_waking, not sched_wakeup: it runs in
+ * the waker's context even when the wake-up itself is queued to another
+ * CPU (ttwu_queue_wakelist), where sched_wakeup fires later, in whatever
+ * task that CPU ran. The wait starts a few microseconds earlier. */
+SEC("tp_btf/sched_waking")
 int ksio_runq_wakeup(__u64 *ctx)
 {
 	return woken((struct task_struct *)ctx[0]);
@@ -247,6 +292,7 @@ int ksio_runq_switch(__u64 *ctx)
 			/* Going to sleep (or exiting): a wake-up recorded while
 			 * it still ran is void. */
 			bpf_map_delete_elem(&ksio_rstart, &tid);
+			bpf_map_update_elem(&ksio_rsleep, &tid, &now, BPF_ANY);
 		}
 	}
 
@@ -276,6 +322,8 @@ int ksio_runq_switch(__u64 *ctx)
 	e->holder_tid = (__u32)id;
 	e->holder_tgid = (__u32)(id >> 32);
 	bpf_get_current_comm(e->holder_comm, sizeof(e->holder_comm));
+	e->kind = RUNQ_KIND_DELAY;
+	e->pad = 0;
 	e->preempted = preempted;
 	e->throttled = thr;
 	e->waker_tid = preempted ? 0 : s->waker_tid;

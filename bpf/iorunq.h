@@ -44,7 +44,15 @@ struct iorunq_event {
 	__u32 waker_tid;
 	__u32 waker_tgid;
 	char waker_comm[RUNQ_COMM_LEN];
+	/* RUNQ_KIND_DELAY: a wait for a CPU (above). RUNQ_KIND_WAKE: the
+	 * thread slept (start_ns to end_ns, the wake-up) and another thread
+	 * of the broker woke it: no cpu, holders or preempted. */
+	__u32 kind;
+	__u32 pad;
 };
+
+#define RUNQ_KIND_DELAY 0
+#define RUNQ_KIND_WAKE 1
 
 enum iorunq_counter {
 	RCNT_RINGBUF_DROPS = 0, /* delays lost: ring buffer full */

@@ -41,6 +41,8 @@ type recordOptions struct {
 	minLatency      time.Duration
 	waitMinLatency  time.Duration
 	stealMin        time.Duration
+	runqMin         time.Duration
+	jvmPauses       bool
 	pcap            bool
 	messageIDHeader string
 	quiet           bool
@@ -60,6 +62,12 @@ and block requests with eBPF, into a recording directory that
   writes.jsonl    the broker's writes to its segment files (as 'kscope iotrace --format json')
   journal.jsonl   jbd2 commits, XFS log writes, ext4 fsyncs, block requests,
                   the broker threads' kernel waits, hypervisor steal
+  sched.jsonl     the broker threads' run-queue delays (with the task that
+                  held the CPU), which network thread serves each
+                  connection, CPU-quota throttling of the broker's cgroup,
+                  the JVM's stop-the-world pauses (GC and safepoints)
+  jvm.log         the JVM's log of those pauses (without --jfr; turned on
+                  with jcmd VM.log for the recording's duration, then off)
   lockwaits.jsonl lock waits from JFR (with --jfr)
   capture.pcapng  the raw capture (with --pcap)
   meta.json       host, kernel, broker pid and version, log dirs with their
@@ -94,6 +102,8 @@ CAP_BPF and CAP_PERFMON).
 	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
 	f.DurationVar(&o.waitMinLatency, "wait-min-latency", time.Millisecond, "record the broker threads' uninterruptible kernel waits at least this long")
 	f.DurationVar(&o.stealMin, "steal-min", 100*time.Microsecond, "record intervals between context switches with at least this much hypervisor steal (virtual machines)")
+	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "record the broker threads' waits for a CPU (run-queue latency) at least this long")
+	f.BoolVar(&o.jvmPauses, "jvm-pauses", true, "record the JVM's GC and safepoint pauses (from --jfr, else from the JVM's log turned on with jcmd)")
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
@@ -163,7 +173,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// first attach happens before anything else starts, so that a tracer
 	// that cannot attach ends the command before the capture opens.
 	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true,
-		Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin}}
+		Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin,
+		RunQueue: true, RunQueueMin: o.runqMin, Conns: true, Ports: cfg.Ports}}
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
 	}
@@ -205,7 +216,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	go func() {
 		defer wg.Done()
 		defer close(traceDone)
-		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal})
+		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal,
+			RunDelay: rec.RunDelay, Wakeup: rec.Wakeup, ConnThread: rec.ConnThread})
 	}()
 	select {
 	case <-firstAttach:
@@ -224,6 +236,12 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			return fmt.Errorf("--jfr start: %w", err)
 		}
 	}
+
+	jfrPath := o.jfr
+	if o.jfr == "start" {
+		jfrPath = filepath.Join(o.out, recording.JFRFile)
+	}
+	sched := startSchedSources(ctx, stderr, o.quiet, pid, o.out, o.jvmPauses, jfrPath, rec)
 
 	var raw func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte)
 	var pcapOut *pcapSink
@@ -264,10 +282,6 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		errs = append(errs, jfrRec.Stop(jctx))
 		cancel()
 	}
-	jfrPath := o.jfr
-	if o.jfr == "start" {
-		jfrPath = filepath.Join(o.out, recording.JFRFile)
-	}
 	if jfrPath != "" {
 		lw := &recording.LockWaitCounters{Source: jfrPath}
 		st, err := jfr.ReadLockWaits(jfrPath, rec.LockWait)
@@ -290,6 +304,16 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		iotrace.AddStats(&st, se.Stats)
 		pids = append(pids, se.PID)
 	}
+	pauseJFR := jfrPath
+	if !o.jvmPauses {
+		pauseJFR = ""
+	}
+	// Without the JVM's pauses the recording still explains the rest:
+	// the reason is said, and kept in meta.json.
+	var schedErr error
+	if meta.Sched, schedErr = sched.stop(st, o.runqMin, pauseJFR, rec); schedErr != nil {
+		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %v\n", schedErr)
+	}
 	first := attaches[0]
 	meta.Broker.PIDs = pids
 	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
@@ -311,12 +335,27 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
 			o.out, w.Requests, w.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
 	}
+	if sc := meta.Sched; !o.quiet && sc != nil {
+		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",
+			sc.RunDelays, sc.Wakeups, o.runqMin, sc.ConnThreads, sc.Throttles, sc.ThrottleSamples, sc.JVMPauses, orNone(sc.JVMPauseSource))
+	}
 	// Losses are always reported.
+	if st.RunDelayRingbufDrops > 0 || st.RunDelayStartFull > 0 || st.ConnRingbufDrops > 0 {
+		fmt.Fprintf(stderr, "record: WARNING: lost %d run-queue delays and %d connection threads (ring buffers full), %d waits not timed (start map full)\n",
+			st.RunDelayRingbufDrops, st.ConnRingbufDrops, st.RunDelayStartFull)
+	}
 	if res.Capture.KernelDrops > 0 || st.RingbufDrops > 0 || st.JournalRingbufDrops > 0 {
 		fmt.Fprintf(stderr, "record: WARNING: lost %d packets in the kernel, %d writes and %d journal events (ring buffers full)\n",
 			res.Capture.KernelDrops, st.RingbufDrops, st.JournalRingbufDrops)
 	}
 	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func orUnknown(s string) string {

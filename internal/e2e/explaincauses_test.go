@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,27 +52,32 @@ func TestExplainCauses(t *testing.T) {
 		return dir, windows
 	}
 
+	// The control injects nothing. Its slow requests (a p99 always has
+	// some) may well be cpu-starved or in a GC pause: on two CPUs the
+	// producers, the recorder and the broker compete, and the broker
+	// collects. What must not appear is the evidence of an injection: a
+	// CPU hog holding the CPU, the cgroup's quota, a pause of jcmd GC.run.
 	t.Run("control", func(t *testing.T) {
 		dir, _ := record(t, func(context.Context) []freezeWindow { time.Sleep(4 * time.Second); return nil })
 		findings, sum := runExplain(t, dir)
 		t.Logf("control: %d produce requests, p99 %.1f ms, causes %s", sum.ProduceRequests, sum.ThresholdMs, causeCounts(sum))
 		for _, f := range findings {
 			t.Logf("control: %s/%d %.1f ms: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Cause, f.Detail)
-			if f.Cause == explain.CauseCPUStarved && heldBy(f, hogComm) > 0 {
-				t.Errorf("control run: %s/%d put on a CPU hog: %s", f.Client, f.CorrelationID, f.Detail)
+			if heldBy(f, hogComm) > 0 {
+				t.Errorf("control run: %s/%d names a CPU hog: %s", f.Client, f.CorrelationID, f.Detail)
 			}
-			for _, p := range f.Pauses {
-				if p.Cause == "System.gc()" {
-					t.Errorf("control run: %s/%d put on a System.gc() pause: %s", f.Client, f.CorrelationID, f.Detail)
-				}
+			if len(f.Throttles) > 0 || f.QuotaStoppedMs > 0 {
+				t.Errorf("control run: %s/%d names CPU-quota throttling: %s", f.Client, f.CorrelationID, f.Detail)
+			}
+			if gcRun(f) {
+				t.Errorf("control run: %s/%d put on a jcmd GC.run pause: %s", f.Client, f.CorrelationID, f.Detail)
 			}
 		}
 		if sum.RunDelays == 0 {
 			t.Error("control run: no run-queue delay recorded at all (is the tracer's runq program attached?)")
 		}
-		share := causeShare(sum, explain.CauseCPUStarved) + causeShare(sum, explain.CauseGCPause)
-		if share > 0.5 {
-			t.Errorf("control run: %.0f%% of slow requests put on the CPU or GC", 100*share)
+		if sum.JVMPauses == 0 {
+			t.Error("control run: no JVM pause recorded at all (is the JVM's log on?)")
 		}
 	})
 
@@ -107,7 +114,7 @@ func TestExplainCauses(t *testing.T) {
 			time.Sleep(800 * time.Millisecond)
 			return ws
 		})
-		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return len(f.Throttles) > 0 })
+		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return len(f.Throttles) > 0 && f.QuotaStoppedMs > 0 })
 	})
 
 	t.Run("gc", func(t *testing.T) {
@@ -130,14 +137,7 @@ func TestExplainCauses(t *testing.T) {
 			time.Sleep(800 * time.Millisecond)
 			return ws
 		})
-		checkCause(t, dir, windows, explain.CauseGCPause, func(f *explain.Finding) bool {
-			for _, p := range f.Pauses {
-				if p.Cause == "System.gc()" {
-					return true
-				}
-			}
-			return false
-		})
+		checkCause(t, dir, windows, explain.CauseGCPause, gcRun)
 	})
 }
 
@@ -176,6 +176,14 @@ func checkCause(t *testing.T, dir string, windows []freezeWindow, cause string, 
 	t.Logf("%d of %d slow requests during the injections (%.1f%%) put on %s with the injected fault in the evidence", named, in, 100*share, cause)
 	if share < 0.9 {
 		t.Errorf("%.1f%% of the slow requests during the injections put on %s, want >= 90%%", 100*share, cause)
+		// The findings as the test saw them (with the broker's segment
+		// files, which the kept copy lacks), beside the recording.
+		var b bytes.Buffer
+		for _, f := range findings {
+			line, _ := json.Marshal(f)
+			b.Write(append(line, '\n'))
+		}
+		os.WriteFile(filepath.Join(dir, "explain.jsonl"), b.Bytes(), 0o644)
 	}
 }
 
@@ -267,6 +275,17 @@ func writeFile(t *testing.T, path, v string) {
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
+}
+
+// gcRun reports whether f's evidence holds a pause of jcmd GC.run: a full
+// GC whose cause HotSpot logs as "Diagnostic Command".
+func gcRun(f *explain.Finding) bool {
+	for _, p := range f.Pauses {
+		if p.Cause == "Diagnostic Command" {
+			return true
+		}
+	}
+	return false
 }
 
 // heldBy is how many of f's run delays had comm among the processes

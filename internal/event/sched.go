@@ -10,6 +10,7 @@ const (
 	KindRunDelay    = "run_delay"
 	KindCPUThrottle = "cpu_throttle"
 	KindConnThread  = "conn_thread"
+	KindWakeup      = "wakeup"
 )
 
 // RunDelay is a broker thread that was runnable but not running for at
@@ -48,6 +49,22 @@ type RunDelay struct {
 	WakerPID  int    `json:"waker_pid,omitempty"`
 	WakerTID  int    `json:"waker_tid,omitempty"`
 	WakerComm string `json:"waker_comm,omitempty"`
+}
+
+// Wakeup is a broker thread that slept (off CPU, waiting) from Start and
+// was woken at End by another thread of the broker: it had waited for
+// that thread, to release a lock or to fill a queue. Reported by kscope
+// iotrace (with --runq) for sleeps of at least the run-queue threshold;
+// wake-ups by other processes or interrupts are not reported.
+type Wakeup struct {
+	Kind        string    `json:"kind"` // KindWakeup
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	SleptMs     float64   `json:"slept_ms"`
+	TID         int       `json:"tid"`
+	Thread      string    `json:"thread"`
+	WakerTID    int       `json:"waker_tid"`
+	WakerThread string    `json:"waker_thread"`
 }
 
 // RunHolder is a process that had a CPU while a broker thread waited for

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -97,9 +98,10 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 
 // wakerDelays follows a handler's sleep to whoever ended it: when the
 // handler that appended the request's records was woken for it (its last
-// wake-up before its own append) by another broker thread, after the
-// broker could read the request, that thread's waits for a CPU before the
-// wake-up held the request too (it held a lock the handler needed, or it
+// wake-up before its own append: a woken run delay, or a wake-up after a
+// sleep) by another broker thread, after the broker could read the
+// request, that thread's waits for a CPU before the wake-up held the
+// request too (it held a lock the handler needed, or it
 // was the network thread that had to queue the request). Only threads
 // with waits of their own are followed; all traced waits are the
 // broker's.
@@ -113,16 +115,18 @@ func (e *Explainer) wakerDelays(c *reqCtx, span interval) []event.RunDelay {
 				ownStart = min(ownStart, c.own[i].a)
 			}
 		}
-		var wake *event.RunDelay
-		for _, d := range x.runDelaysOverlapping(int(tid), span.a, ownStart) {
-			if !d.Preempted && d.WakerTID != 0 && d.WakerTID != int(tid) && d.Start.UnixNano() >= span.a && d.End.UnixNano() <= ownStart {
-				wake = &d
-			}
-		}
-		if wake == nil {
+		at, waker, ok := x.lastWake(int(tid), span.a, ownStart)
+		if !ok {
 			continue
 		}
-		out = append(out, x.runDelaysOverlapping(wake.WakerTID, span.a, wake.Start.UnixNano())...)
+		for _, d := range x.runDelaysOverlapping(waker, span.a, at) {
+			// Only the part before the wake-up held the handler.
+			if d.End.UnixNano() > at {
+				d.End = time.Unix(0, at).UTC()
+				d.LatencyMs = float64(d.End.Sub(d.Start)) / float64(time.Millisecond)
+			}
+			out = append(out, d)
+		}
 	}
 	return out
 }

@@ -272,3 +272,28 @@ func TestMinus(t *testing.T) {
 		}
 	}
 }
+
+// A handler asleep until another broker thread woke it (a wakeup event,
+// its wait for a CPU after it too short to trace) waited for that thread:
+// its waits for a CPU before the wake-up are the request's.
+func TestCPUStarvedWakeup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		wake  float64 // when the handler was woken
+		cause string
+	}{
+		{"woken after the waker's starvation", 81, CauseCPUStarved},
+		{"woken before the request arrived", -5, CauseUnexplained},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := NewIndex()
+			idx.AddWrite(wr(11, 82, 82.1, 100))
+			idx.AddRunDelay(runDelay(23, 5, 75, "hog"))
+			idx.AddWakeup(&event.Wakeup{Kind: event.KindWakeup, Start: at(tc.wake - 60), End: at(tc.wake), SleptMs: 60, TID: 11, WakerTID: 23})
+			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			if f.Cause != tc.cause {
+				t.Errorf("cause %s, want %s: %s", f.Cause, tc.cause, f.Detail)
+			}
+		})
+	}
+}

@@ -42,6 +42,7 @@ func (x *Index) Handlers() recording.IOHandlers {
 		Wait:       func(k *event.KernelWait) error { x.AddWait(k); return nil },
 		Steal:      func(s *event.CPUSteal) error { x.AddSteal(s); return nil },
 		RunDelay:   func(r *event.RunDelay) error { x.AddRunDelay(r); return nil },
+		Wakeup:     func(u *event.Wakeup) error { x.AddWakeup(u); return nil },
 		ConnThread: func(c *event.ConnThread) error { x.AddConnThread(c); return nil },
 		Throttle:   func(t *event.CPUThrottle) error { x.AddThrottle(t); return nil },
 		JVMPause:   func(p *event.JVMPause) error { x.AddJVMPause(p); return nil },

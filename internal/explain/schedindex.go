@@ -14,6 +14,7 @@ import (
 // stop-the-world pauses.
 type schedIndex struct {
 	runq      map[int][]event.RunDelay      // by TID, sorted by start
+	wakeups   map[int][]event.Wakeup        // by TID, sorted by end (the wake-up)
 	conns     map[string][]event.ConnThread // by client "ip:port", sorted by time
 	throttles []event.CPUThrottle           // sorted by start
 	pauses    []event.JVMPause              // sorted by start
@@ -32,6 +33,7 @@ type schedIndex struct {
 
 func (s *schedIndex) init() {
 	s.runq = make(map[int][]event.RunDelay)
+	s.wakeups = make(map[int][]event.Wakeup)
 	s.conns = make(map[string][]event.ConnThread)
 }
 
@@ -40,6 +42,12 @@ func (x *Index) AddRunDelay(r *event.RunDelay) {
 	x.sched.runq[r.TID] = append(x.sched.runq[r.TID], *r)
 	x.sched.maxRunq = max(x.sched.maxRunq, int64(r.Latency()))
 	x.sched.runDelays++
+	x.built = false
+}
+
+// AddWakeup adds a broker thread woken by another of its threads.
+func (x *Index) AddWakeup(u *event.Wakeup) {
+	x.sched.wakeups[u.TID] = append(x.sched.wakeups[u.TID], *u)
 	x.built = false
 }
 
@@ -78,6 +86,9 @@ func (s *schedIndex) build() {
 		}
 	}
 	s.quota = mergeIntervals(s.quota)
+	for _, ws := range s.wakeups {
+		slices.SortStableFunc(ws, func(a, b event.Wakeup) int { return a.End.Compare(b.End) })
+	}
 	for _, cs := range s.conns {
 		slices.SortStableFunc(cs, func(a, b event.ConnThread) int { return a.Time.Compare(b.Time) })
 	}
@@ -149,6 +160,24 @@ func (x *Index) quotaOverlapping(a, b int64) []interval {
 		}
 	}
 	return out
+}
+
+// lastWake is tid's last wake-up by another broker thread in [a, b]: a
+// woken run delay (its start) or a wake-up after a sleep (its end).
+func (x *Index) lastWake(tid int, a, b int64) (t int64, waker int, ok bool) {
+	for _, d := range x.runDelaysOverlapping(tid, a, b) {
+		if s := d.Start.UnixNano(); !d.Preempted && d.WakerTID != 0 && d.WakerTID != tid && s >= a && s <= b && s >= t {
+			t, waker, ok = s, d.WakerTID, true
+		}
+	}
+	ws := x.sched.wakeups[tid]
+	i, _ := slices.BinarySearchFunc(ws, b+1, func(w event.Wakeup, t int64) int { return cmp.Compare(w.End.UnixNano(), t) })
+	if i > 0 {
+		if w := ws[i-1]; w.End.UnixNano() >= a && w.End.UnixNano() >= t && w.WakerTID != tid {
+			t, waker, ok = w.End.UnixNano(), w.WakerTID, true
+		}
+	}
+	return t, waker, ok
 }
 
 // runDelaysOverlapping returns tid's run-queue delays overlapping [a, b).

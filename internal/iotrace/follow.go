@@ -291,6 +291,7 @@ func AddStats(a *Stats, b Stats) {
 	a.RunDelayEvents += b.RunDelayEvents
 	a.RunDelayRingbufDrops += b.RunDelayRingbufDrops
 	a.RunDelayStartFull += b.RunDelayStartFull
+	a.WakeupEvents += b.WakeupEvents
 	a.ConnEvents += b.ConnEvents
 	a.ConnRingbufDrops += b.ConnRingbufDrops
 	a.ConnRecvs += b.ConnRecvs

@@ -34,6 +34,8 @@ type iorunqIorunqEvent struct {
 	WakerTid  uint32
 	WakerTgid uint32
 	WakerComm [16]int8
+	Kind      uint32
+	Pad       uint32
 }
 
 type iorunqRunqCpu struct {
@@ -68,6 +70,7 @@ const (
 	iorunqMapKsioRcounters      = "ksio_rcounters"
 	iorunqMapKsioRcpu           = "ksio_rcpu"
 	iorunqMapKsioRevents        = "ksio_revents"
+	iorunqMapKsioRsleep         = "ksio_rsleep"
 	iorunqMapKsioRstart         = "ksio_rstart"
 	iorunqProgKsioRunqSwitch    = "ksio_runq_switch"
 	iorunqProgKsioRunqWakeup    = "ksio_runq_wakeup"
@@ -131,6 +134,7 @@ type iorunqMapSpecs struct {
 	KsioRcounters *ebpf.MapSpec `ebpf:"ksio_rcounters"`
 	KsioRcpu      *ebpf.MapSpec `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.MapSpec `ebpf:"ksio_revents"`
+	KsioRsleep    *ebpf.MapSpec `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.MapSpec `ebpf:"ksio_rstart"`
 }
 
@@ -166,6 +170,7 @@ type iorunqMaps struct {
 	KsioRcounters *ebpf.Map `ebpf:"ksio_rcounters"`
 	KsioRcpu      *ebpf.Map `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.Map `ebpf:"ksio_revents"`
+	KsioRsleep    *ebpf.Map `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.Map `ebpf:"ksio_rstart"`
 }
 
@@ -174,6 +179,7 @@ func (m *iorunqMaps) Close() error {
 		m.KsioRcounters,
 		m.KsioRcpu,
 		m.KsioRevents,
+		m.KsioRsleep,
 		m.KsioRstart,
 	)
 }

@@ -61,7 +61,7 @@ func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 		prog *ebpf.Program
 	}{
 		{"sched_switch", r.objs.KsioRunqSwitch},
-		{"sched_wakeup", r.objs.KsioRunqWakeup},
+		{"sched_waking", r.objs.KsioRunqWakeup},
 		{"sched_wakeup_new", r.objs.KsioRunqWakeupNew},
 	} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p.prog})
@@ -110,7 +110,7 @@ func (r *runq) close() error {
 const (
 	runqHolderSize  = 32
 	runqWakerOffset = 56 + len(iorunqIorunqEvent{}.Holders)*runqHolderSize
-	runqEventSize   = runqWakerOffset + 24
+	runqEventSize   = runqWakerOffset + 32
 )
 
 // decodeRunqEvent decodes struct iorunq_event (little-endian).
@@ -146,6 +146,7 @@ func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
 	for j := range ev.WakerComm {
 		ev.WakerComm[j] = int8(w[8+j])
 	}
+	ev.Kind = le.Uint32(w[24:])
 	return ev, nil
 }
 
@@ -182,11 +183,26 @@ func runDelay(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string)
 	return rd
 }
 
+// wakeup converts a decoded RUNQ_KIND_WAKE event.
+func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *event.Wakeup {
+	return &event.Wakeup{Kind: event.KindWakeup, Start: clock.wall(ev.StartNs), End: clock.wall(ev.EndNs),
+		SleptMs: float64(ev.EndNs-ev.StartNs) / float64(time.Millisecond), TID: int(ev.Tid), Thread: thread(int(ev.Tid)),
+		WakerTID: int(ev.WakerTid), WakerThread: commString(ev.WakerComm[:])}
+}
+
 func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
 	return readRing(r.rd, func(b []byte) error {
 		ev, err := decodeRunqEvent(b)
 		if err != nil {
 			return err
+		}
+		if ev.Kind == runqKindWake {
+			t.count(func(s *Stats) { s.WakeupEvents++ })
+			if h.Wakeup == nil || ev.EndNs < ev.StartNs {
+				return nil
+			}
+			w := wakeup(&ev, t.clock, t.threads.name)
+			return deliver(func() error { return h.Wakeup(w) })
 		}
 		t.count(func(s *Stats) { s.RunDelayEvents++ })
 		if h.RunDelay == nil {
@@ -196,3 +212,6 @@ func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) err
 		return deliver(func() error { return h.RunDelay(rd) })
 	})
 }
+
+// runqKindWake is RUNQ_KIND_WAKE (bpf/iorunq.h).
+const runqKindWake = 1

@@ -1,6 +1,7 @@
 package iotrace
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -379,5 +380,117 @@ func closeAndCheckPrograms(t *testing.T, tr *Tracer, want int) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wakeScript runs two threads: the sleeper waits on an event the waker
+// sets every 20 ms of busy work, 40 times, once a line comes on stdin;
+// each prints its native thread id first.
+const wakeScript = `
+import threading, time, sys
+ev = threading.Event()
+done = threading.Event()
+def sleeper():
+    sys.stdout.write("sleeper %d\n" % threading.get_native_id()); sys.stdout.flush()
+    while not done.is_set():
+        ev.wait(1)
+        ev.clear()
+def waker():
+    sys.stdout.write("waker %d\n" % threading.get_native_id()); sys.stdout.flush()
+    sys.stdin.readline()
+    for _ in range(40):
+        t = time.monotonic()
+        while time.monotonic() - t < 0.02:
+            pass
+        ev.set()
+    done.set()
+    ev.set()
+a = threading.Thread(target=sleeper); b = threading.Thread(target=waker)
+a.start(); b.start(); a.join(); b.join()
+`
+
+// TestWakeups: a thread that sleeps until another thread of its process
+// wakes it, every 20 ms, is reported woken by that thread each time; a
+// wake-up by a timer (no thread) is not reported, and no wake-up names a
+// thread outside the process.
+func TestWakeups(t *testing.T) {
+	requireRoot(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		labtest.Unavailable(t, "python3 for the two-thread target: %v", err)
+	}
+	// Bounded: the target dies after 30 s whatever happens.
+	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer pcancel()
+	cmd := exec.CommandContext(pctx, py, "-c", wakeScript)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	tids := map[string]int{}
+	sc := bufio.NewScanner(out)
+	for len(tids) < 2 && sc.Scan() {
+		var name string
+		var tid int
+		if _, err := fmt.Sscan(sc.Text(), &name, &tid); err == nil {
+			tids[name] = tid
+		}
+	}
+	if len(tids) < 2 {
+		t.Fatalf("the target printed thread ids %v (%v)", tids, sc.Err())
+	}
+	tr, err := Open(Config{PID: cmd.Process.Pid, LogDirs: []string{t.TempDir()}, RunQueue: true, RunQueueMin: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var mu sync.Mutex
+	var wakes []*event.Wakeup
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.RunAll(ctx, Handlers{Wakeup: func(u *event.Wakeup) error {
+		mu.Lock()
+		wakes = append(wakes, u)
+		mu.Unlock()
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Python hands its interpreter lock over in 5 ms turns: in each 20 ms
+	// cycle the sleeper's wait for the lock times out after 5 ms (a timer:
+	// no thread woke it, not reported) and then sleeps until the waker
+	// sets the event or drops the lock (reported). So at least one
+	// wake-up by the waker per cycle, ~15 ms of each cycle's sleep.
+	good := 0
+	var slept float64
+	for _, u := range wakes {
+		if u.TID == tids["sleeper"] && u.WakerTID == tids["waker"] && u.SleptMs >= 1 {
+			good++
+			slept += u.SleptMs
+		} else if testing.Verbose() {
+			t.Logf("other: %+v", *u)
+		}
+		if u.WakerTID != tids["waker"] && u.WakerTID != tids["sleeper"] {
+			t.Errorf("woken by tid %d, not a thread of the target (%v): %+v", u.WakerTID, tids, *u)
+		}
+	}
+	t.Logf("threads %v: %d wake-ups, %d of the sleeper by the waker, %.0f ms slept; stats %+v", tids, len(wakes), good, slept, st)
+	if good < 36 || slept < 40*10 || slept > 40*20+100 {
+		t.Errorf("%d wake-ups of the sleeper by the waker, %.0f ms slept; want >= 36 over 400-900 ms (40 cycles of 20 ms)", good, slept)
 	}
 }

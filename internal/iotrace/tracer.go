@@ -143,6 +143,9 @@ type Stats struct {
 	RunDelayEvents       uint64
 	RunDelayRingbufDrops uint64
 	RunDelayStartFull    uint64
+	// WakeupEvents are broker threads woken by another broker thread
+	// after a sleep of RunQueueMin or more (same ring buffer, same losses).
+	WakeupEvents uint64
 	// With Config.Conns: connections reported, those lost, and the
 	// receives on the broker's ports seen (bpf/iosock.bpf.c).
 	ConnEvents       uint64
@@ -326,6 +329,7 @@ type Handlers struct {
 	Steal  func(*event.CPUSteal) error      // hypervisor steal (Config.Steal)
 	// Run-queue delays (Config.RunQueue), connections' threads (Config.Conns).
 	RunDelay   func(*event.RunDelay) error
+	Wakeup     func(*event.Wakeup) error
 	ConnThread func(*event.ConnThread) error
 }
 

@@ -196,8 +196,11 @@ type SchedCounters struct {
 	// table of runnable threads was full.
 	RunDelayStartFull int64 `json:"run_delay_start_full"`
 	MinRunDelayNs     int64 `json:"min_run_delay_ns"`
-	ConnThreads       int64 `json:"conn_threads"`
-	ConnRingbufDrops  int64 `json:"conn_ringbuf_drops"`
+	// Wakeups are broker threads woken by another of its threads after
+	// sleeping MinRunDelayNs or more.
+	Wakeups          int64 `json:"wakeups"`
+	ConnThreads      int64 `json:"conn_threads"`
+	ConnRingbufDrops int64 `json:"conn_ringbuf_drops"`
 	// Throttles are cpu_throttle events from ThrottleSamples samples of
 	// the cgroups listed.
 	Throttles       int64    `json:"throttles"`
@@ -297,6 +300,10 @@ func (w *Writer) Steal(c *event.CPUSteal) error { return w.journal.Encode(c) }
 
 // RunDelay appends a broker thread's run-queue delay to sched.jsonl.
 func (w *Writer) RunDelay(r *event.RunDelay) error { return w.encodeSched(r) }
+
+// Wakeup appends a broker thread woken by another of its threads to
+// sched.jsonl.
+func (w *Writer) Wakeup(u *event.Wakeup) error { return w.encodeSched(u) }
 
 // ConnThread appends which broker thread serves a connection to sched.jsonl.
 func (w *Writer) ConnThread(c *event.ConnThread) error { return w.encodeSched(c) }
@@ -539,6 +546,7 @@ type IOHandlers struct {
 	Steal  func(*event.CPUSteal) error
 	// The scheduling and JVM evidence of sched.jsonl.
 	RunDelay   func(*event.RunDelay) error
+	Wakeup     func(*event.Wakeup) error
 	ConnThread func(*event.ConnThread) error
 	Throttle   func(*event.CPUThrottle) error
 	JVMPause   func(*event.JVMPause) error
@@ -631,6 +639,8 @@ func ReadIO(path string, h IOHandlers) error {
 			return h.Steal(&cs)
 		case event.KindRunDelay:
 			return decodeTo(line, h.RunDelay)
+		case event.KindWakeup:
+			return decodeTo(line, h.Wakeup)
 		case event.KindConnThread:
 			return decodeTo(line, h.ConnThread)
 		case event.KindCPUThrottle:

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/cgroupcpu"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/jvmlog"
+	"github.com/kscope-dev/kscope/internal/recording"
+)
+
+// schedSources are record's sources of scheduling evidence beside the
+// tracer's run-queue delays and connection threads: the sampler of the
+// broker's cgroup CPU throttling, and the JVM's log of its pauses (when
+// the pauses do not come from a JFR recording). Both end with the
+// recording; their counters go into meta.json's sched section.
+type schedSources struct {
+	counters *recording.SchedCounters
+
+	throttleDone  chan struct{}
+	throttleStats cgroupcpu.Stats
+	throttleErr   error
+
+	vmlog     *jvmlog.Session
+	vmlogPath string
+}
+
+// startSchedSources starts the throttle sampler and, unless the pauses
+// come from JFR (jfrPath set) or are not wanted, turns on the JVM's
+// logging of its GC and safepoint pauses into the recording. A source
+// that cannot start is noted (on stderr and in the counters), never
+// fatal: the recording is still worth having without it.
+func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid int, out string, jvmPauses bool, jfrPath string, rec *recording.Writer) *schedSources {
+	s := &schedSources{counters: &recording.SchedCounters{}, throttleDone: make(chan struct{})}
+	go func() {
+		defer close(s.throttleDone)
+		s.throttleStats, s.throttleErr = cgroupcpu.Run(ctx, pid, cgroupcpu.DefaultInterval, rec.Throttle)
+	}()
+	if !jvmPauses || jfrPath != "" {
+		return s
+	}
+	s.vmlogPath = filepath.Join(out, recording.JVMLogFile)
+	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, err := jvmlog.Start(jctx, pid, s.vmlogPath)
+	if err != nil {
+		s.counters.JVMPauseError = err.Error()
+		if !quiet {
+			fmt.Fprintf(stderr, "record: no JVM pauses: %v\n", err)
+		}
+		return s
+	}
+	s.vmlog = sess
+	return s
+}
+
+// stop waits for the sampler, turns the JVM's logging off again, reads
+// the pauses of the JVM log or of the JFR file at jfrPath into rec, and
+// returns the counters with the tracer's st.
+func (s *schedSources) stop(st iotrace.Stats, runqMin time.Duration, jfrPath string, rec *recording.Writer) (*recording.SchedCounters, error) {
+	<-s.throttleDone
+	c := s.counters
+	c.RunDelays, c.RunDelayRingbufDrops, c.RunDelayStartFull = int64(st.RunDelayEvents), int64(st.RunDelayRingbufDrops), int64(st.RunDelayStartFull)
+	c.MinRunDelayNs, c.Wakeups = int64(runqMin), int64(st.WakeupEvents)
+	c.ConnThreads, c.ConnRingbufDrops = int64(st.ConnEvents), int64(st.ConnRingbufDrops)
+	c.Throttles, c.ThrottleSamples, c.Cgroups = s.throttleStats.Throttles, s.throttleStats.Samples, s.throttleStats.Cgroups
+	if s.throttleErr != nil {
+		c.ThrottleError = s.throttleErr.Error()
+	}
+
+	count := func(p *event.JVMPause) error {
+		c.JVMPauses++
+		return rec.JVMPause(p)
+	}
+	var err error
+	switch {
+	case jfrPath != "":
+		c.JVMPauseSource = "jfr"
+		_, err = jfr.ReadPauses(jfrPath, count)
+	case s.vmlog != nil:
+		c.JVMPauseSource = "vm.log"
+		jctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = s.vmlog.Stop(jctx)
+		cancel()
+		if err == nil {
+			_, err = jvmlog.ReadPauses(s.vmlogPath, count)
+		}
+	}
+	if err != nil {
+		c.JVMPauseError = err.Error()
+	}
+	return c, err
+}
