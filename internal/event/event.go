@@ -59,11 +59,16 @@ type Request struct {
 	// Retransmits and ResponseRetransmits count the TCP segments the
 	// capture saw again (bytes it had captured before) between Arrival
 	// and End, client to broker and broker to client; ZeroWindows the
-	// zero-window advertisements of either side then. Evidence that the
-	// network held the request up.
+	// client's zero-window advertisements then (it did not read the
+	// broker's responses). Evidence that the network held the request up.
 	Retransmits         int `json:"retransmits,omitempty"`
 	ResponseRetransmits int `json:"response_retransmits,omitempty"`
 	ZeroWindows         int `json:"zero_windows,omitempty"`
+	// BrokerZeroWindows are the broker's zero-window advertisements
+	// between Arrival and End: its socket's receive buffer was full,
+	// because the broker did not read. A request slow to arrive then was
+	// held by the broker, not by the network.
+	BrokerZeroWindows int `json:"broker_zero_windows,omitempty"`
 	// ResponseAckWaitMs: the response left the broker right after the
 	// client acknowledged everything the broker had in flight, which had
 	// waited this long for it: TCP held the response (a congestion window

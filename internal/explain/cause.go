@@ -21,6 +21,10 @@ type reqCtx struct {
 	ownTID   []int32 // the thread of each own write
 	// netTID is the network thread serving its connection (0: not known).
 	netTID int
+	// netFrom is when the network thread became responsible for it:
+	// brokerStart, or its arrival when the broker's receive window closed
+	// meanwhile (the thread did not read it).
+	netFrom int64
 	// queued are, by cause, the intervals the request ahead of it on its
 	// connection was held up by, clipped to the time this one waited
 	// for it (nil when it did not wait).

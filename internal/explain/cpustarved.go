@@ -48,9 +48,9 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	span := interval{c.brokerStart, c.E}
 	var ivs []interval
 	var delays []event.RunDelay
-	add := func(d event.RunDelay, parts []interval) {
+	add := func(d event.RunDelay, parts []interval, to interval) {
 		n := len(ivs)
-		for _, p := range clipAll(parts, span) {
+		for _, p := range clipAll(parts, to) {
 			ivs = append(ivs, minus(p, c.pauses)...)
 		}
 		if len(ivs) > n {
@@ -59,15 +59,16 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	}
 	for _, tid := range c.handlers {
 		for _, d := range x.runDelaysOverlapping(int(tid), span.a, span.b) {
-			add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}})
+			add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}}, span)
 		}
 	}
 	for _, w := range e.wakerDelays(c, span) {
-		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}})
+		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}}, span)
 	}
 	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
-		for _, d := range x.runDelaysOverlapping(c.netTID, span.a, span.b) {
-			add(d, minus(interval{d.Start.UnixNano(), d.End.UnixNano()}, c.own))
+		netSpan := interval{c.netFrom, c.E}
+		for _, d := range x.runDelaysOverlapping(c.netTID, netSpan.a, netSpan.b) {
+			add(d, minus(interval{d.Start.UnixNano(), d.End.UnixNano()}, c.own), netSpan)
 		}
 	}
 	quota := x.quotaOverlapping(c.A, c.E)

@@ -148,6 +148,7 @@ type Finding struct {
 	Retransmits         int     `json:"retransmits,omitempty"`
 	ResponseRetransmits int     `json:"response_retransmits,omitempty"`
 	ZeroWindows         int     `json:"zero_windows,omitempty"`
+	BrokerZeroWindows   int     `json:"broker_zero_windows,omitempty"`
 	ResponseAckWaitMs   float64 `json:"response_ack_wait_ms,omitempty"`
 
 	Cause string `json:"cause"`
@@ -403,7 +404,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, QueuedMs: r.QueuedMs, BrokerMs: r.BrokerMs, ResponseMs: r.ResponseMs,
 		Client: r.Client, Broker: r.Broker, ClientID: r.ClientID, CorrelationID: r.CorrelationID, APIVersion: r.APIVersion,
 		Acks: r.Acks, ThrottleMs: r.ThrottleMs, RequestBytes: r.RequestBytes,
-		Retransmits: r.Retransmits, ResponseRetransmits: r.ResponseRetransmits, ZeroWindows: r.ZeroWindows, ResponseAckWaitMs: r.ResponseAckWaitMs,
+		Retransmits: r.Retransmits, ResponseRetransmits: r.ResponseRetransmits, ZeroWindows: r.ZeroWindows, BrokerZeroWindows: r.BrokerZeroWindows, ResponseAckWaitMs: r.ResponseAckWaitMs,
 	}
 
 	var (
@@ -553,7 +554,12 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
 
-	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart}
+	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart, netFrom: brokerStart}
+	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
+		// The broker's window closed while the request arrived: its
+		// network thread was not reading, so the arrival is its time.
+		c.netFrom = A
+	}
 	for _, i := range ownSlow {
 		w := &x.writes[i]
 		c.own = append(c.own, interval{w.start, w.end})

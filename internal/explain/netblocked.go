@@ -55,7 +55,7 @@ type FetchPartition struct {
 func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
 	m := measured{cause: CauseNetworkThreadBlocked}
 	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
-		span := interval{c.brokerStart, c.E}
+		span := interval{c.netFrom, c.E}
 		for _, kw := range e.idx.waitsOverlapping(c.netTID, span.a, span.b) {
 			parts := clipAll(minus(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, c.own), span)
 			if len(parts) > 0 {

@@ -19,7 +19,9 @@ const CauseNetwork = "network"
 //     was not queued behind the previous request on its connection (then
 //     the arrival overlapped that wait and cost nothing): BrokerMs starts
 //     at the later of the two, so with no queueing the span before it is
-//     all arrival;
+//     all arrival; not when the broker's receive window closed meanwhile
+//     (the broker did not read it: see cpuStarved and
+//     networkThreadBlocked, which then start from its arrival);
 //   - when the capture saw retransmissions or a zero window on the
 //     connection during the request, the time from its own appends'
 //     end to its response's end: the response was ready and TCP held it
@@ -39,7 +41,7 @@ const CauseNetwork = "network"
 // get a CPU to send was not held by TCP, whatever TCP did meanwhile.
 func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool, brokerHeld []interval) measured {
 	m := measured{cause: CauseNetwork}
-	if r.QueuedMs <= 0 && c.brokerStart > c.A {
+	if r.QueuedMs <= 0 && c.brokerStart > c.A && r.BrokerZeroWindows == 0 {
 		m.ivs = append(m.ivs, interval{c.A, c.brokerStart})
 	}
 	if r.Retransmits+r.ResponseRetransmits+r.ZeroWindows > 0 && ownEnd > 0 && ownEnd < c.E && !replicating {

@@ -83,6 +83,24 @@ func TestNetwork(t *testing.T) {
 			cause:  CauseCPUStarved,
 		},
 		{
+			// First byte at 0, last at 80, but the broker's window was
+			// closed: it did not read, the network did not hold it.
+			name:   "a slow arrival behind the broker's closed window is not the network's",
+			writes: []*event.Write{wr(11, 85, 85.1, 100)},
+			req:    req(11, 0, 100, func(r *event.Request) { r.BrokerMs = 20; r.BrokerZeroWindows = 3 }),
+			cause:  CauseUnexplained,
+		},
+		{
+			// The same, with the connection's network thread waiting for
+			// a CPU while the bytes queued: the arrival is its time.
+			name:   "behind the broker's closed window, the network thread's starvation counts from the arrival",
+			writes: []*event.Write{wr(11, 85, 85.1, 100)},
+			conns:  []*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000)},
+			delays: []*event.RunDelay{runDelay(21, 2, 70, "hog")},
+			req:    req(12, 0, 100, func(r *event.Request) { r.BrokerMs = 20; r.BrokerZeroWindows = 3 }),
+			cause:  CauseCPUStarved,
+		},
+		{
 			name:   "slow arrival and a slow write add up",
 			writes: []*event.Write{wr(11, 40, 70, 100)},
 			req:    req(4, 0, 100, func(r *event.Request) { r.BrokerMs = 65 }),

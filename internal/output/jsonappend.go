@@ -129,6 +129,9 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.ZeroWindows != 0 {
 		b = num(b, `,"zero_windows":`, int64(r.ZeroWindows))
 	}
+	if r.BrokerZeroWindows != 0 {
+		b = num(b, `,"broker_zero_windows":`, int64(r.BrokerZeroWindows))
+	}
 	if r.ResponseAckWaitMs != 0 {
 		if b, ok = appendJSONFloat(append(b, `,"response_ack_wait_ms":`...), r.ResponseAckWaitMs); !ok {
 			return b, false

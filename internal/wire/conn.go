@@ -347,7 +347,8 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 	ev.ResponseMs = millis(f.last.Sub(f.first))
 	ev.Retransmits = c.signals[0].retrans.count(ev.Arrival, ev.End)
 	ev.ResponseRetransmits = c.signals[1].retrans.count(ev.Arrival, ev.End)
-	ev.ZeroWindows = c.signals[0].zeroWin.count(ev.Arrival, ev.End) + c.signals[1].zeroWin.count(ev.Arrival, ev.End)
+	ev.ZeroWindows = c.signals[0].zeroWin.count(ev.Arrival, ev.End)
+	ev.BrokerZeroWindows = c.signals[1].zeroWin.count(ev.Arrival, ev.End)
 	ev.ResponseAckWaitMs = millis(c.acks.heldFor(f.first))
 	if f.lost || f.cut {
 		c.d.stats.Partial++
