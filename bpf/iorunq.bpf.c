@@ -20,6 +20,10 @@
  * last part's holders. And whether its cgroup's CPU quota was used up
  * (the cgroup throttled) when the wait began: then it waited for quota.
  *
+ * Events are submitted without waking the reader (BPF_RB_NO_WAKEUP): it
+ * polls the ring every few milliseconds instead. A wake-up per event (a
+ * few hundred a second) cost the reader more CPU than the events.
+ *
  * BTF raw tracepoints (tp_btf), as bpf/iosteal.bpf.c: the tasks come as
  * typed pointers, so reading their pid and tgid is a plain load, and the
  * tgid test comes before any map operation: the three programs run on
@@ -173,7 +177,7 @@ static __always_inline void wake(__u32 tid, __u64 now)
 	e->waker_tid = (__u32)id;
 	e->waker_tgid = (__u32)(id >> 32);
 	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline int woken(struct task_struct *p)
@@ -335,6 +339,6 @@ int ksio_runq_switch(__u64 *ctx)
 	__builtin_memset(e->holders, 0, sizeof(e->holders));
 	if (rc)
 		holders(rc, start, now, e);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }

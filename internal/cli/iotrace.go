@@ -179,7 +179,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
 		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait, Steal: writer.Steal,
-			RunDelay: writer.RunDelay, ConnThread: writer.ConnThread}
+			RunDelay: writer.RunDelay, Wakeup: writer.Wakeup, ConnThread: writer.ConnThread}
 	}
 	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {
@@ -221,7 +221,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 			fmt.Fprintf(stderr, "iotrace: %d journal and block events >= %v\n", st.JournalEvents, o.minLatency)
 		}
 		if o.runq {
-			fmt.Fprintf(stderr, "iotrace: %d run-queue delays >= %v\n", st.RunDelayEvents, o.runqMin)
+			fmt.Fprintf(stderr, "iotrace: %d run-queue delays and %d wake-ups by another broker thread >= %v\n", st.RunDelayEvents, st.WakeupEvents, o.runqMin)
 		}
 		if o.conns {
 			fmt.Fprintf(stderr, "iotrace: %d connections' threads (%d receives on the ports)\n", st.ConnEvents, st.ConnRecvs)

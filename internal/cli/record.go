@@ -42,6 +42,7 @@ type recordOptions struct {
 	waitMinLatency  time.Duration
 	stealMin        time.Duration
 	runqMin         time.Duration
+	sched           bool
 	jvmPauses       bool
 	pcap            bool
 	messageIDHeader string
@@ -102,6 +103,7 @@ CAP_BPF and CAP_PERFMON).
 	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
 	f.DurationVar(&o.waitMinLatency, "wait-min-latency", time.Millisecond, "record the broker threads' uninterruptible kernel waits at least this long")
 	f.DurationVar(&o.stealMin, "steal-min", 100*time.Microsecond, "record intervals between context switches with at least this much hypervisor steal (virtual machines)")
+	f.BoolVar(&o.sched, "sched", true, "record the scheduling evidence in sched.jsonl: run-queue delays, wake-ups, connection threads, cgroup CPU throttling")
 	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "record the broker threads' waits for a CPU (run-queue latency) at least this long")
 	f.BoolVar(&o.jvmPauses, "jvm-pauses", true, "record the JVM's GC and safepoint pauses (from --jfr, else from the JVM's log turned on with jcmd)")
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
@@ -174,7 +176,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// that cannot attach ends the command before the capture opens.
 	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true,
 		Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin,
-		RunQueue: true, RunQueueMin: o.runqMin, Conns: true, Ports: cfg.Ports}}
+		RunQueue: o.sched, RunQueueMin: o.runqMin, Conns: o.sched, Ports: cfg.Ports}}
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
 	}
@@ -241,7 +243,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if o.jfr == "start" {
 		jfrPath = filepath.Join(o.out, recording.JFRFile)
 	}
-	sched := startSchedSources(ctx, stderr, o.quiet, pid, o.out, o.jvmPauses, jfrPath, rec)
+	sched := startSchedSources(ctx, stderr, o.quiet, pid, o.out, o.sched, o.jvmPauses, jfrPath, rec)
 
 	var raw func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte)
 	var pcapOut *pcapSink

@@ -36,11 +36,13 @@ type schedSources struct {
 // logging of its GC and safepoint pauses into the recording. A source
 // that cannot start is noted (on stderr and in the counters), never
 // fatal: the recording is still worth having without it.
-func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid int, out string, jvmPauses bool, jfrPath string, rec *recording.Writer) *schedSources {
+func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid int, out string, throttle, jvmPauses bool, jfrPath string, rec *recording.Writer) *schedSources {
 	s := &schedSources{counters: &recording.SchedCounters{}, throttleDone: make(chan struct{})}
 	go func() {
 		defer close(s.throttleDone)
-		s.throttleStats, s.throttleErr = cgroupcpu.Run(ctx, pid, cgroupcpu.DefaultInterval, rec.Throttle)
+		if throttle {
+			s.throttleStats, s.throttleErr = cgroupcpu.Run(ctx, pid, cgroupcpu.DefaultInterval, rec.Throttle)
+		}
 	}()
 	if !jvmPauses || jfrPath != "" {
 		return s

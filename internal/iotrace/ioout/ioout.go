@@ -28,6 +28,7 @@ type Writer interface {
 	Wait(k *event.KernelWait) error
 	Steal(c *event.CPUSteal) error
 	RunDelay(r *event.RunDelay) error
+	Wakeup(u *event.Wakeup) error
 	ConnThread(c *event.ConnThread) error
 	Flush() error
 }

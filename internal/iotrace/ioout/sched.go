@@ -43,6 +43,26 @@ func connThreadRecord(c *event.ConnThread) []string {
 	return csvRecord(c.Time, c.Time, 0, strconv.Itoa(c.TID), output.Escape(c.Thread), "conn", 0, -1, connWhat(c), "", -1, "", "")
 }
 
+// WakeupRow is a wake-up in the table's columns: START and END TIME the
+// sleep, the thread that slept, OP "woken", FILE the thread that woke it.
+func WakeupRow(u *event.Wakeup) []string {
+	return []string{timeOfDay(u.Start), timeOfDay(u.End), strconv.FormatFloat(u.SleptMs, 'f', 3, 64),
+		strconv.Itoa(u.TID), output.Escape(u.Thread), "woken", "-", "-", wakeupWhat(u)}
+}
+
+func wakeupWhat(u *event.Wakeup) string {
+	return fmt.Sprintf("by %s (tid %d)", output.Escape(u.WakerThread), u.WakerTID)
+}
+
+func wakeupRecord(u *event.Wakeup) []string {
+	return csvRecord(u.Start, u.End, u.SleptMs, strconv.Itoa(u.TID), output.Escape(u.Thread), "woken", 0, -1,
+		wakeupWhat(u), "", -1, "", "")
+}
+
+func (j jsonWriter) Wakeup(u *event.Wakeup) error   { return j.Encode(u) }
+func (t *tableWriter) Wakeup(u *event.Wakeup) error { return t.row(WakeupRow(u)) }
+func (c *csvWriter) Wakeup(u *event.Wakeup) error   { return c.w.Write(wakeupRecord(u)) }
+
 func (j jsonWriter) RunDelay(r *event.RunDelay) error       { return j.Encode(r) }
 func (j jsonWriter) ConnThread(c *event.ConnThread) error   { return j.Encode(c) }
 func (t *tableWriter) RunDelay(r *event.RunDelay) error     { return t.row(RunDelayRow(r)) }
