@@ -15,18 +15,20 @@ const CauseNetwork = "network"
 // network measures the time the network held the request:
 //
 //   - its arrival, first byte to the latest byte at the capture point
-//     (a hole filled by a retransmission completes it only then), when it
-//     was not queued behind the previous request on its connection (then
-//     the arrival overlapped that wait and cost nothing): BrokerMs starts
-//     at the later of the two, so with no queueing the span before it is
-//     all arrival; not when the broker's receive window closed meanwhile
+//     (a hole filled by a retransmission completes it only then), less
+//     the part it was queued behind the previous request on its
+//     connection (that part of the arrival cost nothing): BrokerMs
+//     starts at the later of the two, so the span from the end of the
+//     queueing to it is arrival; not when the broker's receive window closed meanwhile
 //     (the broker did not read it: see cpuStarved and
 //     networkThreadBlocked, which then start from its arrival);
-//   - when the capture saw retransmissions or a zero window on the
-//     connection during the request, the time from its own appends'
-//     end to its response's end: the response was ready and TCP held it
-//     (say, a retransmission timeout while the client's ACKs queued
-//     behind its data). Not with acks=all while followers fetch: that
+//   - when the capture saw the broker retransmit or the client close its
+//     window during the request, the time from its own appends' end to
+//     its response's end: the response was ready and TCP held it (say, a
+//     retransmission timeout while the client's ACKs queued behind its
+//     data). The client's retransmissions do not hold a response: they
+//     are the arrival's, measured above (a hole they fill completes the
+//     request only then). Not with acks=all while followers fetch: that
 //     gap is replication's.
 //   - when its response left right after the client acknowledged the
 //     broker's earlier data, which had waited for that ACK
@@ -41,10 +43,12 @@ const CauseNetwork = "network"
 // get a CPU to send was not held by TCP, whatever TCP did meanwhile.
 func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool, brokerHeld []interval) measured {
 	m := measured{cause: CauseNetwork}
-	if r.QueuedMs <= 0 && c.brokerStart > c.A && r.BrokerZeroWindows == 0 {
-		m.ivs = append(m.ivs, interval{c.A, c.brokerStart})
+	// The arrival after the request ahead's response left: queueing
+	// hid the rest of it.
+	if from := c.A + int64(max(r.QueuedMs, 0)*1e6); c.brokerStart > from && r.BrokerZeroWindows == 0 {
+		m.ivs = append(m.ivs, interval{from, c.brokerStart})
 	}
-	if r.Retransmits+r.ResponseRetransmits+r.ZeroWindows > 0 && ownEnd > 0 && ownEnd < c.E && !replicating {
+	if r.ResponseRetransmits+r.ZeroWindows > 0 && ownEnd > 0 && ownEnd < c.E && !replicating {
 		m.ivs = append(m.ivs, minus(interval{max(ownEnd, c.brokerStart), c.E}, brokerHeld)...)
 	}
 	if r.ResponseAckWaitMs > 0 {

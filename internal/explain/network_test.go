@@ -32,6 +32,13 @@ func TestNetwork(t *testing.T) {
 			cause:  CauseUnexplained,
 		},
 		{
+			// Queued 10 ms, then its bytes kept arriving until 80.
+			name:   "arrival after a short queue",
+			writes: []*event.Write{wr(11, 85, 85.1, 100)},
+			req:    req(13, 0, 100, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 10, 20 }),
+			cause:  CauseNetwork,
+		},
+		{
 			name:   "a short arrival",
 			writes: []*event.Write{wr(11, 85, 85.1, 100)},
 			req:    req(3, 0, 100, func(r *event.Request) { r.BrokerMs = 70 }),
