@@ -106,11 +106,19 @@ type Stats struct {
 // keep the LockWait. An error from fn stops the reading and is returned as
 // it is; any other error is one line that starts with "jfr: PATH:".
 func ReadLockWaits(path string, fn func(*event.LockWait) error) (Stats, error) {
+	return readPath(path, func(data []byte) (Stats, error) { return read(data, fn) })
+}
+
+// readPath reads the JFR file at path with read: an error of the caller's
+// callback comes back as it is, any other is one line that starts with
+// "jfr: PATH:".
+func readPath[S any](path string, read func([]byte) (S, error)) (S, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return Stats{}, fmt.Errorf("jfr: %w", err)
+		var zero S
+		return zero, fmt.Errorf("jfr: %w", err)
 	}
-	st, err := read(data, fn)
+	st, err := read(data)
 	var ce *callbackError
 	if errors.As(err, &ce) {
 		return st, ce.err

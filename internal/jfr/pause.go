@@ -71,19 +71,7 @@ type PauseStats struct {
 // returned as it is. A file damaged after some chunks gives the pauses of
 // those chunks and an error naming the chunk.
 func ReadPauses(path string, fn func(*event.JVMPause) error) (PauseStats, error) {
-	data, err := readFile(path)
-	if err != nil {
-		return PauseStats{}, fmt.Errorf("jfr: %w", err)
-	}
-	st, err := readPauses(data, fn)
-	var ce *callbackError
-	if errors.As(err, &ce) {
-		return st, ce.err
-	}
-	if err != nil {
-		return st, fmt.Errorf("jfr: %s: %w", path, err)
-	}
-	return st, nil
+	return readPath(path, func(data []byte) (PauseStats, error) { return readPauses(data, fn) })
 }
 
 // readPauses decodes data, a whole JFR file, chunk by chunk.
