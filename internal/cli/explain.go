@@ -161,6 +161,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 		jfrPath      = o.jfrFile
 		slow         = o.slow
 		slowFrom     string
+		missing      []string
 	)
 	if len(args) == 1 {
 		dir := args[0]
@@ -169,6 +170,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 			return badInput(fmt.Errorf("%s is not a kscope recording: %w", dir, err))
 		}
 		slow, slowFrom = slowLogThreshold(stderr, dir, meta, o.slow, o.percentileSet)
+		missing = meta.MissingEvidence()
 		if len(logDirs) == 0 {
 			for _, d := range meta.Broker.LogDirs {
 				logDirs = append(logDirs, d.Path)
@@ -260,6 +262,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if slowFrom != "" {
 		sum.ThresholdFrom = slowFrom
 	}
+	sum.MissingEvidence = missing
 	if writeErr == nil {
 		writeErr = w.Summary(sum)
 	}

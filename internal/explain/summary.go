@@ -134,6 +134,9 @@ type Summary struct {
 	// RunDelays, JVMPauses and ConnThreads count the scheduling and JVM
 	// evidence (sched.jsonl); Throttles the samples with cgroup
 	// throttling.
+	// MissingEvidence lists what the recording could not show (set by
+	// the caller from meta.json: recording.Meta.MissingEvidence).
+	MissingEvidence  []string         `json:"missing_evidence,omitempty"`
 	RunDelays        int64            `json:"run_delays"`
 	JVMPauses        int64            `json:"jvm_pauses"`
 	ConnThreads      int64            `json:"conn_threads"`

@@ -687,3 +687,41 @@ func ReadUse(path string, fn func(*use.Sample) error) error {
 		return fn(&s)
 	})
 }
+
+// MissingEvidence says, one line each, what a reader of the recording
+// cannot see that kscope record can trace: a source left out, one that
+// failed, losses. Explain prints them beside its summary, so that "no
+// request was cpu-starved" is never read from a recording that could not
+// have shown one.
+func (m *Meta) MissingEvidence() []string {
+	var out []string
+	if m.SlowLog != nil {
+		return nil // an agent's slow log: its own sources, said in its meta
+	}
+	s := m.Sched
+	if s == nil {
+		return append(out, "no scheduling evidence (sched.jsonl: recorded before kscope record traced it): cpu-starved, gc-pause, safepoint and network-thread-blocked cannot be named")
+	}
+	if s.RunDelays == 0 && s.ConnThreads == 0 && s.MinRunDelayNs == 0 {
+		out = append(out, "no run-queue delays or connection threads (--sched=false): cpu-starved cannot be named")
+	}
+	if s.JVMPauseSource == "" {
+		why := "not recorded (--jvm-pauses=false)"
+		if s.JVMPauseError != "" {
+			why = s.JVMPauseError
+		}
+		out = append(out, "no JVM pauses: "+why+": gc-pause and safepoint cannot be named")
+	} else if s.JVMPauseError != "" {
+		out = append(out, "JVM pauses ("+s.JVMPauseSource+") incomplete: "+s.JVMPauseError)
+	}
+	if s.ThrottleError != "" {
+		out = append(out, "no cgroup CPU throttling: "+s.ThrottleError)
+	}
+	if n := s.RunDelayRingbufDrops + s.RunDelayStartFull; n > 0 {
+		out = append(out, fmt.Sprintf("%d run-queue delays lost (ring buffer or start map full)", n))
+	}
+	if s.ConnRingbufDrops > 0 {
+		out = append(out, fmt.Sprintf("%d connection threads lost (ring buffer full)", s.ConnRingbufDrops))
+	}
+	return out
+}

@@ -117,8 +117,12 @@ func (t *tableWriter) Flush() error { return t.tw.Flush() }
 func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
-	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n\n",
+	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n",
 		s.Writes, s.Commits, s.LockWaits, s.RunDelays, s.JVMPauses, s.ConnThreads, matchedBy(s.MatchedBy))
+	for _, m := range s.MissingEvidence {
+		fmt.Fprintf(w, "missing: %s\n", output.Escape(m))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CAUSE\tREQUESTS\tSHARE\tLATENCY SUM\tEXPLAINED")
 	for _, c := range s.Causes {
