@@ -63,7 +63,7 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 		}
 	}
 	for _, w := range e.wakerDelays(c, span) {
-		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}}, span)
+		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}}, interval{min(c.netFrom, span.a), span.b})
 	}
 	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
 		netSpan := interval{c.netFrom, c.E}
@@ -107,8 +107,8 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 // with waits of their own are followed; all traced waits are the
 // broker's.
 func (e *Explainer) wakerDelays(c *reqCtx, span interval) []event.RunDelay {
-	x := e.idx
 	var out []event.RunDelay
+	firstOwn := c.E
 	for _, tid := range c.handlers {
 		ownStart := int64(math.MaxInt64)
 		for i, t := range c.ownTID {
@@ -116,18 +116,36 @@ func (e *Explainer) wakerDelays(c *reqCtx, span interval) []event.RunDelay {
 				ownStart = min(ownStart, c.own[i].a)
 			}
 		}
-		at, waker, ok := x.lastWake(int(tid), span.a, ownStart)
-		if !ok {
-			continue
+		firstOwn = min(firstOwn, ownStart)
+		out = append(out, e.wokenBy(int(tid), span.a, ownStart)...)
+	}
+	// The network thread asleep, between when it should have read the
+	// request and its first append (or its end, when no append of its
+	// own was found), until another broker thread woke it: it waited for
+	// that thread (a lock the thread held). Its own data arriving wakes
+	// it from an interrupt, which is never reported.
+	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
+		out = append(out, e.wokenBy(c.netTID, c.netFrom, firstOwn)...)
+	}
+	return out
+}
+
+// wokenBy returns the waits for a CPU, before the wake-up, of the broker
+// thread that last woke tid in [a, b], clipped to [a, the wake-up].
+func (e *Explainer) wokenBy(tid int, a, b int64) []event.RunDelay {
+	x := e.idx
+	at, waker, ok := x.lastWake(tid, a, b)
+	if !ok {
+		return nil
+	}
+	var out []event.RunDelay
+	for _, d := range x.runDelaysOverlapping(waker, a, at) {
+		// Only the part before the wake-up held the woken thread.
+		if d.End.UnixNano() > at {
+			d.End = time.Unix(0, at).UTC()
+			d.LatencyMs = float64(d.End.Sub(d.Start)) / float64(time.Millisecond)
 		}
-		for _, d := range x.runDelaysOverlapping(waker, span.a, at) {
-			// Only the part before the wake-up held the handler.
-			if d.End.UnixNano() > at {
-				d.End = time.Unix(0, at).UTC()
-				d.LatencyMs = float64(d.End.Sub(d.Start)) / float64(time.Millisecond)
-			}
-			out = append(out, d)
-		}
+		out = append(out, d)
 	}
 	return out
 }

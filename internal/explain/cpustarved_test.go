@@ -297,3 +297,29 @@ func TestCPUStarvedWakeup(t *testing.T) {
 		})
 	}
 }
+
+// The connection's network thread asleep until a handler woke it (a lock
+// the handler held), with no append of the request found: the handler's
+// waits for a CPU before the wake-up held the request.
+func TestCPUStarvedNetworkThreadWoken(t *testing.T) {
+	const client = "127.0.0.1:40000"
+	for _, tc := range []struct {
+		name  string
+		wake  float64
+		cause string
+	}{
+		{"woken by a starved handler", 85, CauseCPUStarved},
+		{"woken before the request came", -2, CauseUnexplained},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := NewIndex()
+			idx.AddConnThread(connThread(21, client, -1000))
+			idx.AddRunDelay(runDelay(13, 5, 80, "hog"))
+			idx.AddWakeup(&event.Wakeup{Kind: event.KindWakeup, Start: at(1), End: at(tc.wake), SleptMs: tc.wake - 1, TID: 21, WakerTID: 13})
+			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			if f.Cause != tc.cause {
+				t.Errorf("cause %s, want %s: %s", f.Cause, tc.cause, f.Detail)
+			}
+		})
+	}
+}
