@@ -199,7 +199,10 @@ func compareSources(t *testing.T, log, rec []event.JVMPause, precision time.Dura
 			q.Start.Format("15:04:05.000000"), q.End.Format("15:04:05.000000"))
 	}
 	t.Logf("%d of %d log pauses found in the recording (%d pauses); start and end agree to %v (log precision %v)", matched, len(log), len(rec), worst, precision)
-	if worst > precision+100*time.Microsecond {
+	// JFR times its events with its own ticks, measured 50-100 µs off the
+	// machine's clock and up to 190 µs apart from the log (a safepoint's
+	// end is written a little after it): the log's precision plus 250 µs.
+	if worst > precision+250*time.Microsecond {
 		t.Errorf("the log and the recording differ by %v", worst)
 	}
 }
