@@ -67,20 +67,24 @@ func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
 	return gc, safepoint
 }
 
-// heldOutsideVM reports whether, for most of a wait, the CPU went to
-// tasks other than the JVM's stop-the-world threads (another process, or
+// heldOutsideVM reports whether, for most of the part of a wait its
+// holders cover, the CPU went to tasks other than the JVM's stop-the-world
+// threads (another process, or
 // the broker's threads that run on through a pause in native code).
 func heldOutsideVM(d *event.RunDelay) bool {
 	if len(d.Holders) == 0 {
 		return !isVMThread(d.HolderComm)
 	}
-	var outside float64
+	// Judged on the part the holders cover: a CPU's last 32 run slices
+	// may span less than a long wait.
+	var outside, seen float64
 	for _, h := range d.Holders {
+		seen += h.Ms
 		if !isVMThread(h.Comm) {
 			outside += h.Ms
 		}
 	}
-	return outside*2 >= d.LatencyMs
+	return seen > 0 && outside*2 >= seen
 }
 
 // jvmPauseDetail names the longest pause of the finding's kind.

@@ -99,6 +99,17 @@ func TestJVMPauses(t *testing.T) {
 			detail: "Pause Young",
 		},
 		{
+			// The holders cover 3 ms of a 60 ms wait (the CPU's last
+			// run slices), all of it another process: starvation.
+			name:   "holders that cover part of a wait judge it",
+			writes: []*event.Write{wr(11, 90, 90.1, 100)},
+			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Remark", 10, 80)},
+			delays: []*event.RunDelay{holders(vmDelay(31, "GC Thread#0", 12, 72, "hog"), event.RunHolder{PID: 7, Comm: "hog", Ms: 2}, event.RunHolder{PID: 8, Comm: "java", Ms: 1})},
+			req:    req(13, 0, 100),
+			cause:  CauseCPUStarved,
+			detail: "hog (pid 7)",
+		},
+		{
 			name:   "a GC worker waiting for another is the pause's own work",
 			writes: []*event.Write{wr(11, 90, 90.1, 100)},
 			pauses: []*event.JVMPause{pause(event.PauseGC, "Pause Full", 10, 80)},
