@@ -162,7 +162,7 @@ func cpuStarvedDetail(f *Finding) string {
 		}
 		d := f.RunDelays[0]
 		s = fmt.Sprintf("its broker threads waited %.1f ms for a CPU (%d threads; longest %.1f ms, tid %d on cpu%d); the CPU went to %s",
-			f.ExplainedMs, len(threads), d.LatencyMs, d.TID, d.CPU, strings.Join(RunHolders(f.RunDelays, 3), ", "))
+			f.ExplainedMs, len(threads), d.LatencyMs, d.TID, d.CPU, strings.Join(runHolders(f.RunDelays, 3), ", "))
 	case f.QuotaStoppedMs > 0:
 		s = fmt.Sprintf("the broker waited %.1f ms for a CPU", f.ExplainedMs)
 	case f.QueuedBehind != nil:
@@ -189,11 +189,11 @@ func cpuStarvedDetail(f *Finding) string {
 	return s
 }
 
-// RunHolders names the processes that had the CPU during the waits, the
+// runHolders names the processes that had the CPU during the waits, the
 // longest first, at most n: "comm (pid N)". A wait's Holders are summed
 // when the tracer gave them; otherwise the task switched away from when
 // the wait ended stands for it.
-func RunHolders(delays []event.RunDelay, n int) []string {
+func runHolders(delays []event.RunDelay, n int) []string {
 	held := map[string]float64{}
 	for _, d := range delays {
 		if len(d.Holders) == 0 {

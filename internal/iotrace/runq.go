@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -196,29 +195,8 @@ func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *
 // them, far more than 20 ms bring.
 const runqPoll = 20 * time.Millisecond
 
-// readRingPolled reads rd, whose producer does not wake readers, every
-// poll until it is flushed or closed, passing each sample to fn.
-func readRingPolled(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) error {
-	var rec ringbuf.Record
-	for {
-		rd.SetDeadline(time.Now().Add(poll))
-		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
-			if err := fn(rec.RawSample); err != nil {
-				return err
-			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
-		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
-			return nil
-		default:
-			return fmt.Errorf("iotrace: read run queue ring buffer: %w", err)
-		}
-	}
-}
-
 func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
-	return readRingPolled(r.rd, runqPoll, func(b []byte) error {
+	return readRing(r.rd, runqPoll, func(b []byte) error {
 		ev, err := decodeRunqEvent(b)
 		if err != nil {
 			return err

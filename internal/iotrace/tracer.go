@@ -405,27 +405,35 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 // (megabytes) does not fill in 2 ms.
 const ringIdlePause = 2 * time.Millisecond
 
-// readRing reads rd until it is flushed or closed, passing each sample to fn.
-func readRing(rd *ringbuf.Reader, fn func([]byte) error) error {
+// readRing reads rd until it is flushed or closed, passing each sample to
+// fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
+// ringIdlePause after emptying it; with poll > 0 the producer does not
+// wake readers (BPF_RB_NO_WAKEUP) and the ring is read every poll.
+func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) error {
 	var rec ringbuf.Record
 	for {
-		if rd.AvailableBytes() == 0 {
+		if poll > 0 {
+			rd.SetDeadline(time.Now().Add(poll))
+		} else if rd.AvailableBytes() == 0 {
 			time.Sleep(ringIdlePause)
 		}
-		if err := rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
-				return nil
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if err := fn(rec.RawSample); err != nil {
+				return err
 			}
+		case poll > 0 && errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
+			return nil
+		default:
 			return fmt.Errorf("iotrace: read ring buffer: %w", err)
-		}
-		if err := fn(rec.RawSample); err != nil {
-			return err
 		}
 	}
 }
 
 func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.rd, func(b []byte) error {
+	return readRing(t.rd, 0, func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
@@ -440,7 +448,7 @@ func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error 
 }
 
 func (t *Tracer) readJournal(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.journal.rd, func(b []byte) error {
+	return readRing(t.journal.rd, 0, func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
