@@ -40,6 +40,17 @@ type reqCtx struct {
 	// pauses are the JVM's pauses during the request: a broker thread's
 	// wait for a CPU inside one is the pause's (the GC had the CPUs).
 	pauses []interval
+	// replicating: acks=all with followers, so the handler left the
+	// request after its last append (ownEnd) and the purgatory answered.
+	replicating bool
+	ownEnd      int64
+	// lockWaited are the times other appends to its partitions held its
+	// handler (lock-wait's); ownerParked the parts of its monitor waits
+	// during which the monitor's owner slept waiting for another thread
+	// (park-wait's), ownerParks those sleeps.
+	lockWaited  []interval
+	ownerParked []interval
+	ownerParks  []ParkWait
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,

@@ -49,11 +49,7 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 			if k, ok := longestWait(f.KernelWaits); ok && k.TID == l.OwnerTID {
 				owner += fmt.Sprintf(", blocked %.1f ms in the file system at %s", k.LatencyMs, frames(k.Stack))
 			}
-			what := "for monitor"
-			if l.Park {
-				what = "parked on" // a java.util.concurrent lock: JFR knows no owner
-			}
-			return fmt.Sprintf("waited %.1f ms %s %s (JFR)%s", f.ExplainedMs, what, l.Monitor, owner) + e.rootDetail(f)
+			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
 		}
 	case CauseReplication:
 		return fmt.Sprintf("acks=all: appended, then %.1f ms until the response (followers)", f.ExplainedMs)
@@ -69,13 +65,15 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 		return networkThreadBlockedDetail(f) + alsoDetail(f)
 	case CauseCPUStarved:
 		return cpuStarvedDetail(f) + alsoDetail(f)
+	case CauseParkWait:
+		return parkWaitDetail(f) + alsoDetail(f)
 	case CauseGCPause, CauseSafepoint:
 		return jvmPauseDetail(f) + alsoDetail(f)
 	}
 	s := f.Shares
-	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, network %.1f, network thread %.1f, steal %.1f, cpu %.1f, gc %.1f, safepoint %.1f ms)",
+	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, network %.1f, network thread %.1f, steal %.1f, cpu %.1f, park %.1f, gc %.1f, safepoint %.1f ms)",
 		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs, s.NetworkMs, s.NetThreadMs, s.CPUStealMs,
-		s.CPUStarvedMs, s.GCPauseMs, s.SafepointMs)
+		s.CPUStarvedMs, s.ParkWaitMs, s.GCPauseMs, s.SafepointMs)
 }
 
 // alsoDetail names the causes that together with the finding's account

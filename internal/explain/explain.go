@@ -59,7 +59,7 @@ const (
 
 // Causes lists the causes in the order ties are broken.
 var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
-	CauseNetworkThreadBlocked, CauseCPUStarved, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
+	CauseNetworkThreadBlocked, CauseCPUStarved, CauseParkWait, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
 const (
@@ -204,6 +204,9 @@ type Finding struct {
 	// first), BlockingFetches the Fetch requests that thread served then.
 	NetworkThreadWaits []event.KernelWait `json:"network_thread_waits,omitempty"`
 	BlockingFetches    []FetchEvidence    `json:"blocking_fetches,omitempty"`
+	// ParkWaits are the handler's sleeps until another broker thread let
+	// it go, and the sleeps of that thread meanwhile (Depth > 0).
+	ParkWaits []ParkWait `json:"park_waits,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -219,6 +222,7 @@ type CauseShares struct {
 	CPUStarvedMs   float64 `json:"cpu_starved_ms"`
 	GCPauseMs      float64 `json:"gc_pause_ms"`
 	SafepointMs    float64 `json:"safepoint_ms"`
+	ParkWaitMs     float64 `json:"park_wait_ms"`
 }
 
 // PartitionEvidence is one partition of a slow request and the writes to
@@ -413,6 +417,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		allOwn                            = len(r.Partitions) > 0
 		rootWrites                []int32 // the writes a storage cause rests on, by cause
 		ownSlow, blockers         []int32
+		ownerParked               []interval
+		ownerParks                []ParkWait
 	)
 	for pi := range r.Partitions {
 		p := &r.Partitions[pi]
@@ -461,11 +467,14 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 			for _, l := range x.locksOverlapping(int(w.tid), brokerStart, waitEnd) {
 				// A request's partitions are appended by one thread:
 				// its waits show up once per partition.
-				if !slices.ContainsFunc(f.LockWaits, func(o event.LockWait) bool { return o.TID == l.TID && o.Start.Equal(l.Start) }) {
-					f.LockWaits = append(f.LockWaits, l)
+				if l.Park || slices.ContainsFunc(f.LockWaits, func(o event.LockWait) bool { return o.TID == l.TID && o.Start.Equal(l.Start) }) {
+					continue // parks are park-wait's (parkwait.go)
 				}
+				f.LockWaits = append(f.LockWaits, l)
 				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
-				blockPart = append(blockPart, iv)
+				parked, parks, rest := e.ownerParked(l, iv)
+				ownerParked, ownerParks = append(ownerParked, parked...), append(ownerParks, parks...)
+				blockPart = append(blockPart, rest...)
 				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
 				// Where the owner was stuck meanwhile, if in the kernel.
 				if l.OwnerTID != 0 {
@@ -554,7 +563,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
 
-	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart, netFrom: brokerStart}
+	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart, netFrom: brokerStart, replicating: replicating, ownEnd: ownEnd,
+		lockWaited: blockPart, ownerParked: ownerParked, ownerParks: ownerParks}
 	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
 		// The broker's window closed while the request arrived: its
 		// network thread was not reading, so the arrival is its time.
@@ -582,11 +592,13 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
-	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs))
+	parked := e.parkWait(c, f)
+	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
-		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
+		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns),
+		ParkWaitMs: ms(parked.ns)}
 
 	var replIvs, respIvs []interval
 	if replication > 0 {
@@ -602,14 +614,14 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		{cause: CauseReplication, ns: replication, ivs: replIvs},
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
-		net, netBlocked, starved, gc, safepoint,
+		net, netBlocked, starved, parked, gc, safepoint,
 		{cause: CauseCPUSteal, ns: steal, stw: true},
 	})
 	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked) && queued && len(c.queued[f.Cause]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseParkWait) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 	}
 	if f.Cause == CauseNetworkThreadBlocked {
@@ -645,7 +657,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		causeIvs = waited
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause:   map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs},
+		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
+			CauseParkWait: parked.ivs},
 		runDelays: f.RunDelays}
 	if count {
 		e.sum.add(f, e, rootWrites)

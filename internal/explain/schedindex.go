@@ -24,8 +24,13 @@ type schedIndex struct {
 	quota []interval
 	// vmTIDs are the JVM's stop-the-world threads: the VM Thread and the
 	// GC workers, by their names.
-	vmTIDs    []int
+	vmTIDs []int
+	// netTIDs are the network threads: those serving connections.
+	netTIDs map[int]bool
+	// names are the broker threads' names by TID, as the tracer saw them.
+	names     map[int]string
 	maxRunq   int64 // longest run delay, ns
+	maxSleep  int64 // longest sleep before a wake-up, ns
 	maxThrot  int64
 	maxPause  int64
 	runDelays int64
@@ -35,12 +40,18 @@ func (s *schedIndex) init() {
 	s.runq = make(map[int][]event.RunDelay)
 	s.wakeups = make(map[int][]event.Wakeup)
 	s.conns = make(map[string][]event.ConnThread)
+	s.netTIDs = make(map[int]bool)
+	s.names = make(map[int]string)
 }
 
 // AddRunDelay adds a broker thread's run-queue delay.
 func (x *Index) AddRunDelay(r *event.RunDelay) {
 	x.sched.runq[r.TID] = append(x.sched.runq[r.TID], *r)
 	x.sched.maxRunq = max(x.sched.maxRunq, int64(r.Latency()))
+	x.sched.names[r.TID] = r.Thread
+	if r.WakerComm != "" {
+		x.sched.names[r.WakerTID] = r.WakerComm
+	}
 	x.sched.runDelays++
 	x.built = false
 }
@@ -48,12 +59,19 @@ func (x *Index) AddRunDelay(r *event.RunDelay) {
 // AddWakeup adds a broker thread woken by another of its threads.
 func (x *Index) AddWakeup(u *event.Wakeup) {
 	x.sched.wakeups[u.TID] = append(x.sched.wakeups[u.TID], *u)
+	x.sched.maxSleep = max(x.sched.maxSleep, int64(u.End.Sub(u.Start)))
+	x.sched.names[u.TID] = u.Thread
+	if u.WakerThread != "" {
+		x.sched.names[u.WakerTID] = u.WakerThread
+	}
 	x.built = false
 }
 
 // AddConnThread adds which broker thread serves a connection.
 func (x *Index) AddConnThread(c *event.ConnThread) {
 	x.sched.conns[c.Client] = append(x.sched.conns[c.Client], *c)
+	x.sched.netTIDs[c.TID] = true
+	x.sched.names[c.TID] = c.Thread
 	x.built = false
 }
 
@@ -179,6 +197,27 @@ func (x *Index) lastWake(tid int, a, b int64) (t int64, waker int, ok bool) {
 	}
 	return t, waker, ok
 }
+
+// wakeupsOverlapping returns tid's sleeps ended by another broker
+// thread that overlap [a, b).
+func (x *Index) wakeupsOverlapping(tid int, a, b int64) []event.Wakeup {
+	ws := x.sched.wakeups[tid]
+	i, _ := slices.BinarySearchFunc(ws, a+1, func(w event.Wakeup, t int64) int { return cmp.Compare(w.End.UnixNano(), t) })
+	var out []event.Wakeup
+	// Sorted by end: one ending after b+maxSleep began after b.
+	for ; i < len(ws) && ws[i].End.UnixNano() < b+x.sched.maxSleep+1; i++ {
+		if ws[i].Start.UnixNano() < b {
+			out = append(out, ws[i])
+		}
+	}
+	return out
+}
+
+// isNetworkThread reports whether tid serves client connections.
+func (x *Index) isNetworkThread(tid int) bool { return x.sched.netTIDs[tid] }
+
+// threadName is tid's name as the tracer saw it ("" when unknown).
+func (x *Index) threadName(tid int) string { return x.sched.names[tid] }
 
 // runDelaysOverlapping returns tid's run-queue delays overlapping [a, b).
 func (x *Index) runDelaysOverlapping(tid int, a, b int64) []event.RunDelay {

@@ -299,6 +299,18 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 		add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
 		add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
 	}
+	for _, p := range f.ParkWaits {
+		on := ""
+		if p.Blocker != "" {
+			on = " parked on " + output.Escape(p.Blocker)
+		}
+		add(p.Start, "  %stid %d %s sleeps%s", strings.Repeat("  ", p.Depth), p.TID, output.Escape(p.Thread), on)
+		if p.WakerTID != 0 {
+			add(p.End, "  %stid %d woken by tid %d %s after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.WakerTID, output.Escape(p.WakerThread), p.LatencyMs)
+		} else {
+			add(p.End, "  %stid %d unparked after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.LatencyMs)
+		}
+	}
 	for _, p := range f.Pauses {
 		add(p.Start, "  the JVM stops: %s %s", p.Type, output.Escape(p.Name))
 		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
@@ -324,7 +336,8 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 	if f.Root != "" {
 		cause += " (root: " + f.Root + ")"
 	}
-	_, err := fmt.Fprintf(w, "\ncause: %s: %s\n", cause, f.Detail)
+	// The detail names threads and topics: the broker's strings.
+	_, err := fmt.Fprintf(w, "\ncause: %s: %s\n", cause, output.Escape(f.Detail))
 	return err
 }
 

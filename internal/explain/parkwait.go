@@ -1,0 +1,217 @@
+package explain
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// CauseParkWait: the handler thread carrying the request slept until
+// another broker thread let it go: parked on a java.util.concurrent lock
+// (a ReentrantLock such as a segment index's, which Kafka holds while it
+// msyncs the index to disk; a read-write lock; a condition), or blocked
+// on a monitor whose owner was itself parked. A monitor's owner that was
+// appending to the partition meanwhile is lock-wait instead.
+const CauseParkWait = "park-wait"
+
+// Evidence bounds.
+const (
+	maxParkEvidence = 10
+	// parkChainDepth is how far a waker's own sleep is followed: the
+	// handler waited for a thread that waited for another.
+	parkChainDepth = 3
+	// parkWakeSlack is how far a JFR park's end and the tracer's wake-up
+	// may lie apart and be the same event (JFR's clock is offset from the
+	// kernel's by up to a few hundred microseconds).
+	parkWakeSlack = int64(2 * time.Millisecond)
+)
+
+// ParkWait is one sleep of a broker thread that held the request up, and
+// who ended it.
+type ParkWait struct {
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LatencyMs float64   `json:"latency_ms"`
+	TID       int       `json:"tid"`
+	Thread    string    `json:"thread"`
+	// Blocker is the class JFR says the thread parked on (empty when only
+	// the tracer saw the sleep).
+	Blocker string `json:"blocker,omitempty"`
+	// WakerTID and WakerThread name the broker thread that woke it (the
+	// lock's holder releasing it), when traced.
+	WakerTID    int    `json:"waker_tid,omitempty"`
+	WakerThread string `json:"waker_thread,omitempty"`
+	// Depth is 0 for the handler's own sleep, 1 for its waker's sleep
+	// meanwhile, and so on.
+	Depth int `json:"depth,omitempty"`
+}
+
+// parkWait measures the time the request's handler threads slept waiting
+// for another broker thread, between when the broker could read the
+// request and when the handler was done with it (its last append; or the
+// request's end when no follower is waited for: the handler answers
+// then). The sleeps are JFR's untimed parks and the tracer's wake-ups
+// by another broker thread, minus:
+//
+//   - the handler's own appends and kernel waits (slow-write) and the
+//     times other appends to its partitions held it (lock-wait, in
+//     c.lockWaited): a sleep ended by a thread writing the partition is
+//     a wait for the partition's lock;
+//   - sleeps ended by a network thread, which wakes an idle handler when
+//     it queues a request: the handler was idle, not held.
+//
+// The wakers' own sleeps meanwhile are followed (to parkChainDepth) as
+// evidence, and their kernel waits name what the holder did.
+func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
+	m := measured{cause: CauseParkWait}
+	holes := slices.Concat(c.own, c.lockWaited)
+	for _, tid := range c.handlers {
+		span := interval{c.brokerStart, c.E}
+		if c.replicating {
+			// It hands the request to the purgatory after its last
+			// append and moves on: later sleeps are another request's.
+			span.b = c.ownEnd
+		}
+		for _, p := range e.sleepsOf(int(tid), span) {
+			parts := clipAll(minus(interval{p.Start.UnixNano(), p.End.UnixNano()}, holes), span)
+			if len(parts) == 0 {
+				continue
+			}
+			m.ivs = append(m.ivs, parts...)
+			f.ParkWaits = append(f.ParkWaits, p)
+			e.followWaker(p, 1, f)
+		}
+	}
+	m.ivs = append(m.ivs, c.ownerParked...)
+	f.ParkWaits = append(f.ParkWaits, c.ownerParks...)
+	m.ivs = append(m.ivs, c.queued[CauseParkWait]...)
+	m.ns = min(unionLen(m.ivs), c.L)
+	if m.ns == 0 {
+		f.ParkWaits = nil
+		return m
+	}
+	slices.SortStableFunc(f.ParkWaits, func(a, b ParkWait) int {
+		return cmp.Or(cmp.Compare(a.Depth, b.Depth), cmp.Compare(b.LatencyMs, a.LatencyMs))
+	})
+	f.ParkWaits = f.ParkWaits[:min(len(f.ParkWaits), maxParkEvidence)]
+	return m
+}
+
+// sleepsOf returns tid's sleeps overlapping span that another broker
+// thread ended: JFR's untimed parks (each with the wake-up that ended
+// it, when traced) and the tracer's wake-ups not already among them;
+// none ended by a network thread.
+func (e *Explainer) sleepsOf(tid int, span interval) []ParkWait {
+	x := e.idx
+	var out []ParkWait
+	for _, l := range x.locksOverlapping(tid, span.a, span.b) {
+		if !l.Park {
+			continue
+		}
+		p := ParkWait{Start: l.Start, End: l.End, LatencyMs: l.LatencyMs, TID: l.TID, Thread: l.Thread, Blocker: l.Monitor}
+		if _, waker, ok := x.lastWake(tid, l.End.UnixNano()-parkWakeSlack, l.End.UnixNano()+parkWakeSlack); ok {
+			if x.isNetworkThread(waker) {
+				continue
+			}
+			p.WakerTID, p.WakerThread = waker, x.threadName(waker)
+		}
+		out = append(out, p)
+	}
+	for _, u := range x.wakeupsOverlapping(tid, span.a, span.b) {
+		if u.WakerTID == tid || x.isNetworkThread(u.WakerTID) {
+			continue
+		}
+		if slices.ContainsFunc(out, func(p ParkWait) bool { return abs64(p.End.UnixNano()-u.End.UnixNano()) <= parkWakeSlack }) {
+			continue
+		}
+		out = append(out, ParkWait{Start: u.Start, End: u.End, LatencyMs: u.SleptMs, TID: u.TID, Thread: u.Thread,
+			WakerTID: u.WakerTID, WakerThread: u.WakerThread})
+	}
+	return out
+}
+
+// followWaker adds, as evidence, what the thread that ended p did
+// meanwhile: its own sleeps until another thread woke it (followed
+// further), and its kernel waits (a lock holder's I/O).
+func (e *Explainer) followWaker(p ParkWait, depth int, f *Finding) {
+	if p.WakerTID == 0 || depth > parkChainDepth {
+		return
+	}
+	x := e.idx
+	a, b := p.Start.UnixNano(), p.End.UnixNano()
+	for _, kw := range x.waitsOverlapping(p.WakerTID, a, b) {
+		if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
+			f.KernelWaits = append(f.KernelWaits, kw)
+		}
+	}
+	for _, w := range e.sleepsOf(p.WakerTID, interval{a, b}) {
+		if w.WakerTID == p.TID {
+			continue // it waited for the thread it woke: not what held p
+		}
+		w.Depth = depth
+		f.ParkWaits = append(f.ParkWaits, w)
+		e.followWaker(w, depth+1, f)
+	}
+}
+
+// ownerParked moves to park-wait the parts of the handler's monitor
+// waits (JFR, with the monitor's owner) during which the owner was
+// itself parked or asleep until another broker thread woke it: the
+// monitor was held by a thread waiting on a lock, not appending. It
+// returns those parts, the owner's sleeps as evidence, and what is left
+// of the waits for lock-wait.
+func (e *Explainer) ownerParked(l event.LockWait, iv interval) (parked []interval, parks []ParkWait, rest []interval) {
+	if l.Park || l.OwnerTID == 0 {
+		return nil, nil, []interval{iv}
+	}
+	for _, p := range e.sleepsOf(l.OwnerTID, iv) {
+		if c := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, iv); c.b > c.a {
+			parked = append(parked, c)
+			p.Depth = 1
+			parks = append(parks, p)
+		}
+	}
+	return parked, parks, minusAll([]interval{iv}, parked)
+}
+
+// minusAll returns the parts of ivs not covered by holes.
+func minusAll(ivs, holes []interval) []interval {
+	var out []interval
+	for _, iv := range ivs {
+		out = append(out, minus(iv, holes)...)
+	}
+	return out
+}
+
+// parkWaitDetail says who the handler waited for, and what that thread
+// was doing.
+func parkWaitDetail(f *Finding) string {
+	if len(f.ParkWaits) == 0 {
+		if f.QueuedBehind != nil {
+			return fmt.Sprintf("waited %.1f ms on its connection behind request %d, whose handler waited for another broker thread",
+				f.ExplainedMs, f.QueuedBehind.CorrelationID)
+		}
+		return fmt.Sprintf("its handler waited %.1f ms for another broker thread", f.ExplainedMs)
+	}
+	p := f.ParkWaits[0]
+	s := fmt.Sprintf("its handler %s (tid %d) waited %.1f ms", p.Thread, p.TID, f.ExplainedMs)
+	if p.Blocker != "" {
+		s += " parked on " + p.Blocker
+	}
+	if p.WakerTID != 0 {
+		s += fmt.Sprintf(" until %s (tid %d) let it go", p.WakerThread, p.WakerTID)
+	}
+	for _, w := range f.ParkWaits[1:] {
+		if w.Depth > 0 && w.WakerTID != 0 {
+			s += fmt.Sprintf(", which waited %.1f ms for %s (tid %d)", w.LatencyMs, w.WakerThread, w.WakerTID)
+			break
+		}
+	}
+	if kw, ok := longestWait(f.KernelWaits); ok {
+		s += fmt.Sprintf("; %s (tid %d) slept %.1f ms in the kernel meanwhile, at %s", kw.Thread, kw.TID, kw.LatencyMs, frames(kw.Stack))
+	}
+	return s
+}

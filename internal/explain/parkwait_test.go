@@ -1,0 +1,204 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// wakeup is a sleep of tid from a to b (ms after t0) that thread by ended.
+func wakeup(tid int, a, b float64, by int, byName string) *event.Wakeup {
+	return &event.Wakeup{Kind: event.KindWakeup, Start: at(a), End: at(b), SleptMs: b - a, TID: tid, Thread: "data-plane-kafk",
+		WakerTID: by, WakerThread: byName}
+}
+
+// park is a JFR untimed park (or, with a monitor's owner, a monitor wait)
+// of tid from a to b.
+func park(tid int, a, b float64, class string) *event.LockWait {
+	return &event.LockWait{Start: at(a), End: at(b), LatencyMs: b - a, TID: tid, Thread: "data-plane-kafka-request-handler-1", Monitor: class, Park: true}
+}
+
+func monitorWait(tid int, a, b float64, owner int) *event.LockWait {
+	return &event.LockWait{Start: at(a), End: at(b), LatencyMs: b - a, TID: tid, Thread: "data-plane-kafka-request-handler-2",
+		Monitor: "java.lang.Object", OwnerTID: owner, Owner: "data-plane-kafka-request-handler-1"}
+}
+
+const indexLock = "java.util.concurrent.locks.ReentrantLock$NonfairSync"
+
+var msyncStack = []string{"__schedule", "io_schedule", "folio_wait_bit_common", "folio_wait_writeback", "__filemap_fdatawait_range", "file_write_and_wait_range", "ext4_sync_file", "__x64_sys_msync"}
+
+func TestParkWait(t *testing.T) {
+	const client = "127.0.0.1:40000"
+	tests := []struct {
+		name    string
+		writes  []*event.Write
+		parks   []*event.LockWait
+		wakeups []*event.Wakeup
+		waits   []*event.KernelWait
+		conns   []*event.ConnThread
+		delays  []*event.RunDelay
+		req     *event.Request
+		cause   string
+		also    []string
+		detail  []string
+		depth1  bool // evidence follows the waker's own sleep
+	}{
+		{
+			name:    "parked on the index lock after its append, the holder in msync (JFR and the tracer)",
+			writes:  []*event.Write{wr(11, 5, 5.1, 100)},
+			parks:   []*event.LockWait{park(11, 5.2, 90, indexLock)},
+			wakeups: []*event.Wakeup{wakeup(11, 5.2, 90.1, 31, "kafka-schedule")},
+			waits:   []*event.KernelWait{kwait(31, 6, 89, msyncStack...)},
+			req:     req(1, 0, 100),
+			cause:   CauseParkWait,
+			detail:  []string{"parked on " + indexLock, "until kafka-schedule (tid 31) let it go", "file_write_and_wait_range"},
+		},
+		{
+			name:    "the tracer alone: a sleep another broker thread ended",
+			writes:  []*event.Write{wr(11, 5, 5.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 5.2, 90, 31, "kafka-schedule")},
+			req:     req(2, 0, 100),
+			cause:   CauseParkWait,
+			detail:  []string{"waited 84.8 ms until kafka-schedule (tid 31)"},
+		},
+		{
+			name:    "a sleep the network thread ended is an idle handler, not a wait",
+			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
+			conns:   []*event.ConnThread{connThread(21, client, -1000)},
+			wakeups: []*event.Wakeup{wakeup(11, -200, 89, 21, "data-plane-kafk")},
+			req:     req(3, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "a JFR park the network thread ended (the request queue) is no wait either",
+			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
+			conns:   []*event.ConnThread{connThread(21, client, -1000)},
+			parks:   []*event.LockWait{park(11, 2, 89, "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject")},
+			wakeups: []*event.Wakeup{wakeup(11, 2, 89, 21, "data-plane-kafk")},
+			req:     req(4, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "woken by the thread appending to its partition: the partition's lock",
+			writes:  []*event.Write{wr(12, 1, 88, 200), wr(11, 89, 89.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 2, 88.5, 12, "data-plane-kafk")},
+			req:     req(5, 0, 100),
+			cause:   CauseLockWait,
+		},
+		{
+			name:    "a monitor held by a parked owner is the owner's park",
+			writes:  []*event.Write{wr(12, 1, 1.1, 200), wr(11, 92, 92.1, 100)},
+			parks:   []*event.LockWait{monitorWait(11, 3, 91, 12), park(12, 1.2, 90.5, indexLock)},
+			wakeups: []*event.Wakeup{wakeup(12, 1.2, 90.5, 31, "kafka-schedule"), wakeup(11, 3, 91, 12, "data-plane-kafk")},
+			waits:   []*event.KernelWait{kwait(31, 2, 90, msyncStack...)},
+			req:     req(6, 0, 100),
+			cause:   CauseParkWait,
+			detail:  []string{"which waited", "kafka-schedule (tid 31)"},
+			depth1:  true,
+		},
+		{
+			name:    "acks=all with followers: a sleep after the last append is another request's",
+			writes:  []*event.Write{wr(11, 5, 5.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 6, 90, 31, "kafka-schedule")},
+			req:     req(7, 0, 100, func(r *event.Request) { r.Acks = i16(-1) }),
+			cause:   CauseReplication,
+		},
+		{
+			name:    "a sleep before the broker could read it does not count",
+			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 0, 58, 31, "kafka-schedule")},
+			req:     req(8, 0, 100, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 60, 40 }),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "too short a sleep",
+			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 10, 40, 31, "kafka-schedule")},
+			req:     req(9, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "a tie with a wait for a CPU goes to the earlier cause, the other listed",
+			writes:  []*event.Write{wr(11, 96, 96.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 2, 48, 31, "kafka-schedule")},
+			delays:  []*event.RunDelay{runDelay(11, 48, 94, "hog")},
+			req:     req(10, 0, 100),
+			cause:   CauseCPUStarved,
+			also:    []string{CauseParkWait},
+		},
+		{
+			name:    "a thread's own wake-up of itself is no wait",
+			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 2, 89, 11, "data-plane-kafk")},
+			req:     req(11, 0, 100),
+			cause:   CauseUnexplained,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx := NewIndex()
+			for _, w := range tt.writes {
+				idx.AddWrite(w)
+			}
+			for _, l := range tt.parks {
+				idx.AddLockWait(l)
+			}
+			for _, u := range tt.wakeups {
+				idx.AddWakeup(u)
+			}
+			for _, k := range tt.waits {
+				idx.AddWait(k)
+			}
+			for _, c := range tt.conns {
+				idx.AddConnThread(c)
+			}
+			for _, d := range tt.delays {
+				idx.AddRunDelay(d)
+			}
+			e := New(Config{}, idx, nil)
+			e.followers = true
+			f := e.Explain(tt.req)
+			if f.Cause != tt.cause || strings.Join(f.Also, ",") != strings.Join(tt.also, ",") {
+				t.Errorf("cause %q also %v, want %q %v; %s; shares %+v", f.Cause, f.Also, tt.cause, tt.also, f.Detail, f.Shares)
+			}
+			for _, d := range tt.detail {
+				if !strings.Contains(f.Detail, d) {
+					t.Errorf("detail %q lacks %q", f.Detail, d)
+				}
+			}
+			if f.Cause == CauseParkWait && (len(f.ParkWaits) == 0 || f.ExplainedMs < f.LatencyMs/2) {
+				t.Errorf("park-wait with %d waits, %.1f of %.1f ms", len(f.ParkWaits), f.ExplainedMs, f.LatencyMs)
+			}
+			if tt.depth1 && !containsDepth(f.ParkWaits, 1) {
+				t.Errorf("evidence %+v lacks the owner's sleep", f.ParkWaits)
+			}
+		})
+	}
+}
+
+func containsDepth(ps []ParkWait, d int) bool {
+	for _, p := range ps {
+		if p.Depth == d {
+			return true
+		}
+	}
+	return false
+}
+
+// A request queued on its connection behind a parked one inherits the
+// time it waited through.
+func TestParkWaitQueuedBehind(t *testing.T) {
+	idx := NewIndex()
+	idx.AddWrite(wr(11, 5, 5.1, 100))
+	idx.AddWrite(wr(11, 100.5, 100.6, 100))
+	idx.AddWakeup(wakeup(11, 5.2, 95, 31, "kafka-schedule"))
+	e := New(Config{}, idx, nil)
+	if first := e.Explain(req(1, 0, 100)); first.Cause != CauseParkWait {
+		t.Fatalf("first: %s (%s)", first.Cause, first.Detail)
+	}
+	second := e.Explain(req(2, 1, 102, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 99, 2 }))
+	if second.Cause != CauseParkWait || second.QueuedBehind == nil || second.QueuedBehind.CorrelationID != 1 {
+		t.Errorf("second: %s %+v (%s)", second.Cause, second.QueuedBehind, second.Detail)
+	}
+}
