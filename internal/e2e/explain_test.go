@@ -204,10 +204,13 @@ func explainBroker(t *testing.T, mkfsArgs ...string) (b *lab.Broker, mnt, dev, l
 	mnt, dev = iotLoopFS(t, "ext4", mkfsArgs...)
 	logDir = filepath.Join(mnt, "data")
 	b = labtest.Broker(t, lab.BrokerConfig{
-		Dir:        filepath.Join(t.TempDir(), "broker"),
-		LibsDir:    libs,
-		LogDirs:    []string{logDir},
-		ExtraProps: map[string]string{"num.partitions": "4"},
+		Dir:     filepath.Join(t.TempDir(), "broker"),
+		LibsDir: libs,
+		LogDirs: []string{logDir},
+		// The log flusher looks for topics due a flush (flush.ms) every
+		// 100 ms from the start (not 30 s after it); no topic is due but
+		// TestExplainCauses' park scenario's.
+		ExtraProps: map[string]string{"num.partitions": "4", "log.flush.scheduler.interval.ms": "100", "log.initial.task.delay.ms": "0"},
 	})
 	return b, mnt, dev, logDir
 }

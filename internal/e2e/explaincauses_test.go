@@ -32,12 +32,12 @@ import (
 // explain must name the injected cause for at least 90% of the slow
 // requests in the injection windows, and not name it in the control run.
 func TestExplainCauses(t *testing.T) {
-	b, _, _, logDir := explainBroker(t)
+	b, _, dev, logDir := explainBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const topic = "explain-causes"
 
-	record := func(t *testing.T, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
+	recordTopic := func(t *testing.T, topic string, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
 		dir := filepath.Join(t.TempDir(), "rec")
 		windows := recordScenario(ctx, t, b, logDir, dir, topic, inject)
 		t.Cleanup(func() { keepDirOnFailure(t, dir) })
@@ -50,6 +50,9 @@ func TestExplainCauses(t *testing.T) {
 		}
 		t.Logf("trace: %+v", meta.Trace)
 		return dir, windows
+	}
+	record := func(t *testing.T, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
+		return recordTopic(t, topic, inject)
 	}
 
 	// The control injects nothing. Its slow requests (a p99 always has
@@ -71,6 +74,9 @@ func TestExplainCauses(t *testing.T) {
 			}
 			if gcRun(f) {
 				t.Errorf("control run: %s/%d put on a jcmd GC.run pause: %s", f.Client, f.CorrelationID, f.Detail)
+			}
+			if parkedByFlusher(f) {
+				t.Errorf("control run: %s/%d put on a park behind the log flusher: %s", f.Client, f.CorrelationID, f.Detail)
 			}
 		}
 		if sum.RunDelays == 0 {
@@ -115,6 +121,39 @@ func TestExplainCauses(t *testing.T) {
 			return ws
 		})
 		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return len(f.Throttles) > 0 && f.QuotaStoppedMs > 0 })
+	})
+
+	// A segment's offset index is flushed (msync) under the index's
+	// ReentrantLock, which an append takes to add an index entry: with
+	// the topic flushed every 100 ms by the broker's scheduler, an entry
+	// for every batch, and the broker's writes to the log device throttled
+	// by its blkio cgroup, the handler appending to the partition being
+	// flushed parks until the scheduler thread's msync is done (and the
+	// partition's monitor, which it holds, keeps the others out).
+	t.Run("park", func(t *testing.T) {
+		const parkTopic = "explain-park"
+		profileCreateTopic(ctx, t, b.Addr(), parkTopic, 4, map[string]string{"flush.ms": "100", "index.interval.bytes": "1"})
+		cg := brokerBlkioCgroup(t, b.PID())
+		limit := filepath.Join(cg, "blkio.throttle.write_bps_device")
+		t.Cleanup(func() { os.WriteFile(limit, []byte(dev+" 0"), 0o644) })
+		dir, windows := recordTopic(t, parkTopic, func(ctx context.Context) []freezeWindow {
+			var ws []freezeWindow
+			for range 3 {
+				time.Sleep(800 * time.Millisecond)
+				var w freezeWindow
+				w.frozeAt = time.Now()
+				writeFile(t, limit, fmt.Sprintf("%s %d", dev, 32<<10))
+				w.frozen = time.Now()
+				time.Sleep(1500 * time.Millisecond)
+				w.thawAt = time.Now()
+				writeFile(t, limit, dev+" 0")
+				w.thawed = time.Now()
+				ws = append(ws, w)
+			}
+			time.Sleep(800 * time.Millisecond)
+			return ws
+		})
+		checkCause(t, dir, windows, explain.CauseParkWait, parkedByFlusher)
 	})
 
 	t.Run("gc", func(t *testing.T) {
@@ -244,20 +283,36 @@ func runHogs(ctx context.Context, t *testing.T, hog string, d time.Duration) fre
 // a quota (set one to inject throttling), and back at the end.
 func brokerCPUCgroup(t *testing.T, pid int) string {
 	t.Helper()
-	root := "/sys/fs/cgroup/cpu"
-	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
-		labtest.Unavailable(t, "no cgroup v1 cpu controller at %s: %v", root, err)
+	cg := brokerCgroup(t, "cpu", "cpu.cfs_quota_us", pid)
+	writeFile(t, filepath.Join(cg, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(cg, "cpu.cfs_quota_us"), "-1")
+	t.Cleanup(func() { os.WriteFile(filepath.Join(cg, "cpu.cfs_quota_us"), []byte("-1"), 0o644) })
+	return cg
+}
+
+// brokerBlkioCgroup moves the broker into a new cgroup v1 blkio cgroup
+// without limits (set blkio.throttle.* to inject slow I/O), and back at
+// the end.
+func brokerBlkioCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	return brokerCgroup(t, "blkio", "blkio.throttle.write_bps_device", pid)
+}
+
+// brokerCgroup moves the broker into a new cgroup of a v1 controller
+// (which must have the file probe), and back to the root at the end.
+func brokerCgroup(t *testing.T, controller, probe string, pid int) string {
+	t.Helper()
+	root := filepath.Join("/sys/fs/cgroup", controller)
+	if _, err := os.Stat(filepath.Join(root, probe)); err != nil {
+		labtest.Unavailable(t, "no cgroup v1 %s controller at %s: %v", controller, root, err)
 	}
 	cg := filepath.Join(root, fmt.Sprintf("kscope-e2e-%d", os.Getpid()))
 	if err := os.Mkdir(cg, 0o755); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(cg, "cpu.cfs_period_us"), "100000")
-	writeFile(t, filepath.Join(cg, "cpu.cfs_quota_us"), "-1")
 	// cgroup.procs moves one thread group; tasks would move threads one by one.
 	writeFile(t, filepath.Join(cg, "cgroup.procs"), strconv.Itoa(pid))
 	t.Cleanup(func() {
-		os.WriteFile(filepath.Join(cg, "cpu.cfs_quota_us"), []byte("-1"), 0o644)
 		os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
 		for range 50 {
 			if err := os.Remove(cg); err == nil || os.IsNotExist(err) {
@@ -275,6 +330,17 @@ func writeFile(t *testing.T, path, v string) {
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
+}
+
+// parkedByFlusher reports whether f's evidence holds a park that the
+// broker's scheduler thread (which runs the log flusher) ended.
+func parkedByFlusher(f *explain.Finding) bool {
+	for _, p := range f.ParkWaits {
+		if strings.HasPrefix(p.WakerThread, "kafka-schedul") {
+			return true
+		}
+	}
+	return false
 }
 
 // gcRun reports whether f's evidence holds a pause of jcmd GC.run: a full

@@ -32,6 +32,9 @@ type reqCtx struct {
 	// queuedDelays are the run delays the request ahead of it was
 	// starved by: evidence for the time it inherits.
 	queuedDelays []event.RunDelay
+	// queuedParks are the sleeps the request ahead of it was held by
+	// (park-wait's evidence, likewise).
+	queuedParks []ParkWait
 	// pauseStarved are the parts of the JVM's pauses during the request
 	// that its stop-the-world threads spent waiting for a CPU (the
 	// waits: pauseDelays): starvation that made the pauses longer.

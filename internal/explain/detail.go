@@ -132,7 +132,7 @@ func longestWait(ws []event.KernelWait) (event.KernelWait, bool) {
 func frames(stack []string) string {
 	var out []string
 	for _, fr := range stack {
-		if strings.HasPrefix(fr, "__schedule") || strings.HasPrefix(fr, "schedule") || strings.HasPrefix(fr, "io_schedule") ||
+		if strings.HasPrefix(fr, "__schedule") || strings.HasPrefix(fr, "__traceiter") || strings.HasPrefix(fr, "schedule") || strings.HasPrefix(fr, "io_schedule") ||
 			strings.HasPrefix(fr, "do_syscall") || strings.HasPrefix(fr, "entry_SYSCALL") {
 			continue
 		}

@@ -292,8 +292,10 @@ type connLast struct {
 	// byCause: the intervals each cause measured outside the storage
 	// causes (a request queued behind this one inherits them).
 	byCause map[string][]interval
-	// runDelays: its cpu-starved evidence, inherited with the time.
+	// runDelays and parks: its cpu-starved and park-wait evidence,
+	// inherited with the time.
 	runDelays []event.RunDelay
+	parks     []ParkWait
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -472,8 +474,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 				}
 				f.LockWaits = append(f.LockWaits, l)
 				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
-				parked, parks, rest := e.ownerParked(l, iv)
-				ownerParked, ownerParks = append(ownerParked, parked...), append(ownerParks, parks...)
+				parked, rest := e.ownerParked(l, iv, &ownerParks)
+				ownerParked = append(ownerParked, parked...)
 				blockPart = append(blockPart, rest...)
 				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
 				// Where the owner was stuck meanwhile, if in the kernel.
@@ -587,7 +589,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		for cause, ivs := range prev.byCause {
 			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
 		}
-		c.queuedDelays = prev.runDelays
+		c.queuedDelays, c.queuedParks = prev.runDelays, prev.parks
 	}
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
@@ -659,7 +661,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
 		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
 			CauseParkWait: parked.ivs},
-		runDelays: f.RunDelays}
+		runDelays: f.RunDelays, parks: f.ParkWaits}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -59,6 +60,8 @@ type Index struct {
 	maxLock   int64 // longest lock wait, ns
 	maxCommit int64 // longest commit span, ns
 	sched     schedIndex
+	// handlers are the threads that appended to a partition's log.
+	handlers map[int32]bool
 
 	// Syncs and block requests are counted, not joined (yet); so is
 	// steal taken from other processes or from idle CPUs.
@@ -171,7 +174,11 @@ func (x *Index) Build() {
 		x.parts[i].writes = x.parts[i].writes[:0]
 		x.parts[i].maxDur = 0
 	}
+	x.handlers = make(map[int32]bool)
 	for i := range x.writes {
+		if strings.HasSuffix(x.strs[x.writes[i].file], ".log") {
+			x.handlers[x.writes[i].tid] = true
+		}
 		p := &x.parts[x.writes[i].part]
 		p.writes = append(p.writes, int32(i))
 		p.maxDur = max(p.maxDur, x.writes[i].dur())

@@ -20,9 +20,9 @@ const CauseParkWait = "park-wait"
 // Evidence bounds.
 const (
 	maxParkEvidence = 10
-	// parkChainDepth is how far a waker's own sleep is followed: the
-	// handler waited for a thread that waited for another.
-	parkChainDepth = 3
+	// parkChainDepth bounds how far a sleep is followed through the
+	// handlers that ended it.
+	parkChainDepth = 4
 	// parkWakeSlack is how far a JFR park's end and the tracer's wake-up
 	// may lie apart and be the same event (JFR's clock is offset from the
 	// kernel's by up to a few hundred microseconds).
@@ -53,18 +53,19 @@ type ParkWait struct {
 // for another broker thread, between when the broker could read the
 // request and when the handler was done with it (its last append; or the
 // request's end when no follower is waited for: the handler answers
-// then). The sleeps are JFR's untimed parks and the tracer's wake-ups
-// by another broker thread, minus:
+// then). The sleeps are JFR's untimed parks and the tracer's wake-ups by
+// another broker thread, minus:
 //
 //   - the handler's own appends and kernel waits (slow-write) and the
 //     times other appends to its partitions held it (lock-wait, in
-//     c.lockWaited): a sleep ended by a thread writing the partition is
-//     a wait for the partition's lock;
+//     c.lockWaited);
 //   - sleeps ended by a network thread, which wakes an idle handler when
-//     it queues a request: the handler was idle, not held.
+//     it queues a request: the handler was idle, not held;
+//   - handlers waiting for each other (a partition's monitor passed
+//     from one appender to the next), except while the one waited for
+//     was itself parked; and the JVM's own threads ending a pause.
 //
-// The wakers' own sleeps meanwhile are followed (to parkChainDepth) as
-// evidence, and their kernel waits name what the holder did.
+// The wakers' kernel waits name what the holder did.
 func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 	m := measured{cause: CauseParkWait}
 	holes := slices.Concat(c.own, c.lockWaited)
@@ -75,19 +76,22 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 			// append and moves on: later sleeps are another request's.
 			span.b = c.ownEnd
 		}
-		for _, p := range e.sleepsOf(int(tid), span) {
-			parts := clipAll(minus(interval{p.Start.UnixNano(), p.End.UnixNano()}, holes), span)
-			if len(parts) == 0 {
-				continue
-			}
-			m.ivs = append(m.ivs, parts...)
-			f.ParkWaits = append(f.ParkWaits, p)
-			e.followWaker(p, 1, f)
+		for _, p := range e.parkedParts(int(tid), span, 0, f) {
+			m.ivs = append(m.ivs, minus(p, holes)...)
 		}
 	}
 	m.ivs = append(m.ivs, c.ownerParked...)
 	f.ParkWaits = append(f.ParkWaits, c.ownerParks...)
-	m.ivs = append(m.ivs, c.queued[CauseParkWait]...)
+	if q := c.queued[CauseParkWait]; len(q) > 0 {
+		m.ivs = append(m.ivs, q...)
+		// The sleeps the request ahead was held by while this one
+		// waited for it are this one's evidence too.
+		for _, p := range c.queuedParks {
+			if p.Start.UnixNano() < c.brokerStart && p.End.UnixNano() > c.A {
+				f.ParkWaits = append(f.ParkWaits, p)
+			}
+		}
+	}
 	m.ns = min(unionLen(m.ivs), c.L)
 	if m.ns == 0 {
 		f.ParkWaits = nil
@@ -98,6 +102,51 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 	})
 	f.ParkWaits = f.ParkWaits[:min(len(f.ParkWaits), maxParkEvidence)]
 	return m
+}
+
+// parkedParts returns the parts of span during which tid was parked
+// (JFR), or asleep until a broker thread woke it that is not a handler
+// (a background thread holding a lock: the log flusher, the cleaner, a
+// fetcher), not a network thread and not one of the JVM's own; a handler
+// that woke it counts for the parts of the sleep that handler was parked
+// in turn, followed to parkChainDepth. The sleeps that count, and what
+// their wakers did in the kernel meanwhile, are added to f as evidence.
+func (e *Explainer) parkedParts(tid int, span interval, depth int, f *Finding) []interval {
+	x := e.idx
+	var out []interval
+	for _, p := range e.sleepsOf(tid, span) {
+		iv := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, span)
+		if iv.b <= iv.a {
+			continue
+		}
+		var parts []interval
+		switch {
+		case p.Blocker != "":
+			parts = []interval{iv}
+		case p.WakerTID == 0 || isVMThread(p.WakerThread):
+			continue
+		case x.isHandler(p.WakerTID):
+			if depth+1 < parkChainDepth {
+				parts = e.parkedParts(p.WakerTID, iv, depth+1, f)
+			}
+		default:
+			parts = []interval{iv}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		out = append(out, parts...)
+		p.Depth = depth
+		f.ParkWaits = append(f.ParkWaits, p)
+		if p.WakerTID != 0 && !x.isHandler(p.WakerTID) {
+			for _, kw := range x.waitsOverlapping(p.WakerTID, iv.a, iv.b) {
+				if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
+					f.KernelWaits = append(f.KernelWaits, kw)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // sleepsOf returns tid's sleeps overlapping span that another broker
@@ -133,48 +182,18 @@ func (e *Explainer) sleepsOf(tid int, span interval) []ParkWait {
 	return out
 }
 
-// followWaker adds, as evidence, what the thread that ended p did
-// meanwhile: its own sleeps until another thread woke it (followed
-// further), and its kernel waits (a lock holder's I/O).
-func (e *Explainer) followWaker(p ParkWait, depth int, f *Finding) {
-	if p.WakerTID == 0 || depth > parkChainDepth {
-		return
-	}
-	x := e.idx
-	a, b := p.Start.UnixNano(), p.End.UnixNano()
-	for _, kw := range x.waitsOverlapping(p.WakerTID, a, b) {
-		if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
-			f.KernelWaits = append(f.KernelWaits, kw)
-		}
-	}
-	for _, w := range e.sleepsOf(p.WakerTID, interval{a, b}) {
-		if w.WakerTID == p.TID {
-			continue // it waited for the thread it woke: not what held p
-		}
-		w.Depth = depth
-		f.ParkWaits = append(f.ParkWaits, w)
-		e.followWaker(w, depth+1, f)
-	}
-}
-
-// ownerParked moves to park-wait the parts of the handler's monitor
-// waits (JFR, with the monitor's owner) during which the owner was
-// itself parked or asleep until another broker thread woke it: the
-// monitor was held by a thread waiting on a lock, not appending. It
-// returns those parts, the owner's sleeps as evidence, and what is left
-// of the waits for lock-wait.
-func (e *Explainer) ownerParked(l event.LockWait, iv interval) (parked []interval, parks []ParkWait, rest []interval) {
+// ownerParked splits a handler's monitor wait (JFR, with the monitor's
+// owner) into the parts during which the owner was parked (see
+// parkedParts; park-wait's) and the rest (lock-wait's). ps collects the
+// owner's sleeps as evidence.
+func (e *Explainer) ownerParked(l event.LockWait, iv interval, ps *[]ParkWait) (parked, rest []interval) {
 	if l.Park || l.OwnerTID == 0 {
-		return nil, nil, []interval{iv}
+		return nil, []interval{iv}
 	}
-	for _, p := range e.sleepsOf(l.OwnerTID, iv) {
-		if c := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, iv); c.b > c.a {
-			parked = append(parked, c)
-			p.Depth = 1
-			parks = append(parks, p)
-		}
-	}
-	return parked, parks, minusAll([]interval{iv}, parked)
+	var ev Finding
+	parked = e.parkedParts(l.OwnerTID, iv, 1, &ev)
+	*ps = append(*ps, ev.ParkWaits...)
+	return parked, minusAll([]interval{iv}, parked)
 }
 
 // minusAll returns the parts of ivs not covered by holes.

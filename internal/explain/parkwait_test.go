@@ -128,6 +128,29 @@ func TestParkWait(t *testing.T) {
 			also:    []string{CauseParkWait},
 		},
 		{
+			name:    "handlers passing a monitor between them, none parked: no park",
+			writes:  []*event.Write{wr(12, 1, 1.1, 200), wr(11, 92, 92.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 3, 91, 12, "data-plane-kafk")},
+			req:     req(12, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "the tracer alone: woken by a handler that the flusher woke",
+			writes:  []*event.Write{wr(12, 1, 1.1, 200), wr(11, 92, 92.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 3, 91, 12, "data-plane-kafk"), wakeup(12, 1.2, 90.5, 31, "kafka-schedule")},
+			req:     req(13, 0, 100),
+			cause:   CauseParkWait,
+			detail:  []string{"which waited 89.3 ms for kafka-schedule (tid 31)"},
+			depth1:  true,
+		},
+		{
+			name:    "woken by the VM Thread at the end of a pause: the pause's, not a park",
+			writes:  []*event.Write{wr(11, 92, 92.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 3, 91, 5, "VM Thread")},
+			req:     req(14, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
 			name:    "a thread's own wake-up of itself is no wait",
 			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
 			wakeups: []*event.Wakeup{wakeup(11, 2, 89, 11, "data-plane-kafk")},
@@ -200,5 +223,8 @@ func TestParkWaitQueuedBehind(t *testing.T) {
 	second := e.Explain(req(2, 1, 102, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 99, 2 }))
 	if second.Cause != CauseParkWait || second.QueuedBehind == nil || second.QueuedBehind.CorrelationID != 1 {
 		t.Errorf("second: %s %+v (%s)", second.Cause, second.QueuedBehind, second.Detail)
+	}
+	if len(second.ParkWaits) != 1 || second.ParkWaits[0].WakerTID != 31 {
+		t.Errorf("second's evidence: %+v, want the first's sleep", second.ParkWaits)
 	}
 }

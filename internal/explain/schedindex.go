@@ -213,6 +213,10 @@ func (x *Index) wakeupsOverlapping(tid int, a, b int64) []event.Wakeup {
 	return out
 }
 
+// isHandler reports whether tid appended to a partition's log: a request
+// handler thread.
+func (x *Index) isHandler(tid int) bool { return x.handlers[int32(tid)] }
+
 // isNetworkThread reports whether tid serves client connections.
 func (x *Index) isNetworkThread(tid int) bool { return x.sched.netTIDs[tid] }
 
