@@ -209,8 +209,11 @@ func explainBroker(t *testing.T, mkfsArgs ...string) (b *lab.Broker, mnt, dev, l
 		LogDirs: []string{logDir},
 		// The log flusher looks for topics due a flush (flush.ms) every
 		// 100 ms from the start (not 30 s after it); no topic is due but
-		// TestExplainCauses' park scenario's.
-		ExtraProps: map[string]string{"num.partitions": "4", "log.flush.scheduler.interval.ms": "100", "log.initial.task.delay.ms": "0"},
+		// those of TestExplainCauses' park and request-queue scenarios
+		// (the broker's default flush.ms, log.flush.interval.ms, would
+		// otherwise be the check's interval).
+		ExtraProps: map[string]string{"num.partitions": "4", "log.flush.scheduler.interval.ms": "100", "log.initial.task.delay.ms": "0",
+			"log.flush.interval.ms": "9223372036854775807"},
 	})
 	return b, mnt, dev, logDir
 }

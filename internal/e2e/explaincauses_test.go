@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestExplainCauses is issue 16's scenarios for the causes outside the
@@ -27,7 +30,12 @@ import (
 //
 //   - cpu-hog: busy loops pinned to every CPU the broker runs on;
 //   - cpu-quota: the broker's cgroup limited to a tenth of a CPU;
-//   - gc: `jcmd PID GC.run` (a full collection of the broker's heap).
+//   - gc: `jcmd PID GC.run` (a full collection of the broker's heap);
+//   - park: a topic flushed every 100 ms while the broker's writes to
+//     the log device are throttled (blkio), so the flusher holds an
+//     index's lock that appenders park on;
+//   - request-queue: the same on another topic, with the broker down to
+//     two handler threads, for the scenario's producers to queue behind.
 //
 // explain must name the injected cause for at least 90% of the slow
 // requests in the injection windows, and not name it in the control run.
@@ -74,6 +82,9 @@ func TestExplainCauses(t *testing.T) {
 			}
 			if gcRun(f) {
 				t.Errorf("control run: %s/%d put on a jcmd GC.run pause: %s", f.Client, f.CorrelationID, f.Detail)
+			}
+			if f.Cause == explain.CauseRequestQueue {
+				t.Errorf("control run: %s/%d put on the request queue (eight handlers, no fault): %s", f.Client, f.CorrelationID, f.Detail)
 			}
 			if parkedByFlusher(f) {
 				t.Errorf("control run: %s/%d put on a park behind the log flusher: %s", f.Client, f.CorrelationID, f.Detail)
@@ -156,6 +167,52 @@ func TestExplainCauses(t *testing.T) {
 		checkCause(t, dir, windows, explain.CauseParkWait, parkedByFlusher)
 	})
 
+	// The same flusher parks, with the broker down to two request
+	// handler threads and other clients producing to a partition of
+	// their own that is flushed: both handlers end up on that partition
+	// (one parked on its index lock, the other on its monitor), and the
+	// requests of the scenario's producers, to other partitions, wait in
+	// the request queue.
+	t.Run("request-queue", func(t *testing.T) {
+		const holdTopic = "explain-queue-hold"
+		profileCreateTopic(ctx, t, b.Addr(), holdTopic, 1, map[string]string{"flush.ms": "100", "index.interval.bytes": "1"})
+		// The broker takes at most a halving or a doubling at a time.
+		setBrokerConfig(ctx, t, b.Addr(), "num.io.threads", "4")
+		setBrokerConfig(ctx, t, b.Addr(), "num.io.threads", "2")
+		t.Cleanup(func() {
+			setBrokerConfig(context.Background(), t, b.Addr(), "num.io.threads", "4")
+			setBrokerConfig(context.Background(), t, b.Addr(), "num.io.threads", "8")
+		})
+		cg := brokerBlkioCgroup(t, b.PID())
+		limit := filepath.Join(cg, "blkio.throttle.write_bps_device")
+		t.Cleanup(func() { os.WriteFile(limit, []byte(dev+" 0"), 0o644) })
+		dir, windows := record(t, func(ctx context.Context) []freezeWindow {
+			stop := holdLoad(ctx, t, b.Addr(), holdTopic)
+			defer stop()
+			var ws []freezeWindow
+			for range 3 {
+				time.Sleep(800 * time.Millisecond)
+				var w freezeWindow
+				w.frozeAt = time.Now()
+				writeFile(t, limit, fmt.Sprintf("%s %d", dev, 32<<10))
+				w.frozen = time.Now()
+				time.Sleep(1500 * time.Millisecond)
+				w.thawAt = time.Now()
+				writeFile(t, limit, dev+" 0")
+				w.thawed = time.Now()
+				ws = append(ws, w)
+			}
+			time.Sleep(800 * time.Millisecond)
+			return ws
+		})
+		// The hold load's own requests, three times the scenario's and
+		// mostly fast, pull the p99 down to the young GC pauses their
+		// garbage brings (10-20 ms): the requests judged are those of
+		// 50 ms or more, well under the injected queueing.
+		checkCauseOf(t, dir, windows, explain.CauseRequestQueue, func(f *explain.Finding) bool { return len(f.QueueHandlers) == 2 },
+			func(f *explain.Finding) bool { return len(f.Partitions) > 0 && f.Partitions[0].Topic == topic }, "--slow", "50ms")
+	})
+
 	t.Run("gc", func(t *testing.T) {
 		jcmd, err := hostinfo.JDKTool("jcmd")
 		if err != nil {
@@ -185,11 +242,21 @@ func TestExplainCauses(t *testing.T) {
 // the injected fault (evidence), and logs the others.
 func checkCause(t *testing.T, dir string, windows []freezeWindow, cause string, evidence func(*explain.Finding) bool, explainArgs ...string) {
 	t.Helper()
+	checkCauseOf(t, dir, windows, cause, evidence, nil, explainArgs...)
+}
+
+// checkCauseOf is checkCause over the slow requests only picks (nil:
+// all).
+func checkCauseOf(t *testing.T, dir string, windows []freezeWindow, cause string, evidence, only func(*explain.Finding) bool, explainArgs ...string) {
+	t.Helper()
 	findings, sum := runExplain(t, dir, explainArgs...)
 	t.Logf("%d produce requests, slow >= %.1f ms (%s): %d; causes: %s; evidence: %d run delays, %d JVM pauses, %d connection threads, %d throttle samples",
 		sum.ProduceRequests, sum.ThresholdMs, sum.ThresholdFrom, sum.Slow, causeCounts(sum), sum.RunDelays, sum.JVMPauses, sum.ConnThreads, sum.Throttles)
 	in, named := 0, 0
 	for _, f := range findings {
+		if only != nil && !only(f) {
+			continue
+		}
 		during := false
 		for _, w := range windows {
 			during = during || w.overlaps(f.Arrival, f.End, 0)
@@ -330,6 +397,57 @@ func writeFile(t *testing.T, path, v string) {
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
+}
+
+// setBrokerConfig sets a dynamic broker config, cluster-wide.
+func setBrokerConfig(ctx context.Context, t *testing.T, addr, name, value string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeBroker
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value, c.Op = name, kmsg.StringPtr(value), kmsg.IncrementalAlterConfigOpSet
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("set %s=%s: %v", name, value, err)
+	}
+	if code := resp.Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("set %s=%s: error code %d", name, value, code)
+	}
+	time.Sleep(500 * time.Millisecond) // the broker applies it from the metadata log
+}
+
+// holdLoad produces to topic from 3 clients with 4 requests in flight
+// each until stopped (at most 100000 records each, and ctx).
+func holdLoad(ctx context.Context, t *testing.T, addr, topic string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for c := range 3 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.ClientID(fmt.Sprintf("hold-%d", c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 100000 && ctx.Err() == nil; i++ {
+					cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hold")})
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+		}
+		t.Cleanup(cl.Close)
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // parkedByFlusher reports whether f's evidence holds a park that the

@@ -35,6 +35,9 @@ type reqCtx struct {
 	// queuedParks are the sleeps the request ahead of it was held by
 	// (park-wait's evidence, likewise).
 	queuedParks []ParkWait
+	// queuedHandlers: what the handlers did while the request ahead of
+	// it waited for one (request-queue's evidence, likewise).
+	queuedHandlers []HandlerBusy
 	// pauseStarved are the parts of the JVM's pauses during the request
 	// that its stop-the-world threads spent waiting for a CPU (the
 	// waits: pauseDelays): starvation that made the pauses longer.

@@ -67,13 +67,15 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 		return cpuStarvedDetail(f) + alsoDetail(f)
 	case CauseParkWait:
 		return parkWaitDetail(f) + alsoDetail(f)
+	case CauseRequestQueue:
+		return requestQueueDetail(f) + alsoDetail(f)
 	case CauseGCPause, CauseSafepoint:
 		return jvmPauseDetail(f) + alsoDetail(f)
 	}
 	s := f.Shares
-	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, network %.1f, network thread %.1f, steal %.1f, cpu %.1f, park %.1f, gc %.1f, safepoint %.1f ms)",
+	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, network %.1f, network thread %.1f, steal %.1f, cpu %.1f, park %.1f, queue %.1f, gc %.1f, safepoint %.1f ms)",
 		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs, s.NetworkMs, s.NetThreadMs, s.CPUStealMs,
-		s.CPUStarvedMs, s.ParkWaitMs, s.GCPauseMs, s.SafepointMs)
+		s.CPUStarvedMs, s.ParkWaitMs, s.RequestQueueMs, s.GCPauseMs, s.SafepointMs)
 }
 
 // alsoDetail names the causes that together with the finding's account

@@ -59,7 +59,7 @@ const (
 
 // Causes lists the causes in the order ties are broken.
 var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
-	CauseNetworkThreadBlocked, CauseCPUStarved, CauseParkWait, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
+	CauseNetworkThreadBlocked, CauseCPUStarved, CauseParkWait, CauseRequestQueue, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 
 // How a request's own write was found.
 const (
@@ -207,6 +207,9 @@ type Finding struct {
 	// ParkWaits are the handler's sleeps until another broker thread let
 	// it go, and the sleeps of that thread meanwhile (Depth > 0).
 	ParkWaits []ParkWait `json:"park_waits,omitempty"`
+	// QueueHandlers are what each request handler was doing while the
+	// request waited for one (request-queue).
+	QueueHandlers []HandlerBusy `json:"queue_handlers,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -223,6 +226,7 @@ type CauseShares struct {
 	GCPauseMs      float64 `json:"gc_pause_ms"`
 	SafepointMs    float64 `json:"safepoint_ms"`
 	ParkWaitMs     float64 `json:"park_wait_ms"`
+	RequestQueueMs float64 `json:"request_queue_ms"`
 }
 
 // PartitionEvidence is one partition of a slow request and the writes to
@@ -296,6 +300,7 @@ type connLast struct {
 	// inherited with the time.
 	runDelays []event.RunDelay
 	parks     []ParkWait
+	handlers  []HandlerBusy
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -589,18 +594,19 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		for cause, ivs := range prev.byCause {
 			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
 		}
-		c.queuedDelays, c.queuedParks = prev.runDelays, prev.parks
+		c.queuedDelays, c.queuedParks, c.queuedHandlers = prev.runDelays, prev.parks, prev.handlers
 	}
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
 	parked := e.parkWait(c, f)
+	queue := e.requestQueue(c, f, slices.Concat(own, blockPart, parked.ivs, starved.ivs))
 	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
 		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns),
-		ParkWaitMs: ms(parked.ns)}
+		ParkWaitMs: ms(parked.ns), RequestQueueMs: ms(queue.ns)}
 
 	var replIvs, respIvs []interval
 	if replication > 0 {
@@ -616,14 +622,14 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		{cause: CauseReplication, ns: replication, ivs: replIvs},
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
-		net, netBlocked, starved, parked, gc, safepoint,
+		net, netBlocked, starved, parked, queue, gc, safepoint,
 		{cause: CauseCPUSteal, ns: steal, stw: true},
 	})
 	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseParkWait) && queued && len(c.queued[f.Cause]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseParkWait || f.Cause == CauseRequestQueue) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 	}
 	if f.Cause == CauseNetworkThreadBlocked {
@@ -660,8 +666,8 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
 		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
-			CauseParkWait: parked.ivs},
-		runDelays: f.RunDelays, parks: f.ParkWaits}
+			CauseParkWait: parked.ivs, CauseRequestQueue: queue.ivs},
+		runDelays: f.RunDelays, parks: f.ParkWaits, handlers: f.QueueHandlers}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

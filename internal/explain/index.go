@@ -60,8 +60,13 @@ type Index struct {
 	maxLock   int64 // longest lock wait, ns
 	maxCommit int64 // longest commit span, ns
 	sched     schedIndex
-	// handlers are the threads that appended to a partition's log.
-	handlers map[int32]bool
+	// handlers are the threads that appended to a partition's log
+	// (handlerTIDs sorted), tidWrites their writes by thread, sorted by
+	// start, maxWrite the longest write.
+	handlers    map[int32]bool
+	handlerTIDs []int32
+	tidWrites   map[int32][]int32
+	maxWrite    int64
 
 	// Syncs and block requests are counted, not joined (yet); so is
 	// steal taken from other processes or from idle CPUs.
@@ -174,17 +179,28 @@ func (x *Index) Build() {
 		x.parts[i].writes = x.parts[i].writes[:0]
 		x.parts[i].maxDur = 0
 	}
-	x.handlers = make(map[int32]bool)
+	x.handlers, x.handlerTIDs = make(map[int32]bool), x.handlerTIDs[:0]
+	x.tidWrites, x.maxWrite = make(map[int32][]int32), 0
 	for i := range x.writes {
-		if strings.HasSuffix(x.strs[x.writes[i].file], ".log") {
-			x.handlers[x.writes[i].tid] = true
+		w := &x.writes[i]
+		if strings.HasSuffix(x.strs[w.file], ".log") && isHandlerName(x.strs[w.thread]) {
+			if !x.handlers[w.tid] {
+				x.handlerTIDs = append(x.handlerTIDs, w.tid)
+			}
+			x.handlers[w.tid] = true
 		}
+		x.tidWrites[w.tid] = append(x.tidWrites[w.tid], int32(i))
+		x.maxWrite = max(x.maxWrite, w.dur())
 		p := &x.parts[x.writes[i].part]
 		p.writes = append(p.writes, int32(i))
 		p.maxDur = max(p.maxDur, x.writes[i].dur())
 	}
 	for i := range x.parts {
 		ws := x.parts[i].writes
+		slices.SortStableFunc(ws, func(a, b int32) int { return cmp.Compare(x.writes[a].start, x.writes[b].start) })
+	}
+	slices.Sort(x.handlerTIDs)
+	for _, ws := range x.tidWrites {
 		slices.SortStableFunc(ws, func(a, b int32) int { return cmp.Compare(x.writes[a].start, x.writes[b].start) })
 	}
 	x.maxCommit = 0
@@ -278,6 +294,32 @@ func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
 		}
 		if l.End.UnixNano() > a {
 			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// isHandlerName reports whether a thread name (a comm, cut to 15 bytes,
+// or JFR's full name) is a request handler's: data-plane-kafka-request-
+// handler-N since Kafka 2.2, kafka-request-handler-N before. The network
+// threads share the 15-byte prefix of the first; they never append.
+// Other writers of partition logs (the KRaft log's raft-io thread, the
+// replica fetchers, the cleaner) are not handlers.
+func isHandlerName(name string) bool {
+	return strings.HasPrefix(name, "data-plane-kafk") || strings.HasPrefix(name, "kafka-request-h")
+}
+
+// writesOf returns the writes of tid overlapping [a, b).
+func (x *Index) writesOf(tid int32, a, b int64) []int32 {
+	ws := x.tidWrites[tid]
+	lo, _ := slices.BinarySearchFunc(ws, a-x.maxWrite, func(i int32, t int64) int { return cmp.Compare(x.writes[i].start, t) })
+	var out []int32
+	for _, i := range ws[lo:] {
+		if x.writes[i].start >= b {
+			break
+		}
+		if x.writes[i].end > a {
+			out = append(out, i)
 		}
 	}
 	return out

@@ -70,13 +70,24 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 	m := measured{cause: CauseParkWait}
 	holes := slices.Concat(c.own, c.lockWaited)
 	for _, tid := range c.handlers {
-		span := interval{c.brokerStart, c.E}
+		from, ownStart, busy := e.handlerFrom(c, tid)
+		span := interval{from, c.E}
 		if c.replicating {
 			// It hands the request to the purgatory after its last
 			// append and moves on: later sleeps are another request's.
 			span.b = c.ownEnd
 		}
-		for _, p := range e.parkedParts(int(tid), span, 0, f) {
+		// A handler that appended for another request since the broker
+		// could read this one and then slept, before this one's append,
+		// until a thread other than a handler woke it, was still in
+		// that request: Kafka adds the index entry (under the index's
+		// lock, which the flusher holds while it syncs the index) after
+		// writing the batch. A wait for a handler is a wait for this
+		// request's partition.
+		keep := func(p ParkWait) bool {
+			return p.Start.UnixNano() >= ownStart || e.idx.isHandler(p.WakerTID) || !e.inOtherRequest(tid, p.Start.UnixNano(), busy)
+		}
+		for _, p := range e.parkedParts(int(tid), span, 0, keep, f) {
 			m.ivs = append(m.ivs, minus(p, holes)...)
 		}
 	}
@@ -104,6 +115,53 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 	return m
 }
 
+// inOtherRequest reports whether handler tid was still in another
+// request at t: its last append before t is more recent than its last
+// wake-up by a network thread (which gives an idle handler a request).
+// busy says it appended for another request since the broker could read
+// this one.
+func (e *Explainer) inOtherRequest(tid int32, t int64, busy bool) bool {
+	if busy {
+		return true
+	}
+	x := e.idx
+	ws := x.tidWrites[tid]
+	i, _ := slices.BinarySearchFunc(ws, t, func(w int32, t int64) int { return cmp.Compare(x.writes[w].end, t) })
+	// Sorted by start; ends are close enough to sorted for a handler's
+	// own appends, which do not overlap.
+	if i == 0 {
+		return false
+	}
+	lastWrite := x.writes[ws[i-1]].end
+	for _, u := range x.wakeupsOverlapping(int(tid), lastWrite, t) {
+		if x.isNetworkThread(u.WakerTID) && u.End.UnixNano() > lastWrite && u.End.UnixNano() <= t {
+			return false
+		}
+	}
+	return true
+}
+
+// handlerFrom is when handler tid can have taken the request: when the
+// broker could read it, or after the end of the handler's last append for
+// another request before its first own append at ownStart (it was busy
+// with that request until then); busy says there was such an append.
+func (e *Explainer) handlerFrom(c *reqCtx, tid int32) (from, ownStart int64, busy bool) {
+	ownStart = c.E
+	for i, t := range c.ownTID {
+		if t == tid {
+			ownStart = min(ownStart, c.own[i].a)
+		}
+	}
+	from = c.brokerStart
+	for _, i := range e.idx.writesOf(tid, c.brokerStart, ownStart) {
+		w := &e.idx.writes[i]
+		if w.end <= ownStart && !slices.Contains(c.own, interval{w.start, w.end}) {
+			from, busy = max(from, w.end), true
+		}
+	}
+	return min(from, ownStart), ownStart, busy
+}
+
 // parkedParts returns the parts of span during which tid was parked
 // (JFR), or asleep until a broker thread woke it that is not a handler
 // (a background thread holding a lock: the log flusher, the cleaner, a
@@ -111,10 +169,16 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 // that woke it counts for the parts of the sleep that handler was parked
 // in turn, followed to parkChainDepth. The sleeps that count, and what
 // their wakers did in the kernel meanwhile, are added to f as evidence.
-func (e *Explainer) parkedParts(tid int, span interval, depth int, f *Finding) []interval {
+func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(ParkWait) bool, f *Finding) []interval {
 	x := e.idx
 	var out []interval
 	for _, p := range e.sleepsOf(tid, span) {
+		if depth == 0 && p.Start.UnixNano() < span.a {
+			continue // asleep before it could have taken the request: another request's
+		}
+		if keep != nil && !keep(p) {
+			continue
+		}
 		iv := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, span)
 		if iv.b <= iv.a {
 			continue
@@ -127,7 +191,7 @@ func (e *Explainer) parkedParts(tid int, span interval, depth int, f *Finding) [
 			continue
 		case x.isHandler(p.WakerTID):
 			if depth+1 < parkChainDepth {
-				parts = e.parkedParts(p.WakerTID, iv, depth+1, f)
+				parts = e.parkedParts(p.WakerTID, iv, depth+1, nil, f)
 			}
 		default:
 			parts = []interval{iv}
@@ -191,7 +255,7 @@ func (e *Explainer) ownerParked(l event.LockWait, iv interval, ps *[]ParkWait) (
 		return nil, []interval{iv}
 	}
 	var ev Finding
-	parked = e.parkedParts(l.OwnerTID, iv, 1, &ev)
+	parked = e.parkedParts(l.OwnerTID, iv, 1, nil, &ev)
 	*ps = append(*ps, ev.ParkWaits...)
 	return parked, minusAll([]interval{iv}, parked)
 }

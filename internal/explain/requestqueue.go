@@ -1,0 +1,212 @@
+package explain
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CauseRequestQueue: the request waited in the broker's request queue
+// because every request handler thread was busy with other requests:
+// appending, waiting for a lock or a CPU, asleep in the kernel or until
+// another thread let it go.
+const CauseRequestQueue = "request-queue"
+
+// HandlerBusy is what one request handler thread was doing while a
+// request waited for a handler: the activity that covered most of the
+// wait.
+type HandlerBusy struct {
+	TID    int    `json:"tid"`
+	Thread string `json:"thread"`
+	// What is one of "appending" (to Partition), "waiting for a CPU",
+	// "in the kernel", "waiting for a monitor", "parked" and "asleep"
+	// (until Waker woke it).
+	What      string  `json:"what"`
+	Partition string  `json:"partition,omitempty"`
+	Waker     string  `json:"waker,omitempty"`
+	Ms        float64 `json:"ms"` // of the wait
+}
+
+// busySpan is a time a handler is known to have worked on something.
+type busySpan struct {
+	iv        interval
+	what      string
+	partition string
+	waker     string
+}
+
+// requestQueue measures the time between when the broker could read the
+// request and its handler's first append during which every request
+// handler thread (those that appended to a partition's log in the
+// recording) is known to have been busy: in a write, a kernel wait, a
+// run-queue wait, a JFR lock wait or park, or asleep until a broker
+// thread other than a network thread woke it (a network thread wakes an
+// idle handler with a new request). A handler running on a CPU is not
+// traced and never counts as busy, so the measure is a lower bound. The
+// request's own other causes (its own appends, lock waits, parks and
+// run delays) are taken out: while it was being handled it was not
+// queued. Each handler's main activity is the evidence.
+func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measured {
+	m := measured{cause: CauseRequestQueue}
+	x := e.idx
+	all, spans := e.allHandlersBusy(c)
+	all = minusAll(all, taken)
+	for i, tid := range x.handlerTIDs[:len(spans)] {
+		if b, ok := mainActivity(spans[i], all); ok {
+			b.TID, b.Thread = int(tid), x.threadName(int(tid))
+			f.QueueHandlers = append(f.QueueHandlers, b)
+		}
+	}
+	if q := c.queued[CauseRequestQueue]; len(q) > 0 {
+		all = append(all, q...)
+		for _, h := range c.queuedHandlers {
+			if !slices.ContainsFunc(f.QueueHandlers, func(o HandlerBusy) bool { return o.TID == h.TID }) {
+				f.QueueHandlers = append(f.QueueHandlers, h)
+			}
+		}
+	}
+	m.ivs = all
+	m.ns = min(unionLen(all), c.L)
+	if m.ns == 0 {
+		f.QueueHandlers = nil
+	}
+	slices.SortStableFunc(f.QueueHandlers, func(a, b HandlerBusy) int { return cmp.Compare(b.Ms, a.Ms) })
+	return m
+}
+
+// allHandlersBusy returns the times between when the broker could read
+// the request and its first own append that every handler was busy, and
+// each handler's busy spans then (by x.handlerTIDs).
+func (e *Explainer) allHandlersBusy(c *reqCtx) ([]interval, [][]busySpan) {
+	x := e.idx
+	if len(c.own) == 0 || len(x.handlerTIDs) == 0 {
+		return nil, nil
+	}
+	first := c.own[0].a
+	for _, o := range c.own[1:] {
+		first = min(first, o.a)
+	}
+	span := interval{c.brokerStart, first}
+	if span.b <= span.a {
+		return nil, nil
+	}
+	all := []interval{span}
+	spans := make([][]busySpan, len(x.handlerTIDs))
+	for i, tid := range x.handlerTIDs {
+		spans[i] = e.busyOf(int(tid), span)
+		ivs := make([]interval, len(spans[i]))
+		for j, b := range spans[i] {
+			ivs[j] = b.iv
+		}
+		if all = intersect(all, mergeIntervals(ivs)); len(all) == 0 {
+			return nil, nil
+		}
+	}
+	return all, spans
+}
+
+// busyOf returns the times tid is known to have been busy within span.
+func (e *Explainer) busyOf(tid int, span interval) []busySpan {
+	x := e.idx
+	var out []busySpan
+	add := func(a, b int64, what, partition, waker string) {
+		if iv := clip(interval{a, b}, span); iv.b > iv.a {
+			out = append(out, busySpan{iv: iv, what: what, partition: partition, waker: waker})
+		}
+	}
+	for _, i := range x.writesOf(int32(tid), span.a, span.b) {
+		w := &x.writes[i]
+		k := x.parts[w.part].key
+		add(w.start, w.end, "appending", fmt.Sprintf("%s-%d", k.topic, k.partition), "")
+	}
+	for _, k := range x.waitsOverlapping(tid, span.a, span.b) {
+		add(k.Start.UnixNano(), k.End.UnixNano(), "in the kernel", "", "")
+	}
+	for _, d := range x.runDelaysOverlapping(tid, span.a, span.b) {
+		add(d.Start.UnixNano(), d.End.UnixNano(), "waiting for a CPU", "", "")
+	}
+	for _, l := range x.locksOverlapping(tid, span.a, span.b) {
+		if !l.Park {
+			add(l.Start.UnixNano(), l.End.UnixNano(), "waiting for a monitor", "", l.Monitor)
+		}
+	}
+	// Sleeps a network thread ended were idle (it queued a request);
+	// those the VM Thread ended were the JVM's pause.
+	for _, p := range e.sleepsOf(tid, span) {
+		switch {
+		case p.Blocker != "":
+			add(p.Start.UnixNano(), p.End.UnixNano(), "parked", "", p.Blocker)
+		case p.WakerTID != 0 && !isVMThread(p.WakerThread):
+			add(p.Start.UnixNano(), p.End.UnixNano(), "asleep", "", p.WakerThread)
+		}
+	}
+	return out
+}
+
+// mainActivity is the activity of spans covering most of within.
+func mainActivity(spans []busySpan, within []interval) (HandlerBusy, bool) {
+	var best HandlerBusy
+	var bestNs int64
+	for _, b := range spans {
+		var ns int64
+		for _, w := range within {
+			if c := clip(b.iv, w); c.b > c.a {
+				ns += c.b - c.a
+			}
+		}
+		if ns > bestNs {
+			bestNs = ns
+			best = HandlerBusy{What: b.what, Partition: b.partition, Waker: b.waker}
+		}
+	}
+	best.Ms = ms(bestNs)
+	return best, bestNs > 0
+}
+
+// intersect returns the intersection of two sorted, merged interval
+// lists.
+func intersect(a, b []interval) []interval {
+	var out []interval
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i].a, b[j].a), min(a[i].b, b[j].b)
+		if hi > lo {
+			out = append(out, interval{lo, hi})
+		}
+		if a[i].b < b[j].b {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+// requestQueueDetail names what the handlers were doing.
+func requestQueueDetail(f *Finding) string {
+	s := fmt.Sprintf("waited %.1f ms for a request handler: all %d were busy", f.ExplainedMs, len(f.QueueHandlers))
+	if len(f.QueueHandlers) == 0 {
+		if f.QueuedBehind != nil {
+			return fmt.Sprintf("waited %.1f ms on its connection behind request %d, which waited for a request handler",
+				f.ExplainedMs, f.QueuedBehind.CorrelationID)
+		}
+		return fmt.Sprintf("waited %.1f ms for a request handler", f.ExplainedMs)
+	}
+	var parts []string
+	for _, h := range f.QueueHandlers[:min(len(f.QueueHandlers), 4)] {
+		p := fmt.Sprintf("tid %d %s", h.TID, h.What)
+		switch {
+		case h.Partition != "":
+			p += " to " + h.Partition
+		case h.What == "asleep" && h.Waker != "":
+			p += " until " + h.Waker + " woke it"
+		case h.Waker != "":
+			p += " on " + h.Waker // a JFR blocker or monitor class
+		}
+		parts = append(parts, p)
+	}
+	if n := len(f.QueueHandlers) - len(parts); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d more", n))
+	}
+	return s + ": " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,88 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+func onPartition(p int32) func(*event.Write) {
+	return func(w *event.Write) {
+		w.Partition = p
+		w.File = "t-" + itoa(int32(p)) + "/00000000000000000000.log"
+	}
+}
+
+func TestRequestQueue(t *testing.T) {
+	const client = "127.0.0.1:40000"
+	// Handlers 11 and 12 appended to t-1 before (they are handlers);
+	// the request goes to t-0, appended by 11 at 90.
+	base := []*event.Write{wr(11, -500, -499.9, 300, onPartition(1)), wr(12, -400, -399.9, 300, onPartition(1)), wr(11, 90, 90.1, 100)}
+	tests := []struct {
+		name    string
+		writes  []*event.Write
+		wakeups []*event.Wakeup
+		delays  []*event.RunDelay
+		conns   []*event.ConnThread
+		cause   string
+		detail  []string
+	}{
+		{
+			name:    "every handler held by another partition's flush",
+			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1))}, base...),
+			wakeups: []*event.Wakeup{wakeup(11, 1.5, 89, 31, "kafka-schedule"), wakeup(12, 2, 89.5, 11, "data-plane-kafk")},
+			cause:   CauseRequestQueue,
+			detail:  []string{"all 2 were busy", "tid 11 asleep until kafka-schedule woke it", "tid 12 asleep until data-plane-kafk woke it"},
+		},
+		{
+			name:   "busy with other partitions' slow appends and a wait for a CPU",
+			writes: append([]*event.Write{wr(11, 1, 60, 300, onPartition(1)), wr(12, 2, 89, 300, onPartition(2))}, base...),
+			delays: []*event.RunDelay{runDelay(11, 60, 89.5, "hog")},
+			cause:  CauseRequestQueue,
+			detail: []string{"tid 12 appending to t-2", "tid 11 appending to t-1"},
+		},
+		{
+			name:    "a handler idle meanwhile (the network thread woke it): no queue",
+			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1)), wr(13, -300, -299.9, 300, onPartition(1))}, base...),
+			wakeups: []*event.Wakeup{wakeup(11, 1.5, 89, 31, "kafka-schedule"), wakeup(12, 2, 89.5, 11, "data-plane-kafk"), wakeup(13, -100, 89, 21, "data-plane-kafk")},
+			conns:   []*event.ConnThread{connThread(21, client, -1000)},
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "a handler on a CPU is not known to be busy: no queue",
+			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1))}, base...),
+			wakeups: []*event.Wakeup{wakeup(11, 1.5, 89, 31, "kafka-schedule")},
+			cause:   CauseUnexplained,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx := NewIndex()
+			for _, w := range tt.writes {
+				idx.AddWrite(w)
+			}
+			for _, u := range tt.wakeups {
+				idx.AddWakeup(u)
+			}
+			for _, d := range tt.delays {
+				idx.AddRunDelay(d)
+			}
+			for _, c := range tt.conns {
+				idx.AddConnThread(c)
+			}
+			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			if f.Cause != tt.cause {
+				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
+			}
+			for _, d := range tt.detail {
+				if !strings.Contains(f.Detail, d) {
+					t.Errorf("detail %q lacks %q", f.Detail, d)
+				}
+			}
+			if f.Cause == CauseRequestQueue && (len(f.QueueHandlers) != 2 || f.ExplainedMs < 50) {
+				t.Errorf("request-queue with handlers %+v, %.1f ms", f.QueueHandlers, f.ExplainedMs)
+			}
+		})
+	}
+}
