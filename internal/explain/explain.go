@@ -15,7 +15,8 @@
 //     when the write it rests on overlapped a jbd2 commit or XFS log write
 //     on the same device for most of its time.
 //   - replication: acks=all, its append done early, and the response came
-//     only much later (waiting for followers).
+//     only much later: waiting for followers, whose fetches passing its
+//     last offset are matched where the capture has them (replication.go).
 //   - throttle: the response's throttle time accounts for it.
 //   - response-send: the response's bytes took most of the time to leave.
 //   - cpu-steal: the hypervisor took most of the time from the broker's
@@ -204,6 +205,13 @@ type Finding struct {
 	// first), BlockingFetches the Fetch requests that thread served then.
 	NetworkThreadWaits []event.KernelWait `json:"network_thread_waits,omitempty"`
 	BlockingFetches    []FetchEvidence    `json:"blocking_fetches,omitempty"`
+	// ReplicationFrom says how the wait for followers of an acks=all
+	// request was measured (ReplicationByFetch, ReplicationByGap, with
+	// ReplicationUnmatched saying what was missing); Replication are the
+	// follower fetches that passed its last offset, the latest first.
+	ReplicationFrom      string         `json:"replication_from,omitempty"`
+	ReplicationUnmatched string         `json:"replication_unmatched,omitempty"`
+	Replication          []ReplicaFetch `json:"replication,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -245,6 +253,8 @@ type QueuedBehind struct {
 	CorrelationID int32           `json:"correlation_id"`
 	Cause         string          `json:"cause"`
 	Writes        []WriteEvidence `json:"writes"`
+	// Replication: the follower fetches the request ahead waited for.
+	Replication []ReplicaFetch `json:"replication,omitempty"`
 }
 
 // WriteEvidence is a traced write with how it was tied to the request.
@@ -275,6 +285,8 @@ type Explainer struct {
 	// (Run sets both): evidence for network-thread-blocked.
 	fetches     []fetchRef
 	readRequest func(pos int64) (*event.Request, error)
+	// replicas indexes the follower fetches among fetches (replication.go).
+	replicas *replicaIndex
 }
 
 // connLast is what a later request on the same connection needs of a
@@ -288,8 +300,10 @@ type connLast struct {
 	// byCause: the intervals each cause measured outside the storage
 	// causes (a request queued behind this one inherits them).
 	byCause map[string][]interval
-	// runDelays: its cpu-starved evidence, inherited with the time.
-	runDelays []event.RunDelay
+	// runDelays: its cpu-starved evidence, inherited with the time;
+	// replication the follower fetches it waited for.
+	runDelays   []event.RunDelay
+	replication []ReplicaFetch
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -545,11 +559,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	partWait := unionLen(blockPart)
 	lockWait := unionLen(waited)
 	storage := unionLen(slices.Concat(own, waited))
-	var replication int64
 	replicating := e.followers && r.Acks != nil && *r.Acks == -1
-	if replicating && allOwn && ownEnd > 0 {
-		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
-	}
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
@@ -579,19 +589,17 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		}
 		c.queuedDelays = prev.runDelays
 	}
+	repl := e.replication(r, c, f, replicating && allOwn, ownEnd)
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
 	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs))
 
-	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
+	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(repl.ns),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
 		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns)}
 
-	var replIvs, respIvs []interval
-	if replication > 0 {
-		replIvs = []interval{{ownEnd, ownEnd + replication}}
-	}
+	var respIvs []interval
 	if response > 0 {
 		respIvs = []interval{{E - response, E}}
 	}
@@ -599,7 +607,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	cause, best, also := classify(L, need, storage, []measured{
 		{cause: CauseSlowWrite, ns: slowWrite, ivs: own},
 		{cause: CauseLockWait, ns: lockWait, ivs: waited},
-		{cause: CauseReplication, ns: replication, ivs: replIvs},
+		repl,
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
 		net, netBlocked, starved, gc, safepoint,
@@ -609,8 +617,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked) && queued && len(c.queued[f.Cause]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseReplication) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
+		if f.Cause == CauseReplication {
+			f.QueuedBehind.Replication = prev.replication
+		}
 	}
 	if f.Cause == CauseNetworkThreadBlocked {
 		e.blockingFetches(f)
@@ -644,9 +655,16 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	case CauseLockWait:
 		causeIvs = waited
 	}
+	// A request queued behind this one inherits the fetches this one
+	// waited for, or those it inherited itself (the chain's first).
+	replFetches := f.Replication
+	if qb := f.QueuedBehind; qb != nil && len(qb.Replication) > 0 {
+		replFetches = qb.Replication
+	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause:   map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs},
-		runDelays: f.RunDelays}
+		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
+			CauseReplication: repl.ivs},
+		runDelays: f.RunDelays, replication: replFetches}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}
