@@ -253,8 +253,11 @@ type QueuedBehind struct {
 	CorrelationID int32           `json:"correlation_id"`
 	Cause         string          `json:"cause"`
 	Writes        []WriteEvidence `json:"writes"`
-	// Replication: the follower fetches the request ahead waited for.
-	Replication []ReplicaFetch `json:"replication,omitempty"`
+	// ReplicationMs is the part of the request's wait for followers it
+	// spent queued behind the request ahead (and those ahead of it),
+	// Replication the follower fetches that time rests on.
+	ReplicationMs float64        `json:"replication_ms,omitempty"`
+	Replication   []ReplicaFetch `json:"replication,omitempty"`
 }
 
 // WriteEvidence is a traced write with how it was tied to the request.
@@ -301,9 +304,9 @@ type connLast struct {
 	// causes (a request queued behind this one inherits them).
 	byCause map[string][]interval
 	// runDelays: its cpu-starved evidence, inherited with the time;
-	// replication the follower fetches it waited for.
+	// replication its waits for followers with their fetches.
 	runDelays   []event.RunDelay
-	replication []ReplicaFetch
+	replication []replPiece
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -589,7 +592,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		}
 		c.queuedDelays = prev.runDelays
 	}
-	repl := e.replication(r, c, f, replicating && allOwn, ownEnd)
+	var ahead []replPiece
+	if queued {
+		ahead = prev.replication
+	}
+	repl := e.replication(r, c, f, replicating && allOwn, ownEnd, ahead)
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
@@ -607,7 +614,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	cause, best, also := classify(L, need, storage, []measured{
 		{cause: CauseSlowWrite, ns: slowWrite, ivs: own},
 		{cause: CauseLockWait, ns: lockWait, ivs: waited},
-		repl,
+		repl.measured,
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
 		net, netBlocked, starved, gc, safepoint,
@@ -617,11 +624,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseReplication) && queued && len(c.queued[f.Cause]) > 0 {
+	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
-		if f.Cause == CauseReplication {
-			f.QueuedBehind.Replication = prev.replication
-		}
+	}
+	if f.Cause == CauseReplication && repl.queuedNs > 0 {
+		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause, ReplicationMs: ms(repl.queuedNs), Replication: repl.queuedFetches}
 	}
 	if f.Cause == CauseNetworkThreadBlocked {
 		e.blockingFetches(f)
@@ -655,16 +662,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	case CauseLockWait:
 		causeIvs = waited
 	}
-	// A request queued behind this one inherits the fetches this one
-	// waited for, or those it inherited itself (the chain's first).
-	replFetches := f.Replication
-	if qb := f.QueuedBehind; qb != nil && len(qb.Replication) > 0 {
-		replFetches = qb.Replication
-	}
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
-			CauseReplication: repl.ivs},
-		runDelays: f.RunDelays, replication: replFetches}
+		byCause:   map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs},
+		runDelays: f.RunDelays, replication: repl.pieces}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

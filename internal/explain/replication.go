@@ -40,11 +40,15 @@ type ReplicaFetch struct {
 	// Client and CorrelationID name the fetch.
 	Client        string `json:"client"`
 	CorrelationID int32  `json:"correlation_id"`
+	// SilentMs is the longest the follower went without a fetch to the
+	// leader, from its last fetch before the append to this one: a
+	// follower stopped (a pause, a hung disk) is silent; one slow to
+	// catch up keeps fetching.
+	SilentMs float64 `json:"silent_ms"`
 	// PrevFetchArrival is the follower's fetch before it (on any
 	// partition); PrevFetchOffset that fetch's offset for this partition,
 	// when it named it (an incremental session leaves out partitions
-	// whose offset did not change). A long gap is a follower that did
-	// not fetch.
+	// whose offset did not change).
 	PrevFetchArrival *time.Time `json:"prev_fetch_arrival,omitempty"`
 	PrevFetchOffset  *int64     `json:"prev_fetch_offset,omitempty"`
 	// Decisive marks the fetch that ended the wait: the last one the
@@ -136,6 +140,24 @@ func (rf *replicaFetch) offsetOf(p *event.Partition) (int64, bool) {
 	return 0, false
 }
 
+// replPiece is a span of a request's wait for followers and the follower
+// fetches it rests on: a request queued behind it inherits the spans that
+// fall in its own wait on the connection, each with its evidence.
+type replPiece struct {
+	iv      interval
+	fetches []ReplicaFetch
+}
+
+// replWait is what replication measured of a request: the measure, its
+// pieces (for the request behind it), and the part inherited from the
+// requests ahead of it on its connection with their fetches.
+type replWait struct {
+	measured
+	pieces        []replPiece
+	queuedNs      int64
+	queuedFetches []ReplicaFetch
+}
+
 // replication measures an acks=all request's wait for its followers,
 // from its own appends' end (ownEnd) when every own append was found
 // (measurable): for each partition, the first Fetch of each follower to
@@ -145,28 +167,57 @@ func (rf *replicaFetch) offsetOf(p *event.Partition) (int64, bool) {
 // such a fetch for every partition (no base offset or record count, no
 // follower fetch in the capture, none passed before the response) it
 // falls back to the gap from ownEnd to the response, less the response's
-// own transfer, and says so. While queued on its connection, the time the
-// request ahead waited for followers is this one's too, with its
-// evidence (QueuedBehind.Replication, which explain fills).
-func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measurable bool, ownEnd int64) measured {
-	m := measured{cause: CauseReplication}
+// own transfer, and says so. While queued on its connection (ahead: the
+// pieces of the request ahead, nil when it was not queued), the parts of
+// the wait of the requests ahead that fell in its own wait there are its
+// too, with their fetches.
+func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measurable bool, ownEnd int64, ahead []replPiece) replWait {
+	w := replWait{measured: measured{cause: CauseReplication}}
 	if measurable && ownEnd > 0 {
 		end, fetches, why := e.followerFetches(r, f, c.E)
+		var iv interval
 		if why == "" {
 			f.ReplicationFrom, f.Replication = ReplicationByFetch, fetches
-			if iv := clip(interval{ownEnd, end}, interval{c.A, c.E}); iv.b > iv.a {
-				m.ivs = append(m.ivs, iv)
-			}
+			iv = clip(interval{ownEnd, end}, interval{c.A, c.E})
 		} else {
 			f.ReplicationFrom, f.ReplicationUnmatched = ReplicationByGap, why
-			if gap := c.E - ownEnd - int64(r.ResponseMs*1e6); gap > 0 {
-				m.ivs = append(m.ivs, interval{ownEnd, ownEnd + gap})
+			iv = interval{ownEnd, max(ownEnd, c.E-int64(r.ResponseMs*1e6))}
+		}
+		if iv.b > iv.a {
+			w.ivs = append(w.ivs, iv)
+			w.pieces = append(w.pieces, replPiece{iv: iv, fetches: fetches})
+		}
+	}
+	var queued []interval
+	for _, p := range ahead {
+		iv := clip(p.iv, interval{c.A, c.brokerStart})
+		if iv.b <= iv.a {
+			continue
+		}
+		queued = append(queued, iv)
+		w.pieces = append(w.pieces, replPiece{iv: iv, fetches: p.fetches})
+		for _, rf := range p.fetches {
+			if !slices.ContainsFunc(w.queuedFetches, func(o ReplicaFetch) bool { return sameFetch(o, rf) }) {
+				w.queuedFetches = append(w.queuedFetches, rf)
 			}
 		}
 	}
-	m.ivs = append(m.ivs, c.queued[CauseReplication]...)
-	m.ns = min(unionLen(m.ivs), c.L)
-	return m
+	w.queuedNs = unionLen(queued)
+	w.ivs = append(w.ivs, queued...)
+	w.ns = min(unionLen(w.ivs), c.L)
+	slices.SortStableFunc(w.queuedFetches, func(a, b ReplicaFetch) int { return cmp.Compare(b.LateMs, a.LateMs) })
+	w.queuedFetches = w.queuedFetches[:min(len(w.queuedFetches), maxReplicaEvidence)]
+	return w
+}
+
+// maxReplicaEvidence bounds the inherited fetches listed (the latest
+// first).
+const maxReplicaEvidence = 8
+
+// sameFetch reports whether a and b are one follower fetch's evidence for
+// one partition and request.
+func sameFetch(a, b ReplicaFetch) bool {
+	return a.Client == b.Client && a.CorrelationID == b.CorrelationID && a.Topic == b.Topic && a.Partition == b.Partition && a.LastOffset == b.LastOffset
 }
 
 // followerFetches finds, for every partition of r, the follower fetches
@@ -193,21 +244,33 @@ func (e *Explainer) followerFetches(r *event.Request, f *Finding, E int64) (end 
 		for _, id := range ri.replicas {
 			list := ri.byID[id]
 			k, _ := slices.BinarySearchFunc(list, from, func(i int32, t int64) int { return cmp.Compare(e.fetches[i].arrival, t) })
+			// The follower's fetch before the append, then each after
+			// it: the longest gap between two is how long it was silent.
+			prev := e.sameBroker(ri, list, k-1, r.Broker)
+			var silent int64
 			for ; k < len(list) && e.fetches[list[k]].arrival <= E; k++ {
 				rf := e.replicaFetch(ri, list[k])
 				if rf == nil || rf.broker != r.Broker {
 					continue
 				}
-				off, ok := rf.offsetOf(p)
-				if !ok || off <= last {
-					continue
-				}
 				arr := e.fetches[list[k]].arrival
-				ev := ReplicaFetch{Replica: id, Topic: p.Topic, Partition: p.Partition, LastOffset: last, FetchOffset: off,
-					FetchArrival: time.Unix(0, arr).UTC(), LateMs: ms(arr - appended), Client: rf.client, CorrelationID: rf.corr}
-				e.previousFetch(ri, list, k, r.Broker, p, &ev)
-				part = append(part, ev)
-				break
+				if prev >= 0 {
+					silent = max(silent, arr-e.fetches[list[prev]].arrival)
+				}
+				if off, ok := rf.offsetOf(p); ok && off > last {
+					ev := ReplicaFetch{Replica: id, Topic: p.Topic, Partition: p.Partition, LastOffset: last, FetchOffset: off,
+						FetchArrival: time.Unix(0, arr).UTC(), LateMs: ms(arr - appended), SilentMs: ms(silent), Client: rf.client, CorrelationID: rf.corr}
+					if prev >= 0 {
+						t := time.Unix(0, e.fetches[list[prev]].arrival).UTC()
+						ev.PrevFetchArrival = &t
+						if off, ok := e.replicaFetch(ri, list[prev]).offsetOf(p); ok {
+							ev.PrevFetchOffset = &off
+						}
+					}
+					part = append(part, ev)
+					break
+				}
+				prev = k
 			}
 		}
 		if len(part) == 0 {
@@ -228,21 +291,15 @@ func (e *Explainer) followerFetches(r *event.Request, f *Finding, E int64) (end 
 	return end, found, ""
 }
 
-// previousFetch fills ev's previous fetch: the follower's fetch to the
-// same broker before list[k].
-func (e *Explainer) previousFetch(ri *replicaIndex, list []int32, k int, broker string, p *event.Partition, ev *ReplicaFetch) {
-	for j := k - 1; j >= 0; j-- {
-		rf := e.replicaFetch(ri, list[j])
-		if rf == nil || rf.broker != broker {
-			continue
+// sameBroker is the last index at or before k in list of a fetch to
+// broker, or -1.
+func (e *Explainer) sameBroker(ri *replicaIndex, list []int32, k int, broker string) int {
+	for ; k >= 0; k-- {
+		if rf := e.replicaFetch(ri, list[k]); rf != nil && rf.broker == broker {
+			return k
 		}
-		t := time.Unix(0, e.fetches[list[j]].arrival).UTC()
-		ev.PrevFetchArrival = &t
-		if off, ok := rf.offsetOf(p); ok {
-			ev.PrevFetchOffset = &off
-		}
-		return
 	}
+	return -1
 }
 
 func replicationDetail(f *Finding) string {
@@ -254,10 +311,15 @@ func replicationDetail(f *Finding) string {
 		}
 	}
 	if qb := f.QueuedBehind; qb != nil && qb.Cause == CauseReplication {
-		s := fmt.Sprintf("acks=all: waited %.1f ms for followers, %.1f ms of it queued behind request %d", f.ExplainedMs, f.QueuedMs, qb.CorrelationID)
+		queued := fmt.Sprintf("%.1f ms of it queued behind request %d", qb.ReplicationMs, qb.CorrelationID)
 		if d, ok := decisive(qb.Replication); ok {
-			s += ", whose " + fetchDetail(d)
+			queued += ", whose " + fetchDetail(d)
 		}
+		// The larger part first.
+		if own != "" && f.Shares.ReplicationMs-qb.ReplicationMs >= qb.ReplicationMs {
+			return fmt.Sprintf("acks=all: %s; waited %.1f ms for followers in all, %s", own, f.Shares.ReplicationMs, queued)
+		}
+		s := fmt.Sprintf("acks=all: waited %.1f ms for followers, %s", f.Shares.ReplicationMs, queued)
 		if own != "" {
 			s += "; then its own: " + own
 		}
@@ -287,11 +349,12 @@ func decisive(fetches []ReplicaFetch) (ReplicaFetch, bool) {
 }
 
 // fetchDetail names a follower and how late its fetch came, e.g.
-// "follower 2 fetched t-0 past offset 41 (fetch offset 42) 480.0 ms after the append".
+// "follower 2 fetched t-0 past offset 41 (fetch offset 42) 480.0 ms after
+// the append; it had not fetched for 470.2 ms".
 func fetchDetail(d ReplicaFetch) string {
 	s := fmt.Sprintf("follower %d fetched %s-%d past offset %d (fetch offset %d) %.1f ms after the append", d.Replica, d.Topic, d.Partition, d.LastOffset, d.FetchOffset, d.LateMs)
-	if d.PrevFetchArrival != nil {
-		s += fmt.Sprintf(", %.1f ms after its previous fetch", ms(d.FetchArrival.Sub(*d.PrevFetchArrival).Nanoseconds()))
+	if d.SilentMs > 0 {
+		s += fmt.Sprintf("; it had not fetched for %.1f ms", d.SilentMs)
 	}
 	return s
 }

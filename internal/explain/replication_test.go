@@ -98,7 +98,7 @@ func TestReplicationFollowerFetches(t *testing.T) {
 			reqs: []*event.Request{ffetch(1, 2, -5, 40), ffetch(2, 2, 0.5, 40), ffetch(3, 2, 80, 41), base()},
 			// 80 - 1.2: from the append's end to the fetch past offset 40.
 			cause: CauseReplication, from: ReplicationByFetch, replMs: 78.8, decisive: []int32{2},
-			detail: "follower 2 fetched t-0 past offset 40 (fetch offset 41) 78.8 ms after the append, 79.5 ms after its previous fetch",
+			detail: "follower 2 fetched t-0 past offset 40 (fetch offset 41) 78.8 ms after the append; it had not fetched for 79.5 ms",
 		},
 		{
 			name: "known no: the follower fetched promptly",
@@ -257,11 +257,12 @@ func TestReplicationEvidence(t *testing.T) {
 		t.Fatalf("findings %+v", got)
 	}
 	rf := got[0].Replication[0]
+	// Fetches at 0.5, 10 and 80 ms: silent for 70.
 	want := ReplicaFetch{Replica: 2, Topic: "t", Partition: 0, LastOffset: 40, FetchOffset: 41, FetchArrival: at(80), LateMs: 78.8,
-		Client: "127.0.0.1:50003", CorrelationID: 3, Decisive: true}
+		SilentMs: 70, Client: "127.0.0.1:50003", CorrelationID: 3, Decisive: true}
 	prev := rf.PrevFetchArrival
 	rf.PrevFetchArrival, rf.PrevFetchOffset = nil, nil
-	rf.LateMs = math.Round(rf.LateMs*1000) / 1000
+	rf.LateMs, rf.SilentMs = math.Round(rf.LateMs*1000)/1000, math.Round(rf.SilentMs*1000)/1000
 	if rf != want {
 		t.Errorf("evidence %+v, want %+v", rf, want)
 	}
@@ -300,5 +301,76 @@ func TestReplicationQueuedBehind(t *testing.T) {
 	}
 	if !strings.Contains(f.Detail, "queued behind request 7, whose follower 2 fetched t-0 past offset 40") {
 		t.Errorf("detail %q", f.Detail)
+	}
+}
+
+// TestReplicationQueuedChain: a request inherits, with their fetches, only
+// the parts of the waits for followers ahead of it on its connection that
+// fell in its own wait there: not a fetch the chain waited for before it
+// arrived.
+func TestReplicationQueuedChain(t *testing.T) {
+	tests := []struct {
+		name    string
+		arrival float64 // of the third request
+		want    []int32 // correlation ids of the fetches it inherits
+	}{
+		// Arrived while the first still waited for its follower (until
+		// 98 ms): that wait, and the second's, were its too.
+		{"arrived during the first's wait", 50, []int32{2, 3}},
+		// Arrived after the follower's fetch at 98 ms: only the second
+		// request's (prompt) fetch at 102 ms held it.
+		{"arrived after it", 99, []int32{3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			second := req(8, 10, 104, acksAll(41), func(r *event.Request) { r.QueuedMs, r.BrokerMs = 90, 4 })
+			third := req(9, tt.arrival, 160, acksAll(42), func(r *event.Request) { r.QueuedMs, r.BrokerMs = 104-tt.arrival, 56 })
+			got := runRequests(t, []*event.Request{ffetch(1, 2, 0.5, 40), ffetch(2, 2, 98, 41), ffetch(3, 2, 102, 42), ffetch(4, 2, 158, 43),
+				req(7, 0, 100, acksAll(40)), second, third},
+				[]*event.Write{wr(11, 1, 1.2, 100), wr(11, 101, 101.2, 100), wr(11, 105, 105.2, 100)})
+			f := got[len(got)-1]
+			if f.CorrelationID != 9 || f.Cause != CauseReplication || f.QueuedBehind == nil {
+				t.Fatalf("third request: %s: %s; queued behind %+v", f.Cause, f.Detail, f.QueuedBehind)
+			}
+			var corrs []int32
+			for _, rf := range f.QueuedBehind.Replication {
+				corrs = append(corrs, rf.CorrelationID)
+			}
+			slices.Sort(corrs)
+			if !slices.Equal(corrs, tt.want) {
+				t.Errorf("inherited fetches %v, want %v", corrs, tt.want)
+			}
+		})
+	}
+}
+
+// TestReplicationSilence: a follower that kept fetching but was slow to
+// pass the request's offset was late without being silent; one that
+// stopped fetching was silent.
+func TestReplicationSilence(t *testing.T) {
+	tests := []struct {
+		name    string
+		fetches []float64 // arrivals of fetches at offset 40 before the passing one at 80 ms
+		silent  float64
+	}{
+		{"kept fetching every 10 ms", []float64{-3, 5, 15, 25, 35, 45, 55, 65, 75}, 10},
+		{"stopped after its fetch before the append", []float64{-3}, 83},
+		{"stopped, then fetched once before passing", []float64{-3, 78}, 81},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var reqs []*event.Request
+			for i, a := range tt.fetches {
+				reqs = append(reqs, ffetch(int32(i+1), 2, a, 40))
+			}
+			reqs = append(reqs, ffetch(99, 2, 80, 41), req(7, 0, 100, acksAll(40)))
+			got := runRequests(t, reqs, []*event.Write{wr(11, 1, 1.2, 100)})
+			if len(got) != 1 || len(got[0].Replication) != 1 {
+				t.Fatalf("findings %+v", got)
+			}
+			if s := got[0].Replication[0].SilentMs; math.Abs(s-tt.silent) > 0.001 {
+				t.Errorf("silent %.3f ms, want %.3f", s, tt.silent)
+			}
+		})
 	}
 }

@@ -351,8 +351,8 @@ func replicaSteps(add func(time.Time, string, ...any), rf explain.ReplicaFetch, 
 	if rf.Decisive {
 		last = ", the last needed: the high watermark moves past it"
 	}
-	add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append%s",
-		rf.Replica, output.Escape(rf.Topic), rf.Partition, rf.FetchOffset, whose, rf.LastOffset, rf.LateMs, last)
+	add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
+		rf.Replica, output.Escape(rf.Topic), rf.Partition, rf.FetchOffset, whose, rf.LastOffset, rf.LateMs, rf.SilentMs, last)
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

@@ -94,14 +94,14 @@ func TestTimelineReplication(t *testing.T) {
 	f.Partitions[0].Write.End = t0.Add(1200 * time.Microsecond)
 	prev := t0.Add(500 * time.Microsecond)
 	f.Replication = []explain.ReplicaFetch{{Replica: 2, Topic: "t", Partition: 0, LastOffset: 40, FetchOffset: 41,
-		FetchArrival: t0.Add(80 * time.Millisecond), LateMs: 78.8, PrevFetchArrival: &prev, Decisive: true}}
+		FetchArrival: t0.Add(80 * time.Millisecond), LateMs: 78.8, SilentMs: 79.5, PrevFetchArrival: &prev, Decisive: true}}
 	var b bytes.Buffer
 	if err := WriteTimeline(&b, f); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	order := []string{"request arrives", "follower 2's previous fetch", "own append to t-0 ends",
-		"follower 2 fetches t-0 from offset 41, past the request's last offset 40, 78.8 ms after the append, the last needed", "response sent", "cause: replication"}
+		"follower 2 fetches t-0 from offset 41, past the request's last offset 40, 78.8 ms after the append (silent up to 79.5 ms), the last needed", "response sent", "cause: replication"}
 	pos := 0
 	for _, s := range order {
 		i := strings.Index(out[pos:], s)
