@@ -55,6 +55,11 @@ type Request struct {
 	ErrorCode *int16 `json:"error_code,omitempty"`
 	// Acks is set for produce requests.
 	Acks *int16 `json:"acks,omitempty"`
+	// ReplicaID is set for Fetch requests: the id of the broker whose
+	// replica fetcher sent it (a follower), -1 for a consumer. Fetch
+	// v15+ carries it in the ReplicaState tag (KIP-903), older versions
+	// in the body's ReplicaID.
+	ReplicaID *int32 `json:"replica_id,omitempty"`
 
 	// Retransmits and ResponseRetransmits count the TCP segments the
 	// capture saw again (bytes it had captured before) between Arrival
@@ -94,6 +99,18 @@ type Partition struct {
 	Bytes      int      `json:"bytes"` // record batch bytes
 	MessageIDs []string `json:"message_ids,omitempty"`
 	ErrorCode  int16    `json:"error_code"`
+	// FetchOffset, for Fetch requests: the offset the fetcher asked to
+	// read from. A follower's fetch offset is its log end offset: it holds
+	// every offset below it, and the leader's high watermark may move up
+	// to it. Nil for the partitions only the response named (an
+	// incremental fetch session leaves out of a request the partitions
+	// whose offset did not change).
+	FetchOffset *int64 `json:"fetch_offset,omitempty"`
+	// BaseOffset, for produce requests whose response appended the
+	// partition (error code 0): the offset the leader gave the first
+	// record, so the request's last offset is BaseOffset+Records-1. Nil
+	// when unanswered, failed, or the response was not decoded.
+	BaseOffset *int64 `json:"base_offset,omitempty"`
 	// BatchStats, for produce requests decoded with
 	// wire.Config.BatchStats only: the batches' sizes.
 	BatchStats *BatchStats `json:"batch_stats,omitempty"`

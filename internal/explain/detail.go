@@ -52,7 +52,7 @@ func (e *Explainer) detail(f *Finding, L int64) string {
 			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
 		}
 	case CauseReplication:
-		return fmt.Sprintf("acks=all: appended, then %.1f ms until the response (followers)", f.ExplainedMs)
+		return replicationDetail(f) + alsoDetail(f)
 	case CauseThrottle:
 		return fmt.Sprintf("throttled %d ms by quota", f.ThrottleMs)
 	case CauseResponseSend:

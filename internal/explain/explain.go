@@ -15,7 +15,8 @@
 //     when the write it rests on overlapped a jbd2 commit or XFS log write
 //     on the same device for most of its time.
 //   - replication: acks=all, its append done early, and the response came
-//     only much later (waiting for followers).
+//     only much later: waiting for followers, whose fetches passing its
+//     last offset are matched where the capture has them (replication.go).
 //   - throttle: the response's throttle time accounts for it.
 //   - response-send: the response's bytes took most of the time to leave.
 //   - cpu-steal: the hypervisor took most of the time from the broker's
@@ -210,6 +211,13 @@ type Finding struct {
 	// QueueHandlers are what each request handler was doing while the
 	// request waited for one (request-queue).
 	QueueHandlers []HandlerBusy `json:"queue_handlers,omitempty"`
+	// ReplicationFrom says how the wait for followers of an acks=all
+	// request was measured (ReplicationByFetch, ReplicationByGap, with
+	// ReplicationUnmatched saying what was missing); Replication are the
+	// follower fetches that passed its last offset, the latest first.
+	ReplicationFrom      string         `json:"replication_from,omitempty"`
+	ReplicationUnmatched string         `json:"replication_unmatched,omitempty"`
+	Replication          []ReplicaFetch `json:"replication,omitempty"`
 }
 
 // CauseShares are the milliseconds of a request each cause accounts for.
@@ -253,6 +261,11 @@ type QueuedBehind struct {
 	CorrelationID int32           `json:"correlation_id"`
 	Cause         string          `json:"cause"`
 	Writes        []WriteEvidence `json:"writes"`
+	// ReplicationMs is the part of the request's wait for followers it
+	// spent queued behind the request ahead (and those ahead of it),
+	// Replication the follower fetches that time rests on.
+	ReplicationMs float64        `json:"replication_ms,omitempty"`
+	Replication   []ReplicaFetch `json:"replication,omitempty"`
 }
 
 // WriteEvidence is a traced write with how it was tied to the request.
@@ -283,6 +296,8 @@ type Explainer struct {
 	// (Run sets both): evidence for network-thread-blocked.
 	fetches     []fetchRef
 	readRequest func(pos int64) (*event.Request, error)
+	// replicas indexes the follower fetches among fetches (replication.go).
+	replicas *replicaIndex
 }
 
 // connLast is what a later request on the same connection needs of a
@@ -296,11 +311,13 @@ type connLast struct {
 	// byCause: the intervals each cause measured outside the storage
 	// causes (a request queued behind this one inherits them).
 	byCause map[string][]interval
-	// runDelays and parks: its cpu-starved and park-wait evidence,
-	// inherited with the time.
-	runDelays []event.RunDelay
-	parks     []ParkWait
-	handlers  []HandlerBusy
+	// runDelays, parks and handlers: its cpu-starved, park-wait and
+	// request-queue evidence, inherited with the time; replication its
+	// waits for followers with their fetches.
+	runDelays   []event.RunDelay
+	parks       []ParkWait
+	handlers    []HandlerBusy
+	replication []replPiece
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -561,11 +578,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	partWait := unionLen(blockPart)
 	lockWait := unionLen(waited)
 	storage := unionLen(slices.Concat(own, waited))
-	var replication int64
 	replicating := e.followers && r.Acks != nil && *r.Acks == -1
-	if replicating && allOwn && ownEnd > 0 {
-		replication = max(0, E-ownEnd-int64(r.ResponseMs*1e6))
-	}
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
@@ -596,6 +609,11 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		}
 		c.queuedDelays, c.queuedParks, c.queuedHandlers = prev.runDelays, prev.parks, prev.handlers
 	}
+	var ahead []replPiece
+	if queued {
+		ahead = prev.replication
+	}
+	repl := e.replication(r, c, f, replicating && allOwn, ownEnd, ahead)
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	starved := e.cpuStarved(c, f)
@@ -603,15 +621,12 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	queue := e.requestQueue(c, f, slices.Concat(own, blockPart, parked.ivs, starved.ivs))
 	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
 
-	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(replication),
+	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(repl.ns),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
 		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns),
 		ParkWaitMs: ms(parked.ns), RequestQueueMs: ms(queue.ns)}
 
-	var replIvs, respIvs []interval
-	if replication > 0 {
-		replIvs = []interval{{ownEnd, ownEnd + replication}}
-	}
+	var respIvs []interval
 	if response > 0 {
 		respIvs = []interval{{E - response, E}}
 	}
@@ -619,7 +634,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	cause, best, also := classify(L, need, storage, []measured{
 		{cause: CauseSlowWrite, ns: slowWrite, ivs: own},
 		{cause: CauseLockWait, ns: lockWait, ivs: waited},
-		{cause: CauseReplication, ns: replication, ivs: replIvs},
+		repl.measured,
 		{cause: CauseThrottle, ns: throttle},
 		{cause: CauseResponseSend, ns: response, ivs: respIvs},
 		net, netBlocked, starved, parked, queue, gc, safepoint,
@@ -631,6 +646,9 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	}
 	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseParkWait || f.Cause == CauseRequestQueue) && queued && len(c.queued[f.Cause]) > 0 {
 		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
+	}
+	if f.Cause == CauseReplication && repl.queuedNs > 0 {
+		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause, ReplicationMs: ms(repl.queuedNs), Replication: repl.queuedFetches}
 	}
 	if f.Cause == CauseNetworkThreadBlocked {
 		e.blockingFetches(f)
@@ -667,7 +685,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
 		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
 			CauseParkWait: parked.ivs, CauseRequestQueue: queue.ivs},
-		runDelays: f.RunDelays, parks: f.ParkWaits, handlers: f.QueueHandlers}
+		runDelays: f.RunDelays, parks: f.ParkWaits, handlers: f.QueueHandlers, replication: repl.pieces}
 	if count {
 		e.sum.add(f, e, rootWrites)
 	}

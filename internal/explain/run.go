@@ -112,16 +112,19 @@ type Scan struct {
 	// FollowerFetches counts Fetch requests from replica fetchers (client
 	// id broker-N-fetcher-M): evidence that acks=all waits on followers.
 	FollowerFetches int64
-	// fetches are the answered Fetch requests (24 bytes each), for the
-	// evidence of a network thread blocked serving one.
+	// fetches are the answered Fetch requests and the followers' ones
+	// (answered or not), for the evidence of a network thread blocked
+	// serving one and of the followers a request waited for.
 	fetches []fetchRef
 }
 
-// fetchRef is an answered Fetch request: its line, connection and span.
+// fetchRef is a Fetch request: its line, connection and span (end 0 when
+// unanswered), and the fetching replica (-1: a consumer, or not known).
 type fetchRef struct {
 	pos          int64
 	arrival, end int64 // unix ns
 	client       string
+	replica      int32
 }
 
 type cand struct {
@@ -140,6 +143,7 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			Answered  bool    `json:"answered"`
 			LatencyMs float64 `json:"latency_ms"`
 			Client    string  `json:"client"`
+			ReplicaID *int32  `json:"replica_id"`
 		}
 		who struct {
 			Client        string `json:"client"`
@@ -148,12 +152,18 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	)
 	err := recording.Lines(path, func(line []byte, pos int64) error {
 		key, answered, lat, client, ok := scanFields(line)
+		replica := int32(-1)
 		if !ok {
-			lite.APIKey, lite.Answered, lite.LatencyMs, lite.Client = -1, false, 0, ""
+			lite.APIKey, lite.Answered, lite.LatencyMs, lite.Client, lite.ReplicaID = -1, false, 0, "", nil
 			if err := json.Unmarshal(line, &lite); err != nil {
 				return err
 			}
 			key, answered, lat, client = int(lite.APIKey), lite.Answered, lite.LatencyMs, []byte(lite.Client)
+			if lite.ReplicaID != nil {
+				replica = *lite.ReplicaID
+			}
+		} else if key == fetchKey {
+			replica = scanReplica(line)
 		}
 		if only != nil && s.onlyPos < 0 {
 			who.Client, who.CorrelationID = "", -1
@@ -164,12 +174,14 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 				s.onlyPos = pos
 			}
 		}
-		if key == fetchKey && bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`)) {
+		if key == fetchKey && (replica >= 0 || bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`))) {
 			s.FollowerFetches++
 		}
-		if key == fetchKey && answered {
-			if a, e, ok := scanTimes(line); ok {
-				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client)})
+		// A follower's fetch counts from its arrival, answered or not
+		// (the capture may end while it waits for data).
+		if key == fetchKey && (answered || replica >= 0) {
+			if a, e, ok := scanTimes(line); ok && answered == (e != 0) {
+				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client), replica: replica})
 			}
 		}
 		if key == produceKey && answered {
@@ -202,7 +214,8 @@ func (s *Scan) intern(client []byte) string {
 	return c
 }
 
-// scanTimes reads arrival and end from a request line as kscope writes it.
+// scanTimes reads arrival and end from a request line as kscope writes
+// it; end is 0 when the line has none (unanswered).
 func scanTimes(line []byte) (arrival, end int64, ok bool) {
 	field := func(key string) (int64, bool) {
 		i := bytes.Index(line, []byte(key))
@@ -220,9 +233,35 @@ func scanTimes(line []byte) (arrival, end int64, ok bool) {
 		}
 		return t.UnixNano(), true
 	}
-	a, ok1 := field(`"arrival":"`)
-	e, ok2 := field(`"end":"`)
-	return a, e, ok1 && ok2
+	a, ok := field(`"arrival":"`)
+	if !ok {
+		return 0, 0, false
+	}
+	if !bytes.Contains(line, []byte(`"end":"`)) {
+		return a, 0, true
+	}
+	e, ok := field(`"end":"`)
+	return a, e, ok
+}
+
+// scanReplica reads a Fetch request line's replica_id: -1 when absent (a
+// consumer, or a line from before kscope decoded it) or odd.
+func scanReplica(line []byte) int32 {
+	const key = `"replica_id":`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return -1
+	}
+	v := line[i+len(key):]
+	j := bytes.IndexAny(v, ",}")
+	if j <= 0 {
+		return -1
+	}
+	id, err := strconv.ParseInt(string(v[:j]), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(id)
 }
 
 // scanFields reads api_key, answered, latency_ms and client from a request line

@@ -125,9 +125,12 @@ type Summary struct {
 	// FollowerFetches counts the replica fetchers' Fetch requests seen:
 	// without any, replication is never named.
 	FollowerFetches int64 `json:"follower_fetches"`
-	Writes          int64 `json:"writes"`
-	Commits         int64 `json:"commits"`
-	LockWaits       int64 `json:"lock_waits"`
+	// ReplicationBy counts the slow acks=all requests whose wait for
+	// followers was measured, by how (Finding.ReplicationFrom).
+	ReplicationBy map[string]int64 `json:"replication_measured_by,omitempty"`
+	Writes        int64            `json:"writes"`
+	Commits       int64            `json:"commits"`
+	LockWaits     int64            `json:"lock_waits"`
 	// BrokerSteals are the intervals of hypervisor steal taken from the
 	// broker's threads, OtherSteals those taken from other tasks or idle
 	// CPUs (not joined with requests).
@@ -195,6 +198,7 @@ func (s *Summary) init() {
 	s.devs = make(map[string]*DeviceStat)
 	s.commits = make(map[string]*CommitStat)
 	s.MatchedBy = make(map[string]int64)
+	s.ReplicationBy = make(map[string]int64)
 }
 
 func (s *Summary) add(f *Finding, e *Explainer, rootWrites []int32) {
@@ -206,6 +210,9 @@ func (s *Summary) add(f *Finding, e *Explainer, rootWrites []int32) {
 	c.ExplainedMs += f.ExplainedMs
 	if f.Root == RootJournal {
 		s.Journal++
+	}
+	if f.ReplicationFrom != "" {
+		s.ReplicationBy[f.ReplicationFrom]++
 	}
 	if f.Stall != nil && *f.Stall >= 0 && *f.Stall < len(s.Stalls) {
 		s.Stalls[*f.Stall].Requests++

@@ -120,6 +120,9 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.Acks != nil {
 		b = num(b, `,"acks":`, int64(*r.Acks))
 	}
+	if r.ReplicaID != nil {
+		b = num(b, `,"replica_id":`, int64(*r.ReplicaID))
+	}
 	if r.Retransmits != 0 {
 		b = num(b, `,"retransmits":`, int64(r.Retransmits))
 	}
@@ -165,6 +168,12 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 				b = append(b, ']')
 			}
 			b = num(b, `,"error_code":`, int64(p.ErrorCode))
+			if p.FetchOffset != nil {
+				b = num(b, `,"fetch_offset":`, *p.FetchOffset)
+			}
+			if p.BaseOffset != nil {
+				b = num(b, `,"base_offset":`, *p.BaseOffset)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

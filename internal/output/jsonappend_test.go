@@ -15,6 +15,7 @@ import (
 func requestJSONCases() map[string]*event.Request {
 	t0 := time.Date(2026, 11, 22, 4, 5, 6, 123456789, time.UTC)
 	ec, acks := int16(-1), int16(0)
+	replica, zero, off := int32(2), int64(0), int64(1)<<40
 	odd := "quote\" back\\slash <&> \x1b[31m\n\t \xff\xfe été \u2028 \x7f"
 	return map[string]*event.Request{
 		"zero": {},
@@ -27,6 +28,8 @@ func requestJSONCases() map[string]*event.Request {
 			Client: odd, ClientID: odd, ErrorCode: &ec, Partial: true,
 			Partitions: []event.Partition{{Topic: odd, MessageIDs: []string{odd, ""}, ErrorCode: 6}}},
 		"TCP trouble":                      {Arrival: t0, Acks: &acks, Retransmits: 3, ResponseRetransmits: 1, ZeroWindows: 2},
+		"follower fetch":                   {Arrival: t0, API: "Fetch", APIKey: 1, ReplicaID: &replica, Partitions: []event.Partition{{Topic: "t", FetchOffset: &zero}, {Topic: "t", Partition: 1, FetchOffset: &off}, {Topic: "u"}}},
+		"produce offsets":                  {Arrival: t0, Acks: &ec, Partitions: []event.Partition{{Topic: "t", Records: 2, BaseOffset: &off}, {Topic: "t", Partition: 1, BaseOffset: &zero}}},
 		"empty partition list":             {Arrival: t0, Partitions: []event.Partition{}},
 		"empty id list":                    {Arrival: t0, Partitions: []event.Partition{{Topic: "t", MessageIDs: []string{}}}},
 		"floats":                           {Arrival: t0, LatencyMs: 1e-7, QueuedMs: 123456789012345678901234.0, BrokerMs: -0.5, ResponseMs: 1e21},

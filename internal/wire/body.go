@@ -52,10 +52,22 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 		if err := req.ReadFrom(body); err != nil {
 			return true, false
 		}
+		// v15+ moved the fetching replica's id into a tagged field
+		// (KIP-903); readFrom defaults both to -1 (a consumer).
+		replica := req.ReplicaID
+		if req.Version >= 15 {
+			replica = req.ReplicaState.ID
+		}
+		ev.ReplicaID = &replica
+		// One array for every partition's fetch offset: one allocation
+		// per request, not one per partition.
+		offsets := make([]int64, 0, fetchPartitions(&req))
 		for i := range req.Topics {
 			t := &req.Topics[i]
 			for j := range t.Partitions {
-				part := event.Partition{Topic: t.Topic, Partition: t.Partitions[j].Partition}
+				tp := &t.Partitions[j]
+				offsets = append(offsets, tp.FetchOffset)
+				part := event.Partition{Topic: t.Topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
 				d.topics.resolve(&part, t.TopicID)
 				ev.Partitions = append(ev.Partitions, part)
 			}
@@ -68,6 +80,15 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 	req := kmsg.RequestForKey(p.header.key)
 	req.SetVersion(p.header.version)
 	return true, req.ReadFrom(body) == nil
+}
+
+// fetchPartitions counts the partitions a decoded Fetch request names.
+func fetchPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	return n
 }
 
 // summarize fills a partition's record count and the message ids in
@@ -132,13 +153,27 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 			return false
 		}
 		ev.ThrottleMs = resp.ThrottleMillis
+		var offsets []int64 // the base offsets, one allocation per response
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				if part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
-					part.ErrorCode = rp.ErrorCode
+				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+				if part == nil {
+					continue
 				}
+				part.ErrorCode = rp.ErrorCode
+				// A partition answered twice keeps its first offset.
+				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || part.BaseOffset != nil {
+					continue
+				}
+				if offsets == nil {
+					// Sized by the request's partitions, which bound the
+					// ones an offset is kept for, not by the response.
+					offsets = make([]int64, 0, len(ev.Partitions))
+				}
+				offsets = append(offsets, rp.BaseOffset)
+				part.BaseOffset = &offsets[len(offsets)-1]
 			}
 		}
 		return true

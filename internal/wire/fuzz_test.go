@@ -3,6 +3,8 @@ package wire
 import (
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // FuzzFrames feeds arbitrary bytes as the two directions of a connection,
@@ -13,6 +15,13 @@ func FuzzFrames(f *testing.F) {
 		responseFrame(produceResponse("orders", 1), 9, 7), uint8(13))
 	f.Add(requestFrame(produceRequest("t", 0, 1, "a"), 3, 1, "c"), responseFrame(produceResponse("t", 0), 3, 1), uint8(200))
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0}, []byte{0, 0, 0, 4, 0, 0, 0, 1}, uint8(3))
+	// A follower's Fetch (ReplicaState tag, v15+) and a produce response
+	// with a base offset: the paths that fill replica ids and offsets.
+	f.Add(requestFrame(fetchRequest("orders", [16]byte{9}, 2, 480, 2), 15, 4, "broker-2-fetcher-0"),
+		responseFrame(kmsg.NewPtrFetchResponse(), 15, 4), uint8(40))
+	based := produceResponse("orders", 1)
+	based.Topics[0].Partitions[0].BaseOffset = 1 << 33
+	f.Add(requestFrame(produceRequest("orders", 1, -1, "m-1"), 9, 8, "p"), responseFrame(based, 9, 8), uint8(90))
 	f.Fuzz(func(t *testing.T, req, resp []byte, mss uint8) {
 		seg := int(mss)%1400 + 1
 		c := newConversation(40100)
@@ -27,6 +36,17 @@ func FuzzFrames(f *testing.F) {
 			}
 			if !r.Answered && r.LatencyMs != 0 {
 				t.Fatalf("unanswered with latency: %+v", r)
+			}
+			if r.ReplicaID != nil && r.APIKey != 1 {
+				t.Fatalf("replica id on a %s request", r.API)
+			}
+			for _, p := range r.Partitions {
+				if p.BaseOffset != nil && (r.APIKey != 0 || p.ErrorCode != 0 || *p.BaseOffset < 0) {
+					t.Fatalf("base offset %d on a %s partition with error %d", *p.BaseOffset, r.API, p.ErrorCode)
+				}
+				if p.FetchOffset != nil && r.APIKey != 1 {
+					t.Fatalf("fetch offset on a %s request", r.API)
+				}
 			}
 		}
 		if st.Requests < st.Responses {

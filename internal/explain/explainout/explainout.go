@@ -119,6 +119,10 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
 	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n",
 		s.Writes, s.Commits, s.LockWaits, s.RunDelays, s.JVMPauses, s.ConnThreads, matchedBy(s.MatchedBy))
+	if n := s.ReplicationBy[explain.ReplicationByFetch] + s.ReplicationBy[explain.ReplicationByGap]; n > 0 {
+		fmt.Fprintf(w, "replication measured by the followers' fetches past the request's last offset for %d of the %d slow acks=all requests with their appends found (else by the gap to the response)\n",
+			s.ReplicationBy[explain.ReplicationByFetch], n)
+	}
 	for _, m := range s.MissingEvidence {
 		fmt.Fprintf(w, "missing: %s\n", output.Escape(m))
 	}
@@ -315,6 +319,14 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 		add(p.Start, "  the JVM stops: %s %s", p.Type, output.Escape(p.Name))
 		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
 	}
+	for _, rf := range f.Replication {
+		replicaSteps(add, rf, "the request's")
+	}
+	if qb := f.QueuedBehind; qb != nil {
+		for _, rf := range qb.Replication {
+			replicaSteps(add, rf, fmt.Sprintf("request %d's", qb.CorrelationID))
+		}
+	}
 	for _, c := range f.Commits {
 		add(c.Start, "  %s on %s starts", c.Kind, c.Dev)
 		add(c.End, "  %s on %s ends after %.1f ms", c.Kind, c.Dev, c.LatencyMs)
@@ -339,6 +351,21 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 	// The detail names threads and topics: the broker's strings.
 	_, err := fmt.Fprintf(w, "\ncause: %s: %s\n", cause, output.Escape(f.Detail))
 	return err
+}
+
+// replicaSteps adds a follower's fetch that passed a request's last
+// offset (whose: "the request's" or the request ahead's), and the
+// follower's fetch before it.
+func replicaSteps(add func(time.Time, string, ...any), rf explain.ReplicaFetch, whose string) {
+	if rf.PrevFetchArrival != nil {
+		add(*rf.PrevFetchArrival, "  follower %d's previous fetch", rf.Replica)
+	}
+	last := ""
+	if rf.Decisive {
+		last = ", the last needed: the high watermark moves past it"
+	}
+	add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
+		rf.Replica, output.Escape(rf.Topic), rf.Partition, rf.FetchOffset, whose, rf.LastOffset, rf.LateMs, rf.SilentMs, last)
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

@@ -85,3 +85,29 @@ func TestJSONAndTimeline(t *testing.T) {
 		t.Errorf("escape sequence printed raw")
 	}
 }
+
+// TestTimelineReplication: the follower fetch that ended the wait, and
+// the follower's fetch before it, are placed in the timeline.
+func TestTimelineReplication(t *testing.T) {
+	f := finding()
+	f.Cause, f.Root, f.Commits = explain.CauseReplication, "", nil
+	f.Partitions[0].Write.End = t0.Add(1200 * time.Microsecond)
+	prev := t0.Add(500 * time.Microsecond)
+	f.Replication = []explain.ReplicaFetch{{Replica: 2, Topic: "t", Partition: 0, LastOffset: 40, FetchOffset: 41,
+		FetchArrival: t0.Add(80 * time.Millisecond), LateMs: 78.8, SilentMs: 79.5, PrevFetchArrival: &prev, Decisive: true}}
+	var b bytes.Buffer
+	if err := WriteTimeline(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	order := []string{"request arrives", "follower 2's previous fetch", "own append to t-0 ends",
+		"follower 2 fetches t-0 from offset 41, past the request's last offset 40, 78.8 ms after the append (silent up to 79.5 ms), the last needed", "response sent", "cause: replication"}
+	pos := 0
+	for _, s := range order {
+		i := strings.Index(out[pos:], s)
+		if i < 0 {
+			t.Fatalf("timeline lacks %q after position %d:\n%s", s, pos, out)
+		}
+		pos += i
+	}
+}
