@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/cgroupcpu"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
@@ -48,6 +49,13 @@ type Config struct {
 	NoTrace bool
 	// Waits also traces the broker threads' kernel waits for the slow log.
 	Waits bool
+	// Sched traces the broker threads' waits for a CPU of at least
+	// RunQueueMin (exported by thread class), their wake-ups by each
+	// other and which thread serves each connection, and samples the
+	// broker's cgroup CPU throttling: explain's cpu-starved, park-wait
+	// and request-queue evidence in the slow log.
+	Sched       bool
+	RunQueueMin time.Duration
 
 	Metrics metrics.Options
 	SlowLog SlowLogConfig
@@ -84,6 +92,12 @@ type Agent struct {
 	broker    recording.Broker
 	clock     recording.Clock
 	restarts  map[string]int64
+	// netTIDs are the threads seen serving connections (run delays'
+	// class), reset with each traced broker; stopThrottle ends the
+	// broker's cgroup throttle sampler.
+	netTIDs      map[int]bool
+	stopThrottle context.CancelFunc
+	throttles    int64
 }
 
 // componentState is one source's health.
@@ -120,7 +134,10 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.New("agent: no broker ports")
 	}
 	a := &Agent{cfg: cfg, registry: prometheus.NewRegistry(), topics: wire.NewTopicNames(),
-		restarts: map[string]int64{"capture": 0, "trace": 0}, started: time.Now()}
+		restarts: map[string]int64{"capture": 0, "trace": 0}, started: time.Now(), netTIDs: make(map[int]bool)}
+	if cfg.RunQueueMin <= 0 {
+		a.cfg.RunQueueMin = iotrace.DefaultRunQueueMin
+	}
 	a.capture.set(false, errors.New("starting"))
 	a.trace.set(false, errors.New("starting"))
 	if cfg.NoTrace {
@@ -307,7 +324,8 @@ func (a *Agent) traceLoop(ctx context.Context) {
 		waiting = false
 		fc := iotrace.FollowConfig{
 			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, Waits: a.cfg.Waits && a.slow != nil,
-				WaitMinLatency: time.Millisecond},
+				WaitMinLatency: time.Millisecond,
+				RunQueue:       a.cfg.Sched, RunQueueMin: a.cfg.RunQueueMin, Conns: a.cfg.Sched, Ports: a.cfg.Wire.Ports},
 			OnAttach: a.onAttach,
 			OnExit: func(pid int) {
 				a.mu.Lock()
@@ -357,6 +375,12 @@ func (a *Agent) onAttach(t *iotrace.Tracer) {
 		a.restarts["trace"]++
 	}
 	a.tracer, a.traceNow, a.broker = t, iotrace.Stats{}, b
+	clear(a.netTIDs)
+	if a.cfg.Sched {
+		ctx, cancel := context.WithCancel(context.Background())
+		a.stopThrottle = cancel
+		go a.sampleThrottle(ctx, t.PID())
+	}
 	a.clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
 		TraceClockOffsetNs: int64(t.ClockOffset()), TraceClockUncertaintyNs: int64(t.ClockUncertainty())}
@@ -369,6 +393,29 @@ func (a *Agent) onDetach(s iotrace.Session) {
 	defer a.mu.Unlock()
 	iotrace.AddStats(&a.traceDone, s.Stats)
 	a.tracer, a.traceNow = nil, iotrace.Stats{}
+	if a.stopThrottle != nil {
+		a.stopThrottle()
+		a.stopThrottle = nil
+	}
+}
+
+// sampleThrottle samples the CPU throttling of pid's cgroup and its
+// ancestors until ctx ends (the broker detached); a broker without a
+// cgroup CPU controller is not an error worth more than a line.
+func (a *Agent) sampleThrottle(ctx context.Context, pid int) {
+	_, err := cgroupcpu.Run(ctx, pid, cgroupcpu.DefaultInterval, func(t *event.CPUThrottle) error {
+		a.metrics.Throttle(t)
+		a.mu.Lock()
+		a.throttles++
+		a.mu.Unlock()
+		if a.slow != nil {
+			a.slow.event(t.Start, t.End, t)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		a.logf("cgroup CPU throttling of pid %d: %v", pid, err)
+	}
 }
 
 func orUnknown(s string) string {
@@ -391,6 +438,24 @@ func (a *Agent) traceHandlers() iotrace.Handlers {
 		Sync:   func(f *event.FileSync) error { m.Sync(f); keep(f.Start, f.End, f); return nil },
 		Block:  func(b *event.BlockIO) error { m.Block(b); keep(b.Start, b.End, b); return nil },
 		Wait:   func(k *event.KernelWait) error { keep(k.Start, k.End, k); return nil },
+		RunDelay: func(d *event.RunDelay) error {
+			a.mu.Lock()
+			network := a.netTIDs[d.TID]
+			a.mu.Unlock()
+			m.RunDelay(d, metrics.ThreadClass(d.Thread, network))
+			keep(d.Start, d.End, d)
+			return nil
+		},
+		Wakeup: func(u *event.Wakeup) error { keep(u.Start, u.End, u); return nil },
+		ConnThread: func(c *event.ConnThread) error {
+			a.mu.Lock()
+			a.netTIDs[c.TID] = true
+			a.mu.Unlock()
+			if a.slow != nil {
+				a.slow.connThread(c)
+			}
+			return nil
+		},
 	}
 }
 
@@ -411,6 +476,12 @@ func (a *Agent) segmentMeta() recording.Meta {
 		KernelWaits: int64(tr.WaitEvents), WaitRingbufDrops: int64(tr.WaitRingbufDrops), OtherFiles: int64(tr.OtherFiles),
 		Unnamed: int64(tr.Unnamed), RingbufDrops: int64(tr.RingbufDrops), JournalRingbufDrops: int64(tr.JournalRingbufDrops),
 		HistFull: int64(tr.HistFull), StartFull: int64(tr.StartFull), Mode: iotrace.Mode{Tracepoints: true}.String()}
+	if a.cfg.Sched {
+		m.Sched = &recording.SchedCounters{RunDelays: int64(tr.RunDelayEvents), RunDelayRingbufDrops: int64(tr.RunDelayRingbufDrops),
+			RunDelayStartFull: int64(tr.RunDelayStartFull), MinRunDelayNs: int64(a.cfg.RunQueueMin), Wakeups: int64(tr.WakeupEvents),
+			ConnThreads: int64(tr.ConnEvents), ConnRingbufDrops: int64(tr.ConnRingbufDrops), Throttles: a.throttles,
+			JVMPauseError: "the agent does not turn on the JVM's log: record with kscope record for gc-pause and safepoint"}
+	}
 	return m
 }
 
@@ -432,7 +503,7 @@ func (a *Agent) Health() metrics.Health {
 		BatchErrors: tot.Wire.BatchErrors, Evicted: tot.Wire.Evicted,
 		Connections: a.gauges.Connections, InFlight: a.gauges.InFlight,
 		RingbufDrops: map[string]int64{"writes": int64(tr.RingbufDrops), "journal": int64(tr.JournalRingbufDrops),
-			"waits": int64(tr.WaitRingbufDrops)},
+			"waits": int64(tr.WaitRingbufDrops), "run_delays": int64(tr.RunDelayRingbufDrops), "conns": int64(tr.ConnRingbufDrops)},
 		Restarts:      map[string]int64{"capture": a.restarts["capture"], "trace": a.restarts["trace"]},
 		TracedEvents:  int64(tr.Events + tr.JournalEvents + tr.WaitEvents),
 		SlowRequests:  slow.Written,

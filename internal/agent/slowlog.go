@@ -88,7 +88,7 @@ const joinMargin = 50 * time.Millisecond
 // ioItem is a traced event kept for joining.
 type ioItem struct {
 	start, end time.Time
-	ev         any // *event.Write, *event.JournalCommit, *event.FileSync, *event.BlockIO, *event.KernelWait
+	ev         any // *event.Write, *event.JournalCommit, *event.FileSync, *event.BlockIO, *event.KernelWait, *event.RunDelay, *event.Wakeup, *event.CPUThrottle
 	written    bool
 }
 
@@ -113,6 +113,11 @@ type slowLog struct {
 	ioHead  int
 	conns   map[connKey][]keptRequest
 	pending []*event.Request
+	// threads is which broker thread serves each client connection (the
+	// tracer says so once, when the thread first reads from it), and
+	// threadsWritten those written to the current segment.
+	threads        map[string]event.ConnThread
+	threadsWritten map[string]bool
 
 	seg      *recording.Writer
 	segMeta  recording.Meta
@@ -133,7 +138,8 @@ func newSlowLog(cfg SlowLogConfig, meta func() recording.Meta) (*slowLog, error)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("slow-request log: %w", err)
 	}
-	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]keptRequest)}
+	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]keptRequest),
+		threads: make(map[string]event.ConnThread), threadsWritten: make(map[string]bool)}
 	if !cfg.AllAPIs {
 		s.apis = make(map[string]bool)
 		for _, a := range cfg.APIs {
@@ -181,6 +187,27 @@ func (s *slowLog) event(start, end time.Time, ev any) {
 		s.compact()
 	}
 	s.io = append(s.io, ioItem{start: start, end: end, ev: ev})
+}
+
+// maxConnThreads bounds the connections whose thread is remembered: a
+// broker with more open connections than this loses the oldest's
+// (explain then does without that connection's network thread).
+const maxConnThreads = 100_000
+
+// connThread remembers which thread serves a connection, for the slow
+// requests that come on it later.
+func (s *slowLog) connThread(c *event.ConnThread) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.threads[c.Client]; !ok && len(s.threads) >= maxConnThreads {
+		for k := range s.threads { // any one: map order is random
+			delete(s.threads, k)
+			delete(s.threadsWritten, k)
+			break
+		}
+	}
+	s.threads[c.Client] = *c
+	delete(s.threadsWritten, c.Client) // a new connection from a reused port
 }
 
 // flush writes the slow requests that ended at least Settle ago, with
@@ -269,6 +296,10 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 	}
 	errs = append(errs, s.seg.Request(r))
 	s.written++
+	if ct, ok := s.threads[r.Client]; ok && !s.threadsWritten[r.Client] {
+		s.threadsWritten[r.Client] = true
+		errs = append(errs, s.seg.ConnThread(&ct))
+	}
 
 	from, to := r.Arrival.Add(-joinMargin), r.End.Add(joinMargin)
 	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
@@ -288,6 +319,12 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 			errs = append(errs, s.seg.Block(ev))
 		case *event.KernelWait:
 			errs = append(errs, s.seg.Wait(ev))
+		case *event.RunDelay:
+			errs = append(errs, s.seg.RunDelay(ev))
+		case *event.Wakeup:
+			errs = append(errs, s.seg.Wakeup(ev))
+		case *event.CPUThrottle:
+			errs = append(errs, s.seg.Throttle(ev))
 		}
 	}
 	return errors.Join(errs...)
@@ -348,6 +385,7 @@ func (s *slowLog) openSegment(now time.Time) error {
 	s.segMeta.Start = now.UTC()
 	s.segMeta.SlowLog = &recording.SlowLog{ThresholdMs: float64(s.cfg.Threshold) / float64(time.Millisecond), APIs: s.cfg.APIs}
 	s.segContext, s.segDropped = 0, 0
+	clear(s.threadsWritten)
 	// meta.json from the start: explain reads a segment still being written.
 	if err := recording.WriteMeta(dir, &s.segMeta); err != nil {
 		return fmt.Errorf("slow-request log: %w", err)
@@ -367,6 +405,7 @@ func (s *slowLog) closeSegment(now time.Time) error {
 	cur := s.meta()
 	m.Capture, m.Trace = subCapture(cur.Capture, s.segMeta.Capture), subTrace(cur.Trace, s.segMeta.Trace)
 	m.Broker = cur.Broker
+	m.Sched = cur.Sched // totals since the agent started
 	if m.Broker.PID != s.segMeta.Broker.PID && s.segMeta.Broker.PID != 0 {
 		m.Broker.PIDs = []int{s.segMeta.Broker.PID, m.Broker.PID}
 	}

@@ -193,3 +193,42 @@ func TestSlowLogJoinSkipsOld(t *testing.T) {
 		t.Errorf("writes %v, want the overlapping one only", files)
 	}
 }
+
+// The scheduling evidence joins like the I/O: run delays and wake-ups
+// around a slow request, and its connection's thread (reported once, when
+// the connection began) once per segment.
+func TestSlowLogSched(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
+	s.connThread(&event.ConnThread{Kind: event.KindConnThread, Time: t0, TID: 21, Thread: "data-plane-kafk", Client: "a:1", Broker: "127.0.0.1:9092"})
+	s.connThread(&event.ConnThread{Kind: event.KindConnThread, Time: t0, TID: 22, Thread: "data-plane-kafk", Client: "b:1", Broker: "127.0.0.1:9092"})
+	s.request(req("a:1", 1, "Produce", ms(1000), ms(300)))
+	s.request(req("a:1", 2, "Produce", ms(1400), ms(300)))
+	s.event(t0.Add(ms(1010)), t0.Add(ms(1200)), &event.RunDelay{Kind: event.KindRunDelay, Start: t0.Add(ms(1010)), End: t0.Add(ms(1200)), TID: 11})
+	s.event(t0.Add(ms(1050)), t0.Add(ms(1250)), &event.Wakeup{Kind: event.KindWakeup, Start: t0.Add(ms(1050)), End: t0.Add(ms(1250)), TID: 12, WakerTID: 31})
+	s.event(t0.Add(ms(5000)), t0.Add(ms(5100)), &event.RunDelay{Kind: event.KindRunDelay, Start: t0.Add(ms(5000)), End: t0.Add(ms(5100)), TID: 11})
+	s.flush(t0.Add(ms(3000)))
+	if err := s.close(t0.Add(ms(3100))); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(s.cfg.Dir, SegmentPrefix+"*"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	var kinds []string
+	err := recording.Lines(filepath.Join(segs[0], recording.SchedFile), func(line []byte, _ int64) error {
+		var k struct{ Kind, Client string }
+		if err := json.Unmarshal(line, &k); err != nil {
+			return err
+		}
+		kinds = append(kinds, k.Kind+" "+k.Client)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(kinds)
+	want := []string{event.KindConnThread + " a:1", event.KindRunDelay + " ", event.KindWakeup + " "}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("sched.jsonl %q, want %q (b:1 had no slow request; the late delay is outside)", kinds, want)
+	}
+}

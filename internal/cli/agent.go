@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/agent"
+	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/metrics"
 )
 
@@ -38,6 +39,8 @@ type agentOptions struct {
 	native          bool
 	noTrace         bool
 	waits           bool
+	sched           bool
+	runqMin         time.Duration
 	messageIDHeader string
 	duration        time.Duration
 	quiet           bool
@@ -57,7 +60,9 @@ stopping, and serves:
             id, errors by Kafka error name, requests in flight; write and
             fsync latency by topic, partition and op; journal commits and
             block I/O by device; the agent's own health (packets, drops,
-            bytes skipped, decode errors, connections, restarts). Buckets
+            bytes skipped, decode errors, connections, restarts); with
+            --sched, the broker threads' waits for a CPU by thread class
+            and its cgroup's CPU throttling. Buckets
             from 100 µs to 30 s; native histograms with --native-histograms.
   /healthz  JSON; 200 when capture and tracing work, 503 with what is
             degraded otherwise.
@@ -67,7 +72,9 @@ are named, the rest are "other".
 
 With --out DIR, slow requests (--slow, of --slow-api) with the requests
 before them on their connections and the writes, journal commits, block
-requests and kernel waits around them are kept in rotating recording
+requests and kernel waits (with --sched: the threads' waits for a CPU and
+wake-ups, the connections' threads, the cgroup's throttling) around them
+are kept in rotating recording
 directories DIR/slow-<time>/ that 'kscope explain' and 'kscope report'
 read. The agent keeps running when the broker restarts (--pid auto traces
 the next one), and when the capture interface goes away (it is opened
@@ -100,6 +107,8 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.BoolVar(&o.native, "native-histograms", false, "also offer Prometheus native histograms (protobuf scrapes)")
 	f.BoolVar(&o.noTrace, "no-trace", false, "capture only: no eBPF tracing of writes and journal")
 	f.BoolVar(&o.waits, "waits", true, "with --out: keep the broker threads' kernel waits of 1 ms and more")
+	f.BoolVar(&o.sched, "sched", false, "trace the broker threads' waits for a CPU (kscope_run_delay_seconds), their wake-ups and connections' threads, and sample the cgroup's CPU throttling; with --out, kept for explain's cpu-starved, park-wait and request-queue")
+	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "with --sched: the shortest wait for a CPU traced")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids (for the slow log)")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
@@ -129,6 +138,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	}
 	ac := agent.Config{
 		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
+		Sched: o.sched, RunQueueMin: o.runqMin,
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,
 			PartitionLabel: o.partitionLabel, NativeHistograms: o.native},
 	}

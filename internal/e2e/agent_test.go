@@ -30,6 +30,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/lab/requestlog"
+	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -206,7 +207,7 @@ func TestAgentMetrics(t *testing.T) {
 	port := b.Addr()[strings.LastIndexByte(b.Addr(), ':')+1:]
 	slowDir := t.TempDir()
 	a := startAgent(ctx, t, true, "--iface", "lo", "--port", port, "--pid", strconv.Itoa(b.PID()),
-		"--log-dirs", strings.Join(b.LogDirs(), ","), "--out", slowDir, "--slow", "1ms")
+		"--log-dirs", strings.Join(b.LogDirs(), ","), "--out", slowDir, "--slow", "1ms", "--sched", "--runq-min", "100us")
 
 	const topic, records, producers = "agent-metrics", 2000, 4
 	pc, cc := newRequestCounter(), newRequestCounter()
@@ -306,6 +307,14 @@ func TestAgentMetrics(t *testing.T) {
 	if n := metricSum(fams, "kscope_write_duration_seconds", map[string]string{"topic": topic}); n < float64(produces) {
 		t.Errorf("%v writes timed, want at least one per produce request (%d)", n, produces)
 	}
+	// --sched: the broker threads' waits for a CPU of 100 us or more
+	// (four producers and the broker on 2 CPUs always have some), by
+	// class; the handlers and network threads among them.
+	for _, class := range []string{metrics.ThreadHandler, metrics.ThreadNetwork} {
+		if n := metricSum(fams, "kscope_run_delay_seconds", map[string]string{"thread": class}); n == 0 {
+			t.Errorf("kscope_run_delay_seconds{thread=%q}: no waits for a CPU counted", class)
+		}
+	}
 	for _, name := range []string{"kscope_agent_capture_drops_total", "kscope_agent_skipped_bytes_total",
 		"kscope_agent_decode_errors_total", "kscope_agent_ringbuf_drops_total"} {
 		if v := metricSum(fams, name, nil); v != 0 {
@@ -383,6 +392,33 @@ func checkSlowLog(t *testing.T, dir string, counted float64) {
 	}
 	if !strings.Contains(out.String(), "agent slow log") {
 		t.Errorf("explain did not take the slow log's threshold:\n%s", out.String())
+	}
+	// --sched: the slow requests' connections' threads and the waits for
+	// a CPU around them, which explain counts.
+	kinds := map[string]int{}
+	clients := map[string]bool{}
+	err = recording.Lines(filepath.Join(segs[0], recording.SchedFile), func(line []byte, _ int64) error {
+		var k struct{ Kind, Client string }
+		if err := json.Unmarshal(line, &k); err != nil {
+			return err
+		}
+		kinds[k.Kind]++
+		if k.Kind == event.KindConnThread {
+			if clients[k.Client] {
+				t.Errorf("connection %s's thread written twice", k.Client)
+			}
+			clients[k.Client] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Sched == nil || kinds[event.KindRunDelay] == 0 || kinds[event.KindConnThread] == 0 {
+		t.Errorf("slow log's scheduling evidence: meta %+v, events %v", meta.Sched, kinds)
+	}
+	if m := regexp.MustCompile(`(\d+) run-queue delays`).FindStringSubmatch(out.String()); m == nil || m[1] == "0" {
+		t.Errorf("explain counted no run-queue delay in the slow log:\n%s", out.String())
 	}
 	t.Logf("slow log: %d slow produce requests, %d context requests; explain:\n%s", slow, context, out.String())
 }

@@ -23,7 +23,7 @@ type Health struct {
 	Evicted       int64 // requests dropped from a full in-flight table
 	Connections   int   // TCP connections tracked now
 	InFlight      map[string]int
-	RingbufDrops  map[string]int64 // by ring buffer: writes, journal, waits
+	RingbufDrops  map[string]int64 // by ring buffer: writes, journal, waits, run_delays, conns
 	Restarts      map[string]int64 // by component: capture reopened, broker re-attached
 	SlowRequests  int64            // slow requests written to the slow-request log
 	SlowDropped   int64            // slow requests not written: over the rate limit

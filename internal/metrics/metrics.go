@@ -92,6 +92,8 @@ type Set struct {
 	journal      *prometheus.HistogramVec // device, kind
 	blockIO      *prometheus.HistogramVec // device, op
 	blockBytes   *prometheus.CounterVec   // device, op
+	runDelay     *prometheus.HistogramVec // thread
+	throttled    *prometheus.CounterVec   // cgroup
 
 	mu         sync.Mutex
 	topics     *topN
@@ -169,6 +171,10 @@ func New(reg prometheus.Registerer, o Options) (*Set, error) {
 			"Latency of block requests on the log dirs' devices, from issue to completion.", "device", "op"),
 		blockBytes: counter("block_io_bytes_total",
 			"Bytes of completed block requests on the log dirs' devices.", "device", "op"),
+		runDelay: hist("run_delay_seconds",
+			"The broker threads' waits for a CPU (runnable, not running) of at least the tracer's minimum, by thread class: handler, network, jvm (VM Thread, GC workers) or other.", "thread"),
+		throttled: counter("cgroup_throttled_seconds_total",
+			"Time the broker's cgroup (or an ancestor) was throttled by its CPU quota, by cgroup.", "cgroup"),
 
 		topics:      newTopN(o.TopTopics),
 		clients:     newTopN(o.TopClients),
@@ -187,7 +193,8 @@ func New(reg prometheus.Registerer, o Options) (*Set, error) {
 
 func (s *Set) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.reqDuration, s.requests, s.records, s.recordBytes, s.reqBytes, s.respBytes,
-		s.errors, s.unanswered, s.writeLatency, s.writeBytes, s.writeErrors, s.fsSync, s.journal, s.blockIO, s.blockBytes}
+		s.errors, s.unanswered, s.writeLatency, s.writeBytes, s.writeErrors, s.fsSync, s.journal, s.blockIO, s.blockBytes,
+		s.runDelay, s.throttled}
 }
 
 // maxLabelBytes caps a label value from the wire.
@@ -410,6 +417,42 @@ func (s *Set) Block(b *event.BlockIO) {
 	if b.Bytes > 0 {
 		s.blockBytes.WithLabelValues(b.Dev, b.Op).Add(float64(b.Bytes))
 	}
+}
+
+// Thread classes of RunDelay.
+const (
+	ThreadHandler = "handler"
+	ThreadNetwork = "network"
+	ThreadJVM     = "jvm"
+	ThreadOther   = "other"
+)
+
+// ThreadClass is the class of a broker thread by its name (a comm, cut
+// to 15 bytes): the JVM's stop-the-world threads, the request handlers
+// (data-plane-kafka-request-handler-N, kafka-request-handler-N before
+// Kafka 2.2) and the network threads, whose names share the handlers'
+// first 15 bytes: network says the thread serves connections.
+func ThreadClass(name string, network bool) string {
+	switch {
+	case network:
+		return ThreadNetwork
+	case name == "VM Thread" || strings.HasPrefix(name, "GC Thread#"):
+		return ThreadJVM
+	case strings.HasPrefix(name, "data-plane-kafk") || strings.HasPrefix(name, "kafka-request-h"):
+		return ThreadHandler
+	}
+	return ThreadOther
+}
+
+// RunDelay counts one broker thread's wait for a CPU; class is one of the
+// Thread* classes (the caller knows which threads serve connections).
+func (s *Set) RunDelay(d *event.RunDelay, class string) {
+	s.runDelay.WithLabelValues(class).Observe(d.End.Sub(d.Start).Seconds())
+}
+
+// Throttle counts one sample of CPU-quota throttling.
+func (s *Set) Throttle(t *event.CPUThrottle) {
+	s.throttled.WithLabelValues(cleanLabel(t.Cgroup)).Add(t.ThrottledMs / 1000)
 }
 
 // Rerank re-elects the top topics, partitions and clients by their recent
