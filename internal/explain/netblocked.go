@@ -38,11 +38,14 @@ type FetchEvidence struct {
 	Partitions    []FetchPartition `json:"partitions,omitempty"`
 }
 
-// FetchPartition is one partition of a Fetch response.
+// FetchPartition is one partition of a Fetch response, with the offset
+// the fetch read from (nil when the request did not name it: a fetch
+// session's unchanged partitions).
 type FetchPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Bytes     int    `json:"bytes"`
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Bytes       int    `json:"bytes"`
+	FetchOffset *int64 `json:"fetch_offset,omitempty"`
 }
 
 // networkThreadBlocked measures the time the connection's network thread
@@ -64,7 +67,22 @@ func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
 			}
 		}
 	}
-	m.ivs = append(m.ivs, c.queued[CauseNetworkThreadBlocked]...)
+	queued := c.queued[CauseNetworkThreadBlocked]
+	m.ivs = append(m.ivs, queued...)
+	// The time inherited from the request ahead is the same thread's
+	// waits (one connection, one network thread): they are this
+	// request's evidence too, and lead to the fetches behind them. A
+	// request the broker read only once the thread woke up (pipelined
+	// behind one it was reading or answering) has no wait of its own.
+	if c.netTID != 0 {
+		for _, iv := range queued {
+			for _, kw := range e.idx.waitsOverlapping(c.netTID, iv.a, iv.b) {
+				if !slices.ContainsFunc(f.NetworkThreadWaits, func(k event.KernelWait) bool { return k.TID == kw.TID && k.Start.Equal(kw.Start) }) {
+					f.NetworkThreadWaits = append(f.NetworkThreadWaits, kw)
+				}
+			}
+		}
+	}
 	m.ns = min(unionLen(m.ivs), c.L)
 	slices.SortStableFunc(f.NetworkThreadWaits, func(a, b event.KernelWait) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	f.NetworkThreadWaits = f.NetworkThreadWaits[:min(len(f.NetworkThreadWaits), maxNetWaitEvidence)]
@@ -103,7 +121,7 @@ func (e *Explainer) blockingFetches(f *Finding) {
 			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes}
 		for _, p := range r.Partitions {
 			if p.Bytes > 0 {
-				fe.Partitions = append(fe.Partitions, FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes})
+				fe.Partitions = append(fe.Partitions, FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes, FetchOffset: p.FetchOffset})
 			}
 		}
 		f.BlockingFetches = append(f.BlockingFetches, fe)
@@ -122,12 +140,18 @@ func networkThreadBlockedDetail(f *Finding) string {
 	k := f.NetworkThreadWaits[0]
 	s := fmt.Sprintf("its connection's network thread (tid %d) was blocked %.1f ms in the kernel (longest %.1f ms at %s)",
 		k.TID, f.ExplainedMs, k.LatencyMs, frames(k.Stack))
+	if f.QueuedBehind != nil {
+		s += fmt.Sprintf(", queued behind request %d, blocked too", f.QueuedBehind.CorrelationID)
+	}
 	if len(f.BlockingFetches) > 0 {
 		b := f.BlockingFetches[0]
 		s += fmt.Sprintf(", serving %d fetch(es) on its other connections, the largest %d bytes to %s (%s)", len(f.BlockingFetches), b.ResponseBytes, b.Client, b.ClientID)
 		if len(b.Partitions) > 0 {
 			p := b.Partitions[0]
 			s += fmt.Sprintf(" from %s-%d", p.Topic, p.Partition)
+			if p.FetchOffset != nil {
+				s += fmt.Sprintf(" at offset %d", *p.FetchOffset)
+			}
 		}
 	}
 	return s

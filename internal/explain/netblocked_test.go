@@ -125,3 +125,84 @@ func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
 		t.Errorf("detail %q", got[0].Detail)
 	}
 }
+
+// A request pipelined behind one whose network thread was blocked (the
+// broker reads it only once the thread is back and has answered the one
+// ahead) has no wait in its own span: the thread's waits while it was
+// queued, and the fetch behind them with the offset it read from, are its
+// evidence. One queued behind a request of another connection inherits
+// nothing.
+func TestNetworkThreadBlockedQueued(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	off := int64(106)
+	fetch := &event.Request{Arrival: at(2), End: at(98), LatencyMs: 96, Client: "127.0.0.1:41000", Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
+		APIVersion: 12, CorrelationID: 7, ClientID: "lagging-consumer", ResponseBytes: 8 << 20, Answered: true,
+		Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: 8<<20 - 100, FetchOffset: &off}}}
+	// Request 1 read at 0 and answered at 100; request 2 arrived at 1 on
+	// the same connection, read at 100; request 3 likewise, on another
+	// connection whose request ahead was not slow.
+	first := req(1, 0, 100)
+	second := req(2, 1, 102, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 99, 2 })
+	other := req(3, 1, 102, func(r *event.Request) { r.Client = "127.0.0.1:40001"; r.QueuedMs, r.BrokerMs = 99, 2 })
+	for _, r := range []*event.Request{fetch, first, second, other} {
+		enc.Encode(r)
+	}
+	f.Close()
+	idx := NewIndex()
+	idx.AddWrite(wr(11, 99, 99.1, 100))
+	idx.AddWrite(wr(11, 101, 101.1, 100))
+	idx.AddWrite(wr(12, 101, 101.1, 100, func(w *event.Write) { w.TID = 12 }))
+	for _, c := range []string{"127.0.0.1:40000", "127.0.0.1:40001", "127.0.0.1:41000"} {
+		idx.AddConnThread(connThread(21, c, -1000))
+	}
+	idx.AddWait(kwait(21, 5, 95, sendfileStack...))
+	scan, err := ScanRequests(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]*Finding{}
+	if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got[f.CorrelationID] = f; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		corr   int32
+		cause  string
+		fetch  bool
+		detail []string
+	}{
+		{corr: 1, cause: CauseNetworkThreadBlocked, fetch: true, detail: []string{"history-2 at offset 106"}},
+		{corr: 2, cause: CauseNetworkThreadBlocked, fetch: true, detail: []string{"queued behind request 1, blocked too", "lagging-consumer"}},
+		// The other connection's request was not read before 100 either,
+		// but nothing says why: its own span (100-102) has no wait.
+		{corr: 3, cause: CauseUnexplained},
+	}
+	for _, tt := range tests {
+		f := got[tt.corr]
+		if f == nil {
+			t.Errorf("request %d: no finding", tt.corr)
+			continue
+		}
+		if f.Cause != tt.cause {
+			t.Errorf("request %d: cause %q, want %q: %s", tt.corr, f.Cause, tt.cause, f.Detail)
+		}
+		hasFetch := len(f.BlockingFetches) == 1 && f.BlockingFetches[0].CorrelationID == 7 && len(f.NetworkThreadWaits) == 1
+		if hasFetch != tt.fetch {
+			t.Errorf("request %d: waits %+v, fetches %+v, want the fetch: %v", tt.corr, f.NetworkThreadWaits, f.BlockingFetches, tt.fetch)
+		}
+		if hasFetch && tt.fetch {
+			if p := f.BlockingFetches[0].Partitions; len(p) != 1 || p[0].FetchOffset == nil || *p[0].FetchOffset != off {
+				t.Errorf("request %d: fetch partitions %+v, want history-2 from offset %d", tt.corr, p, off)
+			}
+		}
+		for _, d := range tt.detail {
+			if !strings.Contains(f.Detail, d) {
+				t.Errorf("request %d: detail %q lacks %q", tt.corr, f.Detail, d)
+			}
+		}
+	}
+}

@@ -28,12 +28,14 @@ type HandlerBusy struct {
 	Ms        float64 `json:"ms"` // of the wait
 }
 
-// busySpan is a time a handler is known to have worked on something.
+// busySpan is a time a handler is known to have worked on something:
+// what, and the partition it appended to (an index into Index.parts,
+// -1 for none) or whom it waited for.
 type busySpan struct {
-	iv        interval
-	what      string
-	partition string
-	waker     string
+	iv    interval
+	what  string
+	part  int32
+	waker string
 }
 
 // requestQueue measures the time between when the broker could read the
@@ -53,7 +55,7 @@ func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measur
 	all, spans := e.allHandlersBusy(c)
 	all = minusAll(all, taken)
 	for i, tid := range x.handlerTIDs[:len(spans)] {
-		if b, ok := mainActivity(spans[i], all); ok {
+		if b, ok := e.mainActivity(spans[i], all); ok {
 			b.TID, b.Thread = int(tid), x.threadName(int(tid))
 			f.QueueHandlers = append(f.QueueHandlers, b)
 		}
@@ -93,11 +95,13 @@ func (e *Explainer) allHandlersBusy(c *reqCtx) ([]interval, [][]busySpan) {
 	}
 	all := []interval{span}
 	spans := make([][]busySpan, len(x.handlerTIDs))
+	var ivs []interval
 	for i, tid := range x.handlerTIDs {
-		spans[i] = e.busyOf(int(tid), span)
-		ivs := make([]interval, len(spans[i]))
-		for j, b := range spans[i] {
-			ivs[j] = b.iv
+		// Only where every handler so far was busy matters.
+		spans[i] = e.busyOf(int(tid), interval{all[0].a, all[len(all)-1].b})
+		ivs = ivs[:0]
+		for _, b := range spans[i] {
+			ivs = append(ivs, b.iv)
 		}
 		if all = intersect(all, mergeIntervals(ivs)); len(all) == 0 {
 			return nil, nil
@@ -110,25 +114,24 @@ func (e *Explainer) allHandlersBusy(c *reqCtx) ([]interval, [][]busySpan) {
 func (e *Explainer) busyOf(tid int, span interval) []busySpan {
 	x := e.idx
 	var out []busySpan
-	add := func(a, b int64, what, partition, waker string) {
+	add := func(a, b int64, what string, part int32, waker string) {
 		if iv := clip(interval{a, b}, span); iv.b > iv.a {
-			out = append(out, busySpan{iv: iv, what: what, partition: partition, waker: waker})
+			out = append(out, busySpan{iv: iv, what: what, part: part, waker: waker})
 		}
 	}
 	for _, i := range x.writesOf(int32(tid), span.a, span.b) {
 		w := &x.writes[i]
-		k := x.parts[w.part].key
-		add(w.start, w.end, "appending", fmt.Sprintf("%s-%d", k.topic, k.partition), "")
+		add(w.start, w.end, "appending", w.part, "")
 	}
 	for _, k := range x.waitsOverlapping(tid, span.a, span.b) {
-		add(k.Start.UnixNano(), k.End.UnixNano(), "in the kernel", "", "")
+		add(k.Start.UnixNano(), k.End.UnixNano(), "in the kernel", -1, "")
 	}
 	for _, d := range x.runDelaysOverlapping(tid, span.a, span.b) {
-		add(d.Start.UnixNano(), d.End.UnixNano(), "waiting for a CPU", "", "")
+		add(d.Start.UnixNano(), d.End.UnixNano(), "waiting for a CPU", -1, "")
 	}
 	for _, l := range x.locksOverlapping(tid, span.a, span.b) {
 		if !l.Park {
-			add(l.Start.UnixNano(), l.End.UnixNano(), "waiting for a monitor", "", l.Monitor)
+			add(l.Start.UnixNano(), l.End.UnixNano(), "waiting for a monitor", -1, l.Monitor)
 		}
 	}
 	// Sleeps a network thread ended were idle (it queued a request);
@@ -136,17 +139,17 @@ func (e *Explainer) busyOf(tid int, span interval) []busySpan {
 	for _, p := range e.sleepsOf(tid, span) {
 		switch {
 		case p.Blocker != "":
-			add(p.Start.UnixNano(), p.End.UnixNano(), "parked", "", p.Blocker)
+			add(p.Start.UnixNano(), p.End.UnixNano(), "parked", -1, p.Blocker)
 		case p.WakerTID != 0 && !isVMThread(p.WakerThread):
-			add(p.Start.UnixNano(), p.End.UnixNano(), "asleep", "", p.WakerThread)
+			add(p.Start.UnixNano(), p.End.UnixNano(), "asleep", -1, p.WakerThread)
 		}
 	}
 	return out
 }
 
 // mainActivity is the activity of spans covering most of within.
-func mainActivity(spans []busySpan, within []interval) (HandlerBusy, bool) {
-	var best HandlerBusy
+func (e *Explainer) mainActivity(spans []busySpan, within []interval) (HandlerBusy, bool) {
+	var best busySpan
 	var bestNs int64
 	for _, b := range spans {
 		var ns int64
@@ -156,12 +159,15 @@ func mainActivity(spans []busySpan, within []interval) (HandlerBusy, bool) {
 			}
 		}
 		if ns > bestNs {
-			bestNs = ns
-			best = HandlerBusy{What: b.what, Partition: b.partition, Waker: b.waker}
+			bestNs, best = ns, b
 		}
 	}
-	best.Ms = ms(bestNs)
-	return best, bestNs > 0
+	h := HandlerBusy{What: best.what, Waker: best.waker, Ms: ms(bestNs)}
+	if best.part >= 0 && bestNs > 0 {
+		k := e.idx.parts[best.part].key
+		h.Partition = fmt.Sprintf("%s-%d", k.topic, k.partition)
+	}
+	return h, bestNs > 0
 }
 
 // intersect returns the intersection of two sorted, merged interval

@@ -69,6 +69,8 @@ func GenerateRecording(dir string, n int) error {
 			stallEnd = wstart.Add(wdur)
 		case i%100 == 1 && stallEnd.After(wstart): // queued behind it
 			wstart = stallEnd.Add(10 * time.Microsecond)
+		case i%100 == 3: // its handler parked 30 ms first (schedEvents)
+			wstart = arrival.Add(30 * time.Millisecond)
 		}
 		end := wstart.Add(wdur + 300*time.Microsecond)
 		ids := []string{fmt.Sprintf("m-%d-0", i), fmt.Sprintf("m-%d-1", i)}
@@ -118,7 +120,9 @@ func GenerateRecording(dir string, n int) error {
 
 // schedEvents writes request i's scheduling evidence: its connection's
 // network thread when first seen, a run-queue delay of its handler for one
-// request in ten (for i%100 == 2, long enough to starve it), and a GC
+// request in ten (for i%100 == 2, long enough to starve it), its handler's
+// wake-up by the network thread for another one in ten (it was idle), a
+// park of 30 ms until the log flusher woke it for i%100 == 3, and a GC
 // pause every 20 000 requests (2 s).
 func schedEvents(sched *output.JSONLines, seen map[string]bool, r *event.Request, w *event.Write, i int, rng *rand.Rand) error {
 	if !seen[r.Client] {
@@ -136,6 +140,21 @@ func schedEvents(sched *output.JSONLines, seen map[string]bool, r *event.Request
 		rd := &event.RunDelay{Kind: event.KindRunDelay, Start: w.Start.Add(-d), End: w.Start, LatencyMs: float64(d) / 1e6, TID: w.TID,
 			Thread: w.Thread, CPU: i % 2, HolderPID: 4242, HolderTID: 4243, HolderComm: "java"}
 		if err := sched.Encode(rd); err != nil {
+			return err
+		}
+	}
+	switch {
+	case i%100 == 3: // parked until the log flusher let it go
+		u := &event.Wakeup{Kind: event.KindWakeup, Start: r.Arrival.Add(100 * time.Microsecond), End: w.Start.Add(-50 * time.Microsecond),
+			TID: w.TID, Thread: w.Thread, WakerTID: 300, WakerThread: "kafka-schedule"}
+		u.SleptMs = float64(u.End.Sub(u.Start)) / 1e6
+		if err := sched.Encode(u); err != nil {
+			return err
+		}
+	case i%10 == 5: // idle until its network thread queued the request
+		u := &event.Wakeup{Kind: event.KindWakeup, Start: r.Arrival.Add(-2 * time.Millisecond), End: r.Arrival.Add(150 * time.Microsecond),
+			SleptMs: 2.15, TID: w.TID, Thread: w.Thread, WakerTID: 90 + i%3, WakerThread: "data-plane-kafk"}
+		if err := sched.Encode(u); err != nil {
 			return err
 		}
 	}
