@@ -211,6 +211,11 @@ type Finding struct {
 	// QueueHandlers are what each request handler was doing while the
 	// request waited for one (request-queue).
 	QueueHandlers []HandlerBusy `json:"queue_handlers,omitempty"`
+	// InFlight is how many other produce requests, across all
+	// connections, were in flight (arrived, not yet answered) when the
+	// broker could read this one: the queue the wire implies, with
+	// QueueHandlers.
+	InFlight int `json:"in_flight,omitempty"`
 	// ReplicationFrom says how the wait for followers of an acks=all
 	// request was measured (ReplicationByFetch, ReplicationByGap, with
 	// ReplicationUnmatched saying what was missing); Replication are the
@@ -296,6 +301,8 @@ type Explainer struct {
 	// (Run sets both): evidence for network-thread-blocked.
 	fetches     []fetchRef
 	readRequest func(pos int64) (*event.Request, error)
+	// inFlight counts the produce requests in flight (Run sets it).
+	inFlight *inFlight
 	// replicas indexes the follower fetches among fetches (replication.go).
 	replicas *replicaIndex
 }

@@ -72,6 +72,8 @@ func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measur
 	m.ns = min(unionLen(all), c.L)
 	if m.ns == 0 {
 		f.QueueHandlers = nil
+	} else if e.inFlight != nil {
+		f.InFlight = max(0, e.inFlight.at(c.brokerStart)-1) // not itself
 	}
 	slices.SortStableFunc(f.QueueHandlers, func(a, b HandlerBusy) int { return cmp.Compare(b.Ms, a.Ms) })
 	return m
@@ -214,5 +216,9 @@ func requestQueueDetail(f *Finding) string {
 	if n := len(f.QueueHandlers) - len(parts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d more", n))
 	}
-	return s + ": " + strings.Join(parts, "; ")
+	s += ": " + strings.Join(parts, "; ")
+	if f.InFlight > 0 {
+		s += fmt.Sprintf("; %d other produce requests were in flight", f.InFlight)
+	}
+	return s
 }

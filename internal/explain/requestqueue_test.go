@@ -86,3 +86,16 @@ func TestRequestQueue(t *testing.T) {
 		})
 	}
 }
+
+func TestInFlight(t *testing.T) {
+	// Requests [0,10), [2,5), [4,20), [5,6).
+	f := inFlight{arrivals: []int64{0, 2, 4, 5}, ends: []int64{5, 6, 10, 20}}
+	for _, tt := range []struct {
+		t    int64
+		want int
+	}{{-1, 0}, {0, 1}, {3, 2}, {4, 3}, {5, 3}, {6, 2}, {10, 1}, {19, 1}, {20, 0}} {
+		if got := f.at(tt.t); got != tt.want {
+			t.Errorf("at(%d) = %d, want %d", tt.t, got, tt.want)
+		}
+	}
+}

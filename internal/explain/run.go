@@ -116,6 +116,10 @@ type Scan struct {
 	// (answered or not), for the evidence of a network thread blocked
 	// serving one and of the followers a request waited for.
 	fetches []fetchRef
+	// inFlight: the answered produce requests' arrivals and ends, each
+	// sorted: how many were in flight at a time (request-queue's wire
+	// evidence).
+	inFlight inFlight
 }
 
 // fetchRef is a Fetch request: its line, connection and span (end 0 when
@@ -185,6 +189,10 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			}
 		}
 		if key == produceKey && answered {
+			if a, e, ok := scanTimes(line); ok && e != 0 {
+				s.inFlight.arrivals = append(s.inFlight.arrivals, a)
+				s.inFlight.ends = append(s.inFlight.ends, e)
+			}
 			conn, ok := s.conns[string(client)]
 			if !ok {
 				conn = int32(len(s.conns))
@@ -197,7 +205,19 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	if err != nil {
 		return nil, err
 	}
+	slices.Sort(s.inFlight.arrivals)
+	slices.Sort(s.inFlight.ends)
 	return s, nil
+}
+
+// inFlight counts requests in flight from their sorted arrivals and ends.
+type inFlight struct{ arrivals, ends []int64 }
+
+// at is the number of requests that had arrived and not ended at t.
+func (f *inFlight) at(t int64) int {
+	a, _ := slices.BinarySearch(f.arrivals, t+1)
+	e, _ := slices.BinarySearch(f.ends, t+1)
+	return a - e
 }
 
 // intern returns client as a string shared by every line of its
@@ -326,6 +346,7 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 	path := scan.path
 	e.followers = scan.FollowerFetches > 0
 	e.fetches = scan.fetches
+	e.inFlight = &scan.inFlight
 	e.sum.FollowerFetches = scan.FollowerFetches
 	lats := make([]float64, len(scan.cands))
 	for i, c := range scan.cands {
