@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -28,14 +29,17 @@ const (
 // in progress while that thread was blocked: the fetch it was probably
 // sending (the thread's kernel stack says where it slept).
 type FetchEvidence struct {
-	Client        string           `json:"client"`
-	ClientID      string           `json:"client_id"`
-	CorrelationID int32            `json:"correlation_id"`
-	Arrival       time.Time        `json:"arrival"`
-	End           time.Time        `json:"end"`
-	LatencyMs     float64          `json:"latency_ms"`
-	ResponseBytes int              `json:"response_bytes"`
-	Partitions    []FetchPartition `json:"partitions,omitempty"`
+	Client        string    `json:"client"`
+	ClientID      string    `json:"client_id"`
+	CorrelationID int32     `json:"correlation_id"`
+	Arrival       time.Time `json:"arrival"`
+	End           time.Time `json:"end"`
+	LatencyMs     float64   `json:"latency_ms"`
+	ResponseBytes int       `json:"response_bytes"`
+	// Unanswered: the capture has no response (its connection closed
+	// first, or the capture ended); its partitions are the request's.
+	Unanswered bool             `json:"unanswered,omitempty"`
+	Partitions []FetchPartition `json:"partitions,omitempty"`
 }
 
 // FetchPartition is one partition of a Fetch response, with the offset
@@ -89,6 +93,40 @@ func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
 	return m
 }
 
+// openFetches gives each unanswered fetch the span it may have been in
+// progress: from its arrival to the next fetch on its connection (a
+// consumer sends one at a time), or without end. A consumer that gave up
+// on a response the network thread was still reading from disk (its
+// request timed out, or it was closed) leaves its fetch unanswered, yet
+// that fetch is what blocked the thread.
+func openFetches(fetches []fetchRef) {
+	var open []int
+	for i := range fetches {
+		if fetches[i].end == 0 {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	byConn := make(map[string][]int64)
+	for _, fr := range fetches {
+		byConn[fr.client] = append(byConn[fr.client], fr.arrival)
+	}
+	for _, arrivals := range byConn {
+		slices.Sort(arrivals)
+	}
+	for _, i := range open {
+		fr := &fetches[i]
+		arrivals := byConn[fr.client]
+		k, _ := slices.BinarySearch(arrivals, fr.arrival+1)
+		fr.end = math.MaxInt64
+		if k < len(arrivals) {
+			fr.end = arrivals[k]
+		}
+	}
+}
+
 // blockingFetches fills f.BlockingFetches: the Fetch requests on
 // connections served by the same network thread that were in progress
 // during its waits, the largest responses first.
@@ -118,9 +156,9 @@ func (e *Explainer) blockingFetches(f *Finding) {
 			continue
 		}
 		fe := FetchEvidence{Client: r.Client, ClientID: r.ClientID, CorrelationID: r.CorrelationID, Arrival: r.Arrival, End: r.End,
-			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes}
+			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes, Unanswered: !r.Answered}
 		for _, p := range r.Partitions {
-			if p.Bytes > 0 {
+			if p.Bytes > 0 || !r.Answered {
 				fe.Partitions = append(fe.Partitions, FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes, FetchOffset: p.FetchOffset})
 			}
 		}
@@ -145,7 +183,12 @@ func networkThreadBlockedDetail(f *Finding) string {
 	}
 	if len(f.BlockingFetches) > 0 {
 		b := f.BlockingFetches[0]
-		s += fmt.Sprintf(", serving %d fetch(es) on its other connections, the largest %d bytes to %s (%s)", len(f.BlockingFetches), b.ResponseBytes, b.Client, b.ClientID)
+		if b.Unanswered {
+			// Sorted by response size: all of them are unanswered.
+			s += fmt.Sprintf(", serving %d unanswered fetch(es) on its other connections (no response in the capture), the first to %s (%s)", len(f.BlockingFetches), b.Client, b.ClientID)
+		} else {
+			s += fmt.Sprintf(", serving %d fetch(es) on its other connections, the largest %d bytes to %s (%s)", len(f.BlockingFetches), b.ResponseBytes, b.Client, b.ClientID)
+		}
 		if len(b.Partitions) > 0 {
 			p := b.Partitions[0]
 			s += fmt.Sprintf(" from %s-%d", p.Topic, p.Partition)

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,97 @@ func TestNetworkThreadBlockedQueued(t *testing.T) {
 				t.Errorf("request %d: detail %q lacks %q", tt.corr, f.Detail, d)
 			}
 		}
+	}
+}
+
+// An unanswered fetch may have been in progress until the next fetch on
+// its connection, or, without one, to the end.
+func TestOpenFetches(t *testing.T) {
+	ms := func(v float64) int64 { return at(v).UnixNano() }
+	fetches := []fetchRef{
+		{client: "a", arrival: ms(0), end: ms(10)},
+		{client: "a", arrival: ms(20)}, // unanswered, then another fetch
+		{client: "b", arrival: ms(25)}, // unanswered, the last on b
+		{client: "a", arrival: ms(40), end: ms(50)},
+		{client: "a", arrival: ms(60)}, // unanswered, the last on a
+	}
+	openFetches(fetches)
+	want := []int64{ms(10), ms(40), math.MaxInt64, ms(50), math.MaxInt64}
+	for i, fr := range fetches {
+		if fr.end != want[i] {
+			t.Errorf("fetch %d (%s at %d): end %d, want %d", i, fr.client, fr.arrival, fr.end, want[i])
+		}
+	}
+}
+
+// Through Run: a consumer's fetch whose connection closed while the
+// network thread was still reading its data (no response in the capture)
+// is the blocking fetch; an unanswered fetch followed by another one on
+// its connection before the wait is not.
+func TestNetworkThreadBlockedUnansweredFetch(t *testing.T) {
+	off := int64(56)
+	unanswered := func(corr int32, client string, a float64) *event.Request {
+		return &event.Request{Arrival: at(a), Client: client, Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1, APIVersion: 12,
+			CorrelationID: corr, ClientID: "gave-up-consumer", Partitions: []event.Partition{{Topic: "history", Partition: 1, FetchOffset: &off}}}
+	}
+	tests := []struct {
+		name     string
+		requests []*event.Request
+		fetch    int32 // the blocking fetch's correlation id, 0: none
+	}{
+		{
+			name:     "cut off while served",
+			requests: []*event.Request{unanswered(7, "127.0.0.1:41000", 2)},
+			fetch:    7,
+		},
+		{
+			name: "followed by another fetch before the wait",
+			requests: []*event.Request{unanswered(7, "127.0.0.1:41000", -20),
+				{Arrival: at(-10), End: at(-9), LatencyMs: 1, Client: "127.0.0.1:41000", Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
+					APIVersion: 12, CorrelationID: 8, ClientID: "gave-up-consumer", ResponseBytes: 100, Answered: true}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "requests.jsonl")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := json.NewEncoder(f)
+			for _, r := range append(tt.requests, req(1, 0, 100)) {
+				enc.Encode(r)
+			}
+			f.Close()
+			idx := NewIndex()
+			idx.AddWrite(wr(11, 90, 90.1, 100))
+			idx.AddConnThread(connThread(21, "127.0.0.1:40000", -1000))
+			idx.AddConnThread(connThread(21, "127.0.0.1:41000", -1000))
+			idx.AddWait(kwait(21, 5, 85, sendfileStack...))
+			scan, err := ScanRequests(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []*Finding
+			if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked {
+				t.Fatalf("findings %+v", got)
+			}
+			bf := got[0].BlockingFetches
+			if tt.fetch == 0 {
+				if len(bf) != 0 {
+					t.Errorf("blocking fetches %+v, want none", bf)
+				}
+				return
+			}
+			if len(bf) != 1 || bf[0].CorrelationID != tt.fetch || !bf[0].Unanswered || len(bf[0].Partitions) != 1 || *bf[0].Partitions[0].FetchOffset != off {
+				t.Errorf("blocking fetches %+v, want unanswered %d from history-1 at %d", bf, tt.fetch, off)
+			}
+			if d := got[0].Detail; !strings.Contains(d, "unanswered") || !strings.Contains(d, "gave-up-consumer") || !strings.Contains(d, "history-1 at offset 56") {
+				t.Errorf("detail %q", d)
+			}
+		})
 	}
 }

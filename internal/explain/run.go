@@ -112,9 +112,9 @@ type Scan struct {
 	// FollowerFetches counts Fetch requests from replica fetchers (client
 	// id broker-N-fetcher-M): evidence that acks=all waits on followers.
 	FollowerFetches int64
-	// fetches are the answered Fetch requests and the followers' ones
-	// (answered or not), for the evidence of a network thread blocked
-	// serving one and of the followers a request waited for.
+	// fetches are the Fetch requests, answered or not, for the evidence
+	// of a network thread blocked serving one and of the followers a
+	// request waited for.
 	fetches []fetchRef
 	// inFlight: the answered produce requests' arrivals and ends, each
 	// sorted: how many were in flight at a time (request-queue's wire
@@ -122,8 +122,9 @@ type Scan struct {
 	inFlight inFlight
 }
 
-// fetchRef is a Fetch request: its line, connection and span (end 0 when
-// unanswered), and the fetching replica (-1: a consumer, or not known).
+// fetchRef is a Fetch request: its line, connection and span (for one
+// unanswered, see openFetches), and the fetching replica (-1: a consumer,
+// or not known).
 type fetchRef struct {
 	pos          int64
 	arrival, end int64 // unix ns
@@ -181,9 +182,10 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 		if key == fetchKey && (replica >= 0 || bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`))) {
 			s.FollowerFetches++
 		}
-		// A follower's fetch counts from its arrival, answered or not
-		// (the capture may end while it waits for data).
-		if key == fetchKey && (answered || replica >= 0) {
+		// A fetch counts from its arrival, answered or not: a follower's
+		// (the capture may end while it waits for data), and a
+		// consumer's whose connection closed while the broker sent it.
+		if key == fetchKey {
 			if a, e, ok := scanTimes(line); ok && answered == (e != 0) {
 				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client), replica: replica})
 			}
@@ -207,6 +209,7 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	}
 	slices.Sort(s.inFlight.arrivals)
 	slices.Sort(s.inFlight.ends)
+	openFetches(s.fetches)
 	return s, nil
 }
 
