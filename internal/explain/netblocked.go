@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -94,12 +95,14 @@ func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
 }
 
 // openFetches gives each unanswered fetch the span it may have been in
-// progress: from its arrival to the next fetch on its connection (a
-// consumer sends one at a time), or without end. A consumer that gave up
-// on a response the network thread was still reading from disk (its
-// request timed out, or it was closed) leaves its fetch unanswered, yet
-// that fetch is what blocked the thread.
-func openFetches(fetches []fetchRef) {
+// progress: from its arrival to the next fetch of the same fetcher
+// (fetchers[i], see fetcherKey), on its connection or another, or
+// without end. A consumer that gave up on a response the network thread
+// was still reading from disk (its request timed out, or it was closed)
+// leaves its fetch unanswered, yet that fetch is what blocked the thread;
+// a consumer fetches one at a time, and one that gave up fetches again,
+// if at all, on a new connection under the same client id.
+func openFetches(fetches []fetchRef, fetchers []string) {
 	var open []int
 	for i := range fetches {
 		if fetches[i].end == 0 {
@@ -109,22 +112,43 @@ func openFetches(fetches []fetchRef) {
 	if len(open) == 0 {
 		return
 	}
-	byConn := make(map[string][]int64)
-	for _, fr := range fetches {
-		byConn[fr.client] = append(byConn[fr.client], fr.arrival)
+	byFetcher := make(map[string][]int64)
+	for i, fr := range fetches {
+		byFetcher[fetchers[i]] = append(byFetcher[fetchers[i]], fr.arrival)
 	}
-	for _, arrivals := range byConn {
+	for _, arrivals := range byFetcher {
 		slices.Sort(arrivals)
 	}
 	for _, i := range open {
 		fr := &fetches[i]
-		arrivals := byConn[fr.client]
+		arrivals := byFetcher[fetchers[i]]
 		k, _ := slices.BinarySearch(arrivals, fr.arrival+1)
 		fr.end = math.MaxInt64
 		if k < len(arrivals) {
 			fr.end = arrivals[k]
 		}
 	}
+}
+
+// fetcherKey names who sent a fetch line: the client's address without
+// its port, and its client id (members of one group in one process that
+// share a client id are one fetcher here: an unanswered fetch's span may
+// then end early, never late).
+// It appends the key to dst (a buffer reused line after line).
+func fetcherKey(dst, client, line []byte) []byte {
+	host := client
+	if i := bytes.LastIndexByte(client, ':'); i >= 0 {
+		host = client[:i]
+	}
+	key := append(append(dst, host...), ' ')
+	const field = `"client_id":"`
+	if i := bytes.Index(line, []byte(field)); i >= 0 {
+		v := line[i+len(field):]
+		if j := bytes.IndexByte(v, '"'); j >= 0 {
+			key = append(key, v[:j]...)
+		}
+	}
+	return key
 }
 
 // blockingFetches fills f.BlockingFetches: the Fetch requests on

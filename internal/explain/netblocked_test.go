@@ -208,23 +208,48 @@ func TestNetworkThreadBlockedQueued(t *testing.T) {
 	}
 }
 
-// An unanswered fetch may have been in progress until the next fetch on
-// its connection, or, without one, to the end.
+// An unanswered fetch may have been in progress until the next fetch of
+// its fetcher, on its connection or another, or, without one, to the end.
 func TestOpenFetches(t *testing.T) {
 	ms := func(v float64) int64 { return at(v).UnixNano() }
-	fetches := []fetchRef{
-		{client: "a", arrival: ms(0), end: ms(10)},
-		{client: "a", arrival: ms(20)}, // unanswered, then another fetch
-		{client: "b", arrival: ms(25)}, // unanswered, the last on b
-		{client: "a", arrival: ms(40), end: ms(50)},
-		{client: "a", arrival: ms(60)}, // unanswered, the last on a
+	tests := []struct {
+		name     string
+		fetches  []fetchRef
+		fetchers []string
+		want     []int64 // ends
+	}{
+		{
+			name: "the next fetch on its connection",
+			fetches: []fetchRef{{client: "a:1", arrival: ms(0), end: ms(10)}, {client: "a:1", arrival: ms(20)},
+				{client: "a:1", arrival: ms(40), end: ms(50)}},
+			fetchers: []string{"a c", "a c", "a c"},
+			want:     []int64{ms(10), ms(40), ms(50)},
+		},
+		{
+			name:     "the fetcher's next connection",
+			fetches:  []fetchRef{{client: "a:1", arrival: ms(20)}, {client: "a:2", arrival: ms(30), end: ms(35)}},
+			fetchers: []string{"a c", "a c"},
+			want:     []int64{ms(30), ms(35)},
+		},
+		{
+			name:     "another fetcher's fetch does not end it",
+			fetches:  []fetchRef{{client: "a:1", arrival: ms(20)}, {client: "a:2", arrival: ms(30), end: ms(35)}, {client: "b:1", arrival: ms(25)}},
+			fetchers: []string{"a c", "a d", "b c"},
+			want:     []int64{math.MaxInt64, ms(35), math.MaxInt64},
+		},
 	}
-	openFetches(fetches)
-	want := []int64{ms(10), ms(40), math.MaxInt64, ms(50), math.MaxInt64}
-	for i, fr := range fetches {
-		if fr.end != want[i] {
-			t.Errorf("fetch %d (%s at %d): end %d, want %d", i, fr.client, fr.arrival, fr.end, want[i])
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			openFetches(tt.fetches, tt.fetchers)
+			for i, fr := range tt.fetches {
+				if fr.end != tt.want[i] {
+					t.Errorf("fetch %d (%s at %d): end %d, want %d", i, fr.client, fr.arrival, fr.end, tt.want[i])
+				}
+			}
+		})
+	}
+	if k := string(fetcherKey(nil, []byte("127.0.0.1:41000"), []byte(`{"client":"127.0.0.1:41000","client_id":"kgo","api":"Fetch"}`))); k != "127.0.0.1 kgo" {
+		t.Errorf("fetcherKey %q", k)
 	}
 }
 
@@ -247,6 +272,12 @@ func TestNetworkThreadBlockedUnansweredFetch(t *testing.T) {
 			name:     "cut off while served",
 			requests: []*event.Request{unanswered(7, "127.0.0.1:41000", 2)},
 			fetch:    7,
+		},
+		{
+			name: "the consumer fetched again on a new connection before the wait",
+			requests: []*event.Request{unanswered(7, "127.0.0.1:41000", -20),
+				{Arrival: at(-10), End: at(-9), LatencyMs: 1, Client: "127.0.0.1:41001", Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
+					APIVersion: 12, CorrelationID: 1, ClientID: "gave-up-consumer", ResponseBytes: 100, Answered: true}},
 		},
 		{
 			name: "followed by another fetch before the wait",

@@ -155,6 +155,8 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			CorrelationID int32  `json:"correlation_id"`
 		}
 	)
+	var fetchers []string // each fetch's fetcher (openFetches)
+	var keyBuf []byte
 	err := recording.Lines(path, func(line []byte, pos int64) error {
 		key, answered, lat, client, ok := scanFields(line)
 		replica := int32(-1)
@@ -188,6 +190,8 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 		if key == fetchKey {
 			if a, e, ok := scanTimes(line); ok && answered == (e != 0) {
 				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client), replica: replica})
+				keyBuf = fetcherKey(keyBuf[:0], client, line)
+				fetchers = append(fetchers, s.intern(keyBuf))
 			}
 		}
 		if key == produceKey && answered {
@@ -209,7 +213,7 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	}
 	slices.Sort(s.inFlight.arrivals)
 	slices.Sort(s.inFlight.ends)
-	openFetches(s.fetches)
+	openFetches(s.fetches, fetchers)
 	return s, nil
 }
 
