@@ -35,7 +35,12 @@ const (
 	coldClientID     = "kscope-cold-consumer"
 	// coldReadLimit is the log device's read limit in the broker's blkio
 	// cgroup during an injection: a disk far slower than the page cache.
-	coldReadLimit = 4 << 20
+	// At 16 MB/s each 8 MB fetch holds the network thread about half a
+	// second, in sleeps of 50-200 ms (one per readahead), and a window
+	// ends with the consumer closing its connection during a fetch,
+	// which then stays unanswered (4 MB/s holds one fetch the whole
+	// window).
+	coldReadLimit = 16 << 20
 )
 
 // TestExplainNetworkThreadBlocked is issue 16's scenario for
@@ -106,7 +111,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 			w.frozeAt = time.Now()
 			throttle()
 			w.frozen = time.Now()
-			stop := coldConsumer(ctx, t, b.Addr(), int64(i*coldRecords/3))
+			stop := coldConsumer(ctx, t, b.Addr(), coldWindowOffset(i))
 			time.Sleep(1200 * time.Millisecond)
 			w.thawAt = time.Now()
 			// Lifted before the consumer stops: its fetch in flight then
@@ -145,7 +150,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 		t.Logf("control: %d produce requests, p99 %.1f ms, causes %s", sum.ProduceRequests, sum.ThresholdMs, causeCounts(sum))
 		for _, f := range findings {
 			t.Logf("control: %s/%d %.1f ms: %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Cause, f.Detail)
-			if blockedByColdFetch(f) {
+			if blockedByColdFetch(f, nil) {
 				t.Errorf("control run: %s/%d put on the cold consumer's fetch blocking the network thread: %s", f.Client, f.CorrelationID, f.Detail)
 			}
 		}
@@ -164,17 +169,30 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 				func() { writeFile(t, limit, dev+" 0") })
 		})
 		checkColdFetchesCaptured(t, dir)
+		evidence := func(f *explain.Finding) bool { return blockedByColdFetch(f, windows) }
 		// The issue's measure: the slow requests by the recording's p99
 		// (here those held nearly the whole window).
 		t.Run("p99", func(t *testing.T) {
-			checkCause(t, dir, windows, explain.CauseNetworkThreadBlocked, blockedByColdFetch)
+			checkCause(t, dir, windows, explain.CauseNetworkThreadBlocked, evidence)
 		})
 		// Stricter: every request of 100 ms or more, including those that
 		// came late in a window, or were read between two of the thread's
 		// sleeps.
 		t.Run("100ms", func(t *testing.T) {
-			checkCause(t, dir, windows, explain.CauseNetworkThreadBlocked, blockedByColdFetch, "--slow", "100ms")
+			checkCause(t, dir, windows, explain.CauseNetworkThreadBlocked, evidence, "--slow", "100ms")
 		})
+		// Which of the consumer's fetches the findings rest on: answered,
+		// or cut off by the consumer closing (the thread still read them).
+		findings, _ := runExplain(t, dir, "--slow", "100ms")
+		offsets := map[string]int{}
+		for _, f := range findings {
+			for _, bf := range f.BlockingFetches {
+				if bf.ClientID == coldClientID && len(bf.Partitions) > 0 && bf.Partitions[0].FetchOffset != nil {
+					offsets[fmt.Sprintf("%d/%v", *bf.Partitions[0].FetchOffset, bf.Unanswered)]++
+				}
+			}
+		}
+		t.Logf("cold fetches in the evidence (offset/unanswered: findings): %v", offsets)
 	})
 }
 
@@ -317,10 +335,17 @@ func pageCacheShare(t *testing.T, path string) float64 {
 	return float64(in) / float64(len(vec))
 }
 
+// coldWindowOffset is where the cold consumer starts reading in window i:
+// each window reads another third of every partition.
+func coldWindowOffset(i int) int64 { return int64(i * coldRecords / 3) }
+
 // blockedByColdFetch: f is put on its network thread blocked, asleep in
 // sendfile (reading the page cache's misses), and the cold consumer's
-// fetch of coldTopic is among the fetches that thread served then.
-func blockedByColdFetch(f *explain.Finding) bool {
+// fetch of coldTopic is among the fetches that thread served then. With
+// windows, every fetch of the cold consumer in its evidence must be of
+// the window f was in (by the offsets read): a fetch of another window
+// is not what blocked it.
+func blockedByColdFetch(f *explain.Finding, windows []freezeWindow) bool {
 	if f.Cause != explain.CauseNetworkThreadBlocked {
 		return false
 	}
@@ -331,12 +356,27 @@ func blockedByColdFetch(f *explain.Finding) bool {
 	if !sendfile {
 		return false
 	}
-	for _, bf := range f.BlockingFetches {
-		if bf.ClientID == coldClientID && len(bf.Partitions) > 0 && bf.Partitions[0].Topic == coldTopic {
-			return true
+	win := -1
+	for i, w := range windows {
+		if w.overlaps(f.Arrival, f.End, 0) {
+			win = i
+			break
 		}
 	}
-	return false
+	cold := 0
+	for _, bf := range f.BlockingFetches {
+		if bf.ClientID != coldClientID || len(bf.Partitions) == 0 || bf.Partitions[0].Topic != coldTopic {
+			continue
+		}
+		if win >= 0 {
+			off := bf.Partitions[0].FetchOffset
+			if off == nil || *off < coldWindowOffset(win) || *off >= coldWindowOffset(win+1) {
+				return false
+			}
+		}
+		cold++
+	}
+	return cold > 0
 }
 
 // checkColdFetchesCaptured: the recording has the cold consumer's
