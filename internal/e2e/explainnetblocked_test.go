@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -185,14 +186,23 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 		// or cut off by the consumer closing (the thread still read them).
 		findings, _ := runExplain(t, dir, "--slow", "100ms")
 		offsets := map[string]int{}
+		var behind []int64 // how far behind the high watermark the answered ones read
 		for _, f := range findings {
 			for _, bf := range f.BlockingFetches {
 				if bf.ClientID == coldClientID && len(bf.Partitions) > 0 && bf.Partitions[0].FetchOffset != nil {
 					offsets[fmt.Sprintf("%d/%v", *bf.Partitions[0].FetchOffset, bf.Unanswered)]++
+					if b := bf.Partitions[0].Behind; b != nil {
+						behind = append(behind, *b)
+					}
 				}
 			}
 		}
-		t.Logf("cold fetches in the evidence (offset/unanswered: findings): %v", offsets)
+		t.Logf("cold fetches in the evidence (offset/unanswered: findings): %v; records behind the high watermark: %v", offsets, behind)
+		// The consumer reads the first two thirds of a filled topic: its
+		// answered fetches are that far behind.
+		if !slices.ContainsFunc(behind, func(b int64) bool { return b >= coldRecords/3 }) {
+			t.Errorf("no answered cold fetch in the evidence says it read %d or more records behind the high watermark: %v", coldRecords/3, behind)
+		}
 	})
 }
 

@@ -111,6 +111,10 @@ type Partition struct {
 	// record, so the request's last offset is BaseOffset+Records-1. Nil
 	// when unanswered, failed, or the response was not decoded.
 	BaseOffset *int64 `json:"base_offset,omitempty"`
+	// HighWatermark, for Fetch responses that answered the partition
+	// (error code 0): the leader's high watermark then. With the
+	// request's FetchOffset, how far behind the fetcher read.
+	HighWatermark *int64 `json:"high_watermark,omitempty"`
 	// BatchStats, for produce requests decoded with
 	// wire.Config.BatchStats only: the batches' sizes.
 	BatchStats *BatchStats `json:"batch_stats,omitempty"`

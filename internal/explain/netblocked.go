@@ -51,6 +51,10 @@ type FetchPartition struct {
 	Partition   int32  `json:"partition"`
 	Bytes       int    `json:"bytes"`
 	FetchOffset *int64 `json:"fetch_offset,omitempty"`
+	// Behind is how far behind the partition's high watermark (in the
+	// response) the fetch read: the consumer's lag, a measure of how
+	// cold its data was. Nil without both offsets.
+	Behind *int64 `json:"behind,omitempty"`
 }
 
 // networkThreadBlocked measures the time the connection's network thread
@@ -183,7 +187,12 @@ func (e *Explainer) blockingFetches(f *Finding) {
 			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes, Unanswered: !r.Answered}
 		for _, p := range r.Partitions {
 			if p.Bytes > 0 || !r.Answered {
-				fe.Partitions = append(fe.Partitions, FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes, FetchOffset: p.FetchOffset})
+				fp := FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes, FetchOffset: p.FetchOffset}
+				if p.FetchOffset != nil && p.HighWatermark != nil {
+					behind := max(0, *p.HighWatermark-*p.FetchOffset)
+					fp.Behind = &behind
+				}
+				fe.Partitions = append(fe.Partitions, fp)
 			}
 		}
 		f.BlockingFetches = append(f.BlockingFetches, fe)
@@ -218,6 +227,9 @@ func networkThreadBlockedDetail(f *Finding) string {
 			s += fmt.Sprintf(" from %s-%d", p.Topic, p.Partition)
 			if p.FetchOffset != nil {
 				s += fmt.Sprintf(" at offset %d", *p.FetchOffset)
+			}
+			if p.Behind != nil {
+				s += fmt.Sprintf(", %d records behind the high watermark", *p.Behind)
 			}
 		}
 	}

@@ -174,6 +174,9 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 			if p.BaseOffset != nil {
 				b = num(b, `,"base_offset":`, *p.BaseOffset)
 			}
+			if p.HighWatermark != nil {
+				b = num(b, `,"high_watermark":`, *p.HighWatermark)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

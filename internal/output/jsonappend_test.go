@@ -30,6 +30,7 @@ func requestJSONCases() map[string]*event.Request {
 		"TCP trouble":                      {Arrival: t0, Acks: &acks, Retransmits: 3, ResponseRetransmits: 1, ZeroWindows: 2},
 		"follower fetch":                   {Arrival: t0, API: "Fetch", APIKey: 1, ReplicaID: &replica, Partitions: []event.Partition{{Topic: "t", FetchOffset: &zero}, {Topic: "t", Partition: 1, FetchOffset: &off}, {Topic: "u"}}},
 		"produce offsets":                  {Arrival: t0, Acks: &ec, Partitions: []event.Partition{{Topic: "t", Records: 2, BaseOffset: &off}, {Topic: "t", Partition: 1, BaseOffset: &zero}}},
+		"fetch high watermarks":            {Arrival: t0, API: "Fetch", APIKey: 1, Partitions: []event.Partition{{Topic: "t", FetchOffset: &zero, HighWatermark: &off}, {Topic: "t", Partition: 1, HighWatermark: &zero}}},
 		"empty partition list":             {Arrival: t0, Partitions: []event.Partition{}},
 		"empty id list":                    {Arrival: t0, Partitions: []event.Partition{{Topic: "t", MessageIDs: []string{}}}},
 		"floats":                           {Arrival: t0, LatencyMs: 1e-7, QueuedMs: 123456789012345678901234.0, BrokerMs: -0.5, ResponseMs: 1e21},

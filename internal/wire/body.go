@@ -188,11 +188,21 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 			code := resp.ErrorCode
 			ev.ErrorCode = &code
 		}
+		// The high watermarks, one allocation per response, sized by the
+		// partitions kmsg decoded (not by a length the response claims).
+		var hws []int64
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
 				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+				if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && hws == nil {
+					n := 0
+					for k := range resp.Topics {
+						n += len(resp.Topics[k].Partitions)
+					}
+					hws = make([]int64, 0, n)
+				}
 				if part == nil {
 					// Incremental fetch sessions answer for
 					// partitions the request did not list.
@@ -201,6 +211,10 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 					d.topics.resolve(part, t.TopicID)
 				}
 				part.ErrorCode = rp.ErrorCode
+				if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && part.HighWatermark == nil {
+					hws = append(hws, rp.HighWatermark)
+					part.HighWatermark = &hws[len(hws)-1]
+				}
 				part.Bytes = len(rp.RecordBatches)
 				header := d.cfg.MessageIDHeader
 				if d.cfg.ProduceIDsOnly {

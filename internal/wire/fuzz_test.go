@@ -44,6 +44,9 @@ func FuzzFrames(f *testing.F) {
 				if p.BaseOffset != nil && (r.APIKey != 0 || p.ErrorCode != 0 || *p.BaseOffset < 0) {
 					t.Fatalf("base offset %d on a %s partition with error %d", *p.BaseOffset, r.API, p.ErrorCode)
 				}
+				if p.HighWatermark != nil && (r.APIKey != 1 || p.ErrorCode != 0 || *p.HighWatermark < 0) {
+					t.Fatalf("high watermark %d on a %s partition with error %d", *p.HighWatermark, r.API, p.ErrorCode)
+				}
 				if p.FetchOffset != nil && r.APIKey != 1 {
 					t.Fatalf("fetch offset on a %s request", r.API)
 				}

@@ -165,3 +165,51 @@ func TestProduceBaseOffset(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchHighWatermark: each partition the fetch response answered
+// without error carries the leader's high watermark (0 included), those
+// only the response named too; an error or a negative watermark leaves
+// none.
+func TestFetchHighWatermark(t *testing.T) {
+	tests := []struct {
+		name    string
+		version int16
+		hw      int64
+		errCode int16
+		want    int64 // -1: none
+	}{
+		{"v4", 4, 5000, 0, 5000},
+		{"v12 (flexible)", 12, 1 << 40, 0, 1 << 40},
+		{"v13 zero", 13, 0, 0, 0},
+		{"error", 11, 5000, 1, -1},
+		{"negative", 11, -1, 0, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := [16]byte{9}
+			req := fetchRequest("orders", id, 2, 100, -1)
+			resp := kmsg.NewPtrFetchResponse()
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = "orders", id
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.HighWatermark, rp.ErrorCode = 2, tt.hw, tt.errCode
+			rt.Partitions = append(rt.Partitions, rp)
+			resp.Topics = append(resp.Topics, rt)
+			c := newConversation(40210)
+			c.handshake()
+			c.send(true, requestFrame(req, tt.version, 1, "consumer"), 1000, time.Millisecond)
+			c.send(false, responseFrame(resp, tt.version, 1), 1000, time.Millisecond)
+			got, st := run(c.segs)
+			if len(got) != 1 || len(got[0].Partitions) != 1 || st.DecodeErrors != 0 {
+				t.Fatalf("got %+v, stats %+v", got, st)
+			}
+			hw := got[0].Partitions[0].HighWatermark
+			switch {
+			case tt.want < 0 && hw != nil:
+				t.Errorf("high watermark %d, want none", *hw)
+			case tt.want >= 0 && (hw == nil || *hw != tt.want):
+				t.Errorf("high watermark %v, want %d", hw, tt.want)
+			}
+		})
+	}
+}
