@@ -29,11 +29,6 @@ type schedSources struct {
 
 	vmlog     *jvmlog.Session
 	vmlogPath string
-	// vmlogStarted is closed once the attempt to turn the JVM's log on
-	// has ended (vmlog set, or the error in counters).
-	vmlogStarted chan struct{}
-	stderr       io.Writer
-	quiet        bool
 }
 
 // startSchedSources starts the throttle sampler and, unless the pauses
@@ -42,8 +37,7 @@ type schedSources struct {
 // that cannot start is noted (on stderr and in the counters), never
 // fatal: the recording is still worth having without it.
 func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid int, out string, throttle, jvmPauses bool, jfrPath string, rec *recording.Writer) *schedSources {
-	s := &schedSources{counters: &recording.SchedCounters{}, throttleDone: make(chan struct{}), vmlogStarted: make(chan struct{}),
-		stderr: stderr, quiet: quiet}
+	s := &schedSources{counters: &recording.SchedCounters{}, throttleDone: make(chan struct{})}
 	go func() {
 		defer close(s.throttleDone)
 		if throttle {
@@ -51,26 +45,20 @@ func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid in
 		}
 	}()
 	if !jvmPauses || jfrPath != "" {
-		close(s.vmlogStarted)
 		return s
 	}
 	s.vmlogPath = filepath.Join(out, recording.JVMLogFile)
-	// jcmd attaches to the JVM, which takes seconds on a loaded host:
-	// the capture and the other sources must not wait for it (the
-	// pauses before the log is on are not seen).
-	go func() {
-		defer close(s.vmlogStarted)
-		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		sess, err := jvmlog.Start(jctx, pid, s.vmlogPath)
-		if err != nil {
-			// Said on stderr when the recording ends: the other
-			// sources write there meanwhile.
-			s.counters.JVMPauseError = err.Error()
-			return
+	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, err := jvmlog.Start(jctx, pid, s.vmlogPath)
+	if err != nil {
+		s.counters.JVMPauseError = err.Error()
+		if !quiet {
+			fmt.Fprintf(stderr, "record: no JVM pauses: %v\n", err)
 		}
-		s.vmlog = sess
-	}()
+		return s
+	}
+	s.vmlog = sess
 	return s
 }
 
@@ -79,10 +67,6 @@ func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid in
 // returns the counters with the tracer's st.
 func (s *schedSources) stop(st iotrace.Stats, runqMin time.Duration, jfrPath string, rec *recording.Writer) (*recording.SchedCounters, error) {
 	<-s.throttleDone
-	<-s.vmlogStarted
-	if s.counters.JVMPauseError != "" && !s.quiet {
-		fmt.Fprintf(s.stderr, "record: no JVM pauses: %s\n", s.counters.JVMPauseError)
-	}
 	c := s.counters
 	c.RunDelays, c.RunDelayRingbufDrops, c.RunDelayStartFull = int64(st.RunDelayEvents), int64(st.RunDelayRingbufDrops), int64(st.RunDelayStartFull)
 	c.MinRunDelayNs, c.Wakeups = int64(runqMin), int64(st.WakeupEvents)
