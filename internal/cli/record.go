@@ -243,6 +243,15 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if o.jfr == "start" {
 		jfrPath = filepath.Join(o.out, recording.JFRFile)
 	}
+	// The host's USE figures every second into use.jsonl, as kscope use,
+	// from before the JVM's log is turned on: jcmd's attach takes
+	// seconds on a saturated host, when these figures matter most.
+	useDone := make(chan struct{})
+	go func() { defer close(useDone); recordUse(ctx, stderr, o.quiet, pid, meta.Broker.LogDirs, rec) }()
+	// The capture starts after it: the attach and the VM operation that
+	// turns the log on stop the JVM (up to 600 ms seen under load), and
+	// with the log not yet on that stop would be in the recording
+	// unexplained.
 	sched := startSchedSources(ctx, stderr, o.quiet, pid, o.out, o.sched, o.jvmPauses, jfrPath, rec)
 
 	var raw func(link layers.LinkType, ci gopacket.CaptureInfo, data []byte)
@@ -257,10 +266,6 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
 			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
 	}
-
-	// The host's USE figures every second into use.jsonl, as kscope use.
-	useDone := make(chan struct{})
-	go func() { defer close(useDone); recordUse(ctx, stderr, o.quiet, pid, meta.Broker.LogDirs, rec) }()
 
 	var reqErr error
 	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {

@@ -118,6 +118,17 @@ func TestUseCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Some full runs saw the load on cpu0 alone (machine 50%, cpu0
+	// 100%): say which CPUs the test and the broker may run on.
+	for _, p := range []string{"self", strconv.Itoa(b.PID())} {
+		if st, err := os.ReadFile("/proc/" + p + "/status"); err == nil {
+			for _, l := range strings.Split(string(st), "\n") {
+				if strings.HasPrefix(l, "Cpus_allowed_list:") {
+					t.Logf("%s: %s", p, l)
+				}
+			}
+		}
+	}
 	u := startUse(t, use.Config{PID: b.PID(), Devices: []string{m.Device}})
 	time.Sleep(2 * time.Second) // a baseline (other tests may load this machine too)
 
