@@ -183,7 +183,10 @@ func (x *Index) Build() {
 	x.tidWrites, x.maxWrite = make(map[int32][]int32), 0
 	for i := range x.writes {
 		w := &x.writes[i]
-		if strings.HasSuffix(x.strs[w.file], ".log") && isHandlerName(x.strs[w.thread]) {
+		// Network threads never append; other writers of partition
+		// logs (the KRaft log's raft-io thread, the replica fetchers,
+		// the cleaner) are not handlers.
+		if strings.HasSuffix(x.strs[w.file], ".log") && event.MaybeRequestHandler(x.strs[w.thread]) {
 			if !x.handlers[w.tid] {
 				x.handlerTIDs = append(x.handlerTIDs, w.tid)
 			}
@@ -297,16 +300,6 @@ func (x *Index) locksOverlapping(tid int, a, b int64) []event.LockWait {
 		}
 	}
 	return out
-}
-
-// isHandlerName reports whether a thread name (a comm, cut to 15 bytes,
-// or JFR's full name) is a request handler's: data-plane-kafka-request-
-// handler-N since Kafka 2.2, kafka-request-handler-N before. The network
-// threads share the 15-byte prefix of the first; they never append.
-// Other writers of partition logs (the KRaft log's raft-io thread, the
-// replica fetchers, the cleaner) are not handlers.
-func isHandlerName(name string) bool {
-	return strings.HasPrefix(name, "data-plane-kafk") || strings.HasPrefix(name, "kafka-request-h")
 }
 
 // writesOf returns the writes of tid overlapping [a, b).

@@ -73,14 +73,14 @@ func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
 // the broker's threads that run on through a pause in native code).
 func heldOutsideVM(d *event.RunDelay) bool {
 	if len(d.Holders) == 0 {
-		return !isVMThread(d.HolderComm)
+		return !event.IsStopTheWorldThread(d.HolderComm)
 	}
 	// Judged on the part the holders cover: a CPU's last 32 run slices
 	// may span less than a long wait.
 	var outside, seen float64
 	for _, h := range d.Holders {
 		seen += h.Ms
-		if !isVMThread(h.Comm) {
+		if !event.IsStopTheWorldThread(h.Comm) {
 			outside += h.Ms
 		}
 	}

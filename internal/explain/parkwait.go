@@ -187,7 +187,7 @@ func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(Par
 		switch {
 		case p.Blocker != "":
 			parts = []interval{iv}
-		case p.WakerTID == 0 || isVMThread(p.WakerThread):
+		case p.WakerTID == 0 || event.IsStopTheWorldThread(p.WakerThread):
 			continue
 		case x.isHandler(p.WakerTID):
 			if depth+1 < parkChainDepth {

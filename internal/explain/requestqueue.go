@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // CauseRequestQueue: the request waited in the broker's request queue
@@ -142,7 +144,7 @@ func (e *Explainer) busyOf(tid int, span interval) []busySpan {
 		switch {
 		case p.Blocker != "":
 			add(p.Start.UnixNano(), p.End.UnixNano(), "parked", -1, p.Blocker)
-		case p.WakerTID != 0 && !isVMThread(p.WakerThread):
+		case p.WakerTID != 0 && !event.IsStopTheWorldThread(p.WakerThread):
 			add(p.Start.UnixNano(), p.End.UnixNano(), "asleep", -1, p.WakerThread)
 		}
 	}

@@ -3,7 +3,6 @@ package explain
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -93,7 +92,7 @@ func (s *schedIndex) build() {
 	s.quota = s.quota[:0]
 	s.vmTIDs = s.vmTIDs[:0]
 	for tid, rs := range s.runq {
-		if len(rs) > 0 && isVMThread(rs[0].Thread) {
+		if len(rs) > 0 && event.IsStopTheWorldThread(rs[0].Thread) {
 			s.vmTIDs = append(s.vmTIDs, tid)
 		}
 		slices.SortStableFunc(rs, func(a, b event.RunDelay) int { return a.Start.Compare(b.Start) })
@@ -132,13 +131,6 @@ func overlappingSorted[T any](s []T, a, b, longest int64, span func(*T) (int64, 
 		}
 	}
 	return out
-}
-
-// isVMThread reports whether a JVM thread name (a comm, at most 15
-// bytes) is one that works while the JVM is stopped: the VM Thread, which
-// runs the VM operation, and the GC's parallel workers.
-func isVMThread(name string) bool {
-	return name == "VM Thread" || strings.HasPrefix(name, "GC Thread#")
 }
 
 // vmThreadDelays returns the waits for a CPU of the JVM's stop-the-world

@@ -429,16 +429,15 @@ const (
 
 // ThreadClass is the class of a broker thread by its name (a comm, cut
 // to 15 bytes): the JVM's stop-the-world threads, the request handlers
-// (data-plane-kafka-request-handler-N, kafka-request-handler-N before
-// Kafka 2.2) and the network threads, whose names share the handlers'
-// first 15 bytes: network says the thread serves connections.
+// and the network threads, whose comm is the handlers': network says the
+// thread serves connections.
 func ThreadClass(name string, network bool) string {
 	switch {
 	case network:
 		return ThreadNetwork
-	case name == "VM Thread" || strings.HasPrefix(name, "GC Thread#"):
+	case event.IsStopTheWorldThread(name):
 		return ThreadJVM
-	case strings.HasPrefix(name, "data-plane-kafk") || strings.HasPrefix(name, "kafka-request-h"):
+	case event.MaybeRequestHandler(name):
 		return ThreadHandler
 	}
 	return ThreadOther
