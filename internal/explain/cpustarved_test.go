@@ -167,20 +167,7 @@ func TestCPUStarved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, d := range tt.delays {
-				idx.AddRunDelay(d)
-			}
-			for _, c := range tt.conns {
-				idx.AddConnThread(c)
-			}
-			for _, th := range tt.throttles {
-				idx.AddThrottle(th)
-			}
-			f := New(Config{}, idx, nil).Explain(tt.req)
+			f := New(Config{}, indexOf(t, tt.writes, tt.delays, tt.conns, tt.throttles), nil).Explain(tt.req)
 			if f.Cause != tt.cause || strings.Join(f.Also, ",") != strings.Join(tt.also, ",") {
 				t.Errorf("cause %q also %v, want %q %v; %s; shares %+v", f.Cause, f.Also, tt.cause, tt.also, f.Detail, f.Shares)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,82 @@ import (
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// indexOf is an Index of hand-built events: slices of the event types an
+// Index takes (nil ones too).
+func indexOf(t *testing.T, evs ...any) *Index {
+	t.Helper()
+	idx := NewIndex()
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case []*event.Write:
+			for _, w := range ev {
+				idx.AddWrite(w)
+			}
+		case []*event.LockWait:
+			for _, l := range ev {
+				idx.AddLockWait(l)
+			}
+		case []*event.KernelWait:
+			for _, k := range ev {
+				idx.AddWait(k)
+			}
+		case []*event.RunDelay:
+			for _, d := range ev {
+				idx.AddRunDelay(d)
+			}
+		case []*event.Wakeup:
+			for _, u := range ev {
+				idx.AddWakeup(u)
+			}
+		case []*event.ConnThread:
+			for _, c := range ev {
+				idx.AddConnThread(c)
+			}
+		case []*event.CPUThrottle:
+			for _, th := range ev {
+				idx.AddThrottle(th)
+			}
+		case []*event.JVMPause:
+			for _, p := range ev {
+				idx.AddJVMPause(p)
+			}
+		default:
+			t.Fatalf("indexOf: no Index method for %T", ev)
+		}
+	}
+	return idx
+}
+
+// runFile has e explain reqs written as a requests.jsonl, as kscope
+// explain runs: the findings in file order, and the summary.
+func runFile(t *testing.T, e *Explainer, reqs []*event.Request) ([]*Finding, *Summary) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	for _, r := range reqs {
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scan, err := ScanRequests(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*Finding
+	sum, err := e.Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, sum
+}
 
 func at(msec float64) time.Time { return t0.Add(time.Duration(msec * float64(time.Millisecond))) }
 
@@ -542,33 +619,11 @@ func TestLockOwnerFromJFR(t *testing.T) {
 // its connection is explained for context even when it is itself below
 // the threshold, and is not counted.
 func TestRunQueuedBehindFastEnough(t *testing.T) {
-	dir := t.TempDir()
-	path := dir + "/requests.jsonl"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
 	r1 := req(1, 0, 290)                                                                                             // 290 ms: not slow
 	r2 := req(2, 5, 300, func(r *event.Request) { r.Partitions[0].Partition = 1; r.QueuedMs, r.BrokerMs = 285, 10 }) // 295 ms
 	other := req(9, 1, 2, func(r *event.Request) { r.Client = "127.0.0.1:40001" })
-	for _, r := range []*event.Request{other, r1, r2} {
-		enc.Encode(r)
-	}
-	f.Close()
-	idx := NewIndex()
-	idx.AddWrite(wr(11, 1, 289, 100))
-	idx.AddWrite(wr(12, 291, 291.1, 100, func(w *event.Write) { w.Partition = 1 }))
-	scan, err := ScanRequests(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := New(Config{Slow: 292 * time.Millisecond}, idx, nil)
-	var got []*Finding
-	sum, err := e.Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := indexOf(t, []*event.Write{wr(11, 1, 289, 100), wr(12, 291, 291.1, 100, func(w *event.Write) { w.Partition = 1 })})
+	got, sum := runFile(t, New(Config{Slow: 292 * time.Millisecond}, idx, nil), []*event.Request{other, r1, r2})
 	if len(got) != 1 || got[0].CorrelationID != 2 || got[0].Cause != CauseLockWait || got[0].Via != ViaConnection {
 		t.Fatalf("findings %+v", got)
 	}

@@ -139,17 +139,7 @@ func TestJVMPauses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, p := range tt.pauses {
-				idx.AddJVMPause(p)
-			}
-			for _, d := range tt.delays {
-				idx.AddRunDelay(d)
-			}
-			f := New(Config{}, idx, nil).Explain(tt.req)
+			f := New(Config{}, indexOf(t, tt.writes, tt.pauses, tt.delays), nil).Explain(tt.req)
 			if f.Cause != tt.cause {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}

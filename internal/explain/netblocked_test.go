@@ -1,10 +1,7 @@
 package explain
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,17 +59,7 @@ func TestNetworkThreadBlocked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, c := range tt.conns {
-				idx.AddConnThread(c)
-			}
-			for _, k := range tt.waits {
-				idx.AddWait(k)
-			}
-			f := New(Config{}, idx, nil).Explain(tt.req)
+			f := New(Config{}, indexOf(t, tt.writes, tt.conns, tt.waits), nil).Explain(tt.req)
 			if f.Cause != tt.cause {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
@@ -86,35 +73,16 @@ func TestNetworkThreadBlocked(t *testing.T) {
 // Through Run, the consumer's Fetch served by the same network thread
 // during the wait is named; one on another thread is not.
 func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
 	fetch := func(corr int32, client string, bytes int) *event.Request {
 		return &event.Request{Arrival: at(2), End: at(90), LatencyMs: 88, Client: client, Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
 			APIVersion: 12, CorrelationID: corr, ClientID: "lagging-consumer", ResponseBytes: bytes, Answered: true,
 			Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: bytes - 100}}}
 	}
-	for _, r := range []*event.Request{fetch(7, "127.0.0.1:41000", 50<<20), fetch(8, "127.0.0.1:42000", 60<<20), req(1, 0, 100)} {
-		enc.Encode(r)
-	}
-	f.Close()
-	idx := NewIndex()
-	idx.AddWrite(wr(11, 90, 90.1, 100))
-	idx.AddConnThread(connThread(21, "127.0.0.1:40000", -1000))
-	idx.AddConnThread(connThread(21, "127.0.0.1:41000", -1000))
-	idx.AddConnThread(connThread(22, "127.0.0.1:42000", -1000))
-	idx.AddWait(kwait(21, 5, 85, sendfileStack...))
-	scan, err := ScanRequests(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []*Finding
-	if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	idx := indexOf(t, []*event.Write{wr(11, 90, 90.1, 100)},
+		[]*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000), connThread(21, "127.0.0.1:41000", -1000), connThread(22, "127.0.0.1:42000", -1000)},
+		[]*event.KernelWait{kwait(21, 5, 85, sendfileStack...)})
+	got, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, idx, nil),
+		[]*event.Request{fetch(7, "127.0.0.1:41000", 50<<20), fetch(8, "127.0.0.1:42000", 60<<20), req(1, 0, 100)})
 	if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked {
 		t.Fatalf("findings %+v", got)
 	}
@@ -134,12 +102,6 @@ func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
 // evidence. One queued behind a request of another connection inherits
 // nothing.
 func TestNetworkThreadBlockedQueued(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
 	off := int64(106)
 	fetch := &event.Request{Arrival: at(2), End: at(98), LatencyMs: 96, Client: "127.0.0.1:41000", Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
 		APIVersion: 12, CorrelationID: 7, ClientID: "lagging-consumer", ResponseBytes: 8 << 20, Answered: true,
@@ -150,25 +112,16 @@ func TestNetworkThreadBlockedQueued(t *testing.T) {
 	first := req(1, 0, 100)
 	second := req(2, 1, 102, func(r *event.Request) { r.QueuedMs, r.BrokerMs = 99, 2 })
 	other := req(3, 1, 102, func(r *event.Request) { r.Client = "127.0.0.1:40001"; r.QueuedMs, r.BrokerMs = 99, 2 })
-	for _, r := range []*event.Request{fetch, first, second, other} {
-		enc.Encode(r)
-	}
-	f.Close()
-	idx := NewIndex()
-	idx.AddWrite(wr(11, 99, 99.1, 100))
-	idx.AddWrite(wr(11, 101, 101.1, 100))
-	idx.AddWrite(wr(12, 101, 101.1, 100, func(w *event.Write) { w.TID = 12 }))
+	var conns []*event.ConnThread
 	for _, c := range []string{"127.0.0.1:40000", "127.0.0.1:40001", "127.0.0.1:41000"} {
-		idx.AddConnThread(connThread(21, c, -1000))
+		conns = append(conns, connThread(21, c, -1000))
 	}
-	idx.AddWait(kwait(21, 5, 95, sendfileStack...))
-	scan, err := ScanRequests(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := indexOf(t, []*event.Write{wr(11, 99, 99.1, 100), wr(11, 101, 101.1, 100), wr(12, 101, 101.1, 100, func(w *event.Write) { w.TID = 12 })},
+		conns, []*event.KernelWait{kwait(21, 5, 95, sendfileStack...)})
+	findings, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, idx, nil), []*event.Request{fetch, first, second, other})
 	got := map[int32]*Finding{}
-	if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got[f.CorrelationID] = f; return nil }); err != nil {
-		t.Fatal(err)
+	for _, f := range findings {
+		got[f.CorrelationID] = f
 	}
 	tests := []struct {
 		corr   int32
@@ -288,29 +241,10 @@ func TestNetworkThreadBlockedUnansweredFetch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "requests.jsonl")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			enc := json.NewEncoder(f)
-			for _, r := range append(tt.requests, req(1, 0, 100)) {
-				enc.Encode(r)
-			}
-			f.Close()
-			idx := NewIndex()
-			idx.AddWrite(wr(11, 90, 90.1, 100))
-			idx.AddConnThread(connThread(21, "127.0.0.1:40000", -1000))
-			idx.AddConnThread(connThread(21, "127.0.0.1:41000", -1000))
-			idx.AddWait(kwait(21, 5, 85, sendfileStack...))
-			scan, err := ScanRequests(path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []*Finding
-			if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil }); err != nil {
-				t.Fatal(err)
-			}
+			idx := indexOf(t, []*event.Write{wr(11, 90, 90.1, 100)},
+				[]*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000), connThread(21, "127.0.0.1:41000", -1000)},
+				[]*event.KernelWait{kwait(21, 5, 85, sendfileStack...)})
+			got, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, idx, nil), append(tt.requests, req(1, 0, 100)))
 			if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked {
 				t.Fatalf("findings %+v", got)
 			}

@@ -116,17 +116,7 @@ func TestNetwork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, d := range tt.delays {
-				idx.AddRunDelay(d)
-			}
-			for _, c := range tt.conns {
-				idx.AddConnThread(c)
-			}
-			f := New(Config{}, idx, nil).Explain(tt.req)
+			f := New(Config{}, indexOf(t, tt.writes, tt.delays, tt.conns), nil).Explain(tt.req)
 			if f.Cause != tt.cause || (f.Cause == CauseCPUStarved && f.Shares.NetworkMs > 5) {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}

@@ -160,26 +160,7 @@ func TestParkWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, l := range tt.parks {
-				idx.AddLockWait(l)
-			}
-			for _, u := range tt.wakeups {
-				idx.AddWakeup(u)
-			}
-			for _, k := range tt.waits {
-				idx.AddWait(k)
-			}
-			for _, c := range tt.conns {
-				idx.AddConnThread(c)
-			}
-			for _, d := range tt.delays {
-				idx.AddRunDelay(d)
-			}
-			e := New(Config{}, idx, nil)
+			e := New(Config{}, indexOf(t, tt.writes, tt.parks, tt.wakeups, tt.waits, tt.conns, tt.delays), nil)
 			e.followers = true
 			f := e.Explain(tt.req)
 			if f.Cause != tt.cause || strings.Join(f.Also, ",") != strings.Join(tt.also, ",") {
@@ -212,11 +193,8 @@ func containsDepth(ps []ParkWait, d int) bool {
 // A request queued on its connection behind a parked one inherits the
 // time it waited through.
 func TestParkWaitQueuedBehind(t *testing.T) {
-	idx := NewIndex()
-	idx.AddWrite(wr(11, 5, 5.1, 100))
-	idx.AddWrite(wr(11, 100.5, 100.6, 100))
-	idx.AddWakeup(wakeup(11, 5.2, 95, 31, "kafka-schedule"))
-	e := New(Config{}, idx, nil)
+	e := New(Config{}, indexOf(t, []*event.Write{wr(11, 5, 5.1, 100), wr(11, 100.5, 100.6, 100)},
+		[]*event.Wakeup{wakeup(11, 5.2, 95, 31, "kafka-schedule")}), nil)
 	if first := e.Explain(req(1, 0, 100)); first.Cause != CauseParkWait {
 		t.Fatalf("first: %s (%s)", first.Cause, first.Detail)
 	}

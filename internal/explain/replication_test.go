@@ -1,10 +1,7 @@
 package explain
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,32 +42,7 @@ func ffetch(corr, replica int32, a float64, off int64, mod ...func(*event.Reques
 // written as a requests.jsonl, against writes.
 func runRequests(t *testing.T, reqs []*event.Request, writes []*event.Write) []*Finding {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
-	for _, r := range reqs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	idx := NewIndex()
-	for _, w := range writes {
-		idx.AddWrite(w)
-	}
-	scan, err := ScanRequests(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []*Finding
-	if _, err := New(Config{Slow: 50 * time.Millisecond}, idx, nil).Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	got, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, indexOf(t, writes), nil), reqs)
 	return got
 }
 

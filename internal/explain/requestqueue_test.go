@@ -58,20 +58,7 @@ func TestRequestQueue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			idx := NewIndex()
-			for _, w := range tt.writes {
-				idx.AddWrite(w)
-			}
-			for _, u := range tt.wakeups {
-				idx.AddWakeup(u)
-			}
-			for _, d := range tt.delays {
-				idx.AddRunDelay(d)
-			}
-			for _, c := range tt.conns {
-				idx.AddConnThread(c)
-			}
-			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			f := New(Config{}, indexOf(t, tt.writes, tt.wakeups, tt.delays, tt.conns), nil).Explain(req(1, 0, 100))
 			if f.Cause != tt.cause {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
