@@ -46,16 +46,7 @@ func TestExplainCauses(t *testing.T) {
 	const topic = "explain-causes"
 
 	recordTopic := func(t *testing.T, topic string, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
-		dir := filepath.Join(t.TempDir(), "rec")
-		windows := recordScenario(ctx, t, b, logDir, dir, topic, inject)
-		t.Cleanup(func() { keepDirOnFailure(t, dir) })
-		for _, w := range windows {
-			t.Logf("injected: %s..%s", w.frozeAt.Format("15:04:05.000"), w.thawed.Format("15:04:05.000"))
-		}
-		meta, err := recording.ReadMeta(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, windows, meta := recordKept(ctx, t, b, logDir, topic, inject)
 		t.Logf("trace: %+v", meta.Trace)
 		return dir, windows
 	}
@@ -148,21 +139,7 @@ func TestExplainCauses(t *testing.T) {
 		limit := filepath.Join(cg, "blkio.throttle.write_bps_device")
 		t.Cleanup(func() { os.WriteFile(limit, []byte(dev+" 0"), 0o644) })
 		dir, windows := recordTopic(t, parkTopic, func(ctx context.Context) []freezeWindow {
-			var ws []freezeWindow
-			for range 3 {
-				time.Sleep(800 * time.Millisecond)
-				var w freezeWindow
-				w.frozeAt = time.Now()
-				writeFile(t, limit, fmt.Sprintf("%s %d", dev, 32<<10))
-				w.frozen = time.Now()
-				time.Sleep(1500 * time.Millisecond)
-				w.thawAt = time.Now()
-				writeFile(t, limit, dev+" 0")
-				w.thawed = time.Now()
-				ws = append(ws, w)
-			}
-			time.Sleep(800 * time.Millisecond)
-			return ws
+			return throttleWindows(t, limit, dev)
 		})
 		checkCause(t, dir, windows, explain.CauseParkWait, parkedByFlusher)
 	})
@@ -189,21 +166,7 @@ func TestExplainCauses(t *testing.T) {
 		dir, windows := record(t, func(ctx context.Context) []freezeWindow {
 			stop := holdLoad(ctx, t, b.Addr(), holdTopic)
 			defer stop()
-			var ws []freezeWindow
-			for range 3 {
-				time.Sleep(800 * time.Millisecond)
-				var w freezeWindow
-				w.frozeAt = time.Now()
-				writeFile(t, limit, fmt.Sprintf("%s %d", dev, 32<<10))
-				w.frozen = time.Now()
-				time.Sleep(1500 * time.Millisecond)
-				w.thawAt = time.Now()
-				writeFile(t, limit, dev+" 0")
-				w.thawed = time.Now()
-				ws = append(ws, w)
-			}
-			time.Sleep(800 * time.Millisecond)
-			return ws
+			return throttleWindows(t, limit, dev)
 		})
 		// The hold load's own requests, three times the scenario's and
 		// mostly fast, pull the p99 down to the young GC pauses their
@@ -397,6 +360,45 @@ func writeFile(t *testing.T, path, v string) {
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
+}
+
+// recordKept records a scenario on b into a fresh directory, kept when t
+// fails, logs the injection windows and returns the recording's meta.
+func recordKept(ctx context.Context, t *testing.T, b *lab.Broker, logDir, topic string, inject func(context.Context) []freezeWindow) (string, []freezeWindow, *recording.Meta) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	windows := recordScenario(ctx, t, b, logDir, dir, topic, inject)
+	t.Cleanup(func() { keepDirOnFailure(t, dir) })
+	for _, w := range windows {
+		t.Logf("injected: %s..%s", w.frozeAt.Format("15:04:05.000"), w.thawed.Format("15:04:05.000"))
+	}
+	meta, err := recording.ReadMeta(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, windows, meta
+}
+
+// throttleWindows limits the broker's writes to dev to 32 KB/s (limit:
+// its cgroup's blkio.throttle.write_bps_device) for 1.5 s, three times,
+// 800 ms apart.
+func throttleWindows(t *testing.T, limit, dev string) []freezeWindow {
+	t.Helper()
+	var ws []freezeWindow
+	for range 3 {
+		time.Sleep(800 * time.Millisecond)
+		var w freezeWindow
+		w.frozeAt = time.Now()
+		writeFile(t, limit, fmt.Sprintf("%s %d", dev, 32<<10))
+		w.frozen = time.Now()
+		time.Sleep(1500 * time.Millisecond)
+		w.thawAt = time.Now()
+		writeFile(t, limit, dev+" 0")
+		w.thawed = time.Now()
+		ws = append(ws, w)
+	}
+	time.Sleep(800 * time.Millisecond)
+	return ws
 }
 
 // setBrokerConfig sets a dynamic broker config, cluster-wide.

@@ -86,16 +86,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 	t.Cleanup(func() { os.WriteFile(limit, []byte(dev+" 0"), 0o644) })
 
 	record := func(t *testing.T, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
-		dir := filepath.Join(t.TempDir(), "rec")
-		windows := recordScenario(ctx, t, b, logDir, dir, topic, inject)
-		t.Cleanup(func() { keepDirOnFailure(t, dir) })
-		for _, w := range windows {
-			t.Logf("injected: %s..%s", w.frozeAt.Format("15:04:05.000"), w.thawed.Format("15:04:05.000"))
-		}
-		meta, err := recording.ReadMeta(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, windows, meta := recordKept(ctx, t, b, logDir, topic, inject)
 		t.Logf("capture: %+v; trace: %+v", meta.Capture, meta.Trace)
 		return dir, windows
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/recording"
 )
 
 // followerStop is how long the follower is stopped per injection.
@@ -41,16 +39,7 @@ func TestExplainReplication(t *testing.T) {
 	slowID := int32(follower.NodeID())
 
 	record := func(t *testing.T, inject func(context.Context) []freezeWindow) (string, []freezeWindow) {
-		dir := filepath.Join(t.TempDir(), "rec")
-		windows := recordScenario(ctx, t, leader, logDir, dir, topic, inject)
-		t.Cleanup(func() { keepDirOnFailure(t, dir) })
-		for _, w := range windows {
-			t.Logf("follower stopped: %s..%s", w.frozeAt.Format("15:04:05.000"), w.thawed.Format("15:04:05.000"))
-		}
-		meta, err := recording.ReadMeta(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, windows, meta := recordKept(ctx, t, leader, logDir, topic, inject)
 		t.Logf("capture: %+v", meta.Capture)
 		return dir, windows
 	}
