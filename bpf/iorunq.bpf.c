@@ -106,6 +106,14 @@ struct {
 	__type(value, __u64);
 } ksio_rsleep SEC(".maps");
 
+/* How many timer expiries this CPU is inside (hrtimer_expire_entry/exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ksio_rtimer SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20); /* 1 MiB: 18k delays of 56 bytes */
@@ -150,9 +158,13 @@ static __always_inline __u32 throttled(struct task_struct *p)
  * here is such a wait. */
 /* wake reports a broker thread woken by another of the broker's threads
  * after a sleep of at least min_latency_ns: it waited for that thread (a
- * lock it held, a queue it filled). Wake-ups from other processes and
- * from interrupts (the network, timers) are not reported. */
-static __always_inline void wake(__u32 tid, __u64 now)
+ * lock it held, a queue it filled). A wake-up from a timer's expiry (in
+ * timer) is reported too, with no waker: a timed wait that ran out, such
+ * as the JVM's contended monitor, whose waiter parks for 1, 8, 64, 512 ms
+ * in turn and then waits for its owner: only the last sleep is ended by
+ * the thread it waited for. Wake-ups from other processes and from other
+ * interrupts (the network) are not reported. */
+static __always_inline void wake(__u32 tid, __u64 now, int in_timer)
 {
 	__u64 *slept = bpf_map_lookup_elem(&ksio_rsleep, &tid);
 	if (!slept)
@@ -162,7 +174,9 @@ static __always_inline void wake(__u32 tid, __u64 now)
 	__u64 id = bpf_get_current_pid_tgid();
 	/* now <= since: woken while still going to sleep (the waker ran on
 	 * another CPU before this one finished the switch): no sleep. */
-	if ((__u32)(id >> 32) != targ_tgid || (__u32)id == tid || now <= since || now - since < min_latency_ns)
+	if (now <= since || now - since < min_latency_ns)
+		return;
+	if (!in_timer && ((__u32)(id >> 32) != targ_tgid || (__u32)id == tid))
 		return;
 	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
 	if (!e) {
@@ -174,10 +188,23 @@ static __always_inline void wake(__u32 tid, __u64 now)
 	e->start_ns = since;
 	e->end_ns = now;
 	e->tid = tid;
-	e->waker_tid = (__u32)id;
-	e->waker_tgid = (__u32)(id >> 32);
-	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+	if (in_timer) {
+		e->timer = 1;
+	} else {
+		e->waker_tid = (__u32)id;
+		e->waker_tgid = (__u32)(id >> 32);
+		bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+	}
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* in_timer reports whether this CPU is running a timer's expiry: a
+ * wake-up there is the timer's, not the interrupted task's. */
+static __always_inline int in_timer(void)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
+	return depth && *depth > 0;
 }
 
 static __always_inline int woken(struct task_struct *p)
@@ -186,12 +213,16 @@ static __always_inline int woken(struct task_struct *p)
 		return 0;
 	__u32 tid = p->pid;
 	struct runq_start s = { .ts = bpf_ktime_get_ns(), .throttled = throttled(p) };
-	wake(tid, s.ts);
-	/* The wake-up runs in the waker's context (or an interrupt's). */
-	__u64 id = bpf_get_current_pid_tgid();
-	s.waker_tid = (__u32)id;
-	s.waker_tgid = (__u32)(id >> 32);
-	bpf_get_current_comm(s.waker_comm, sizeof(s.waker_comm));
+	int timer = in_timer();
+	wake(tid, s.ts, timer);
+	/* The wake-up runs in the waker's context (or an interrupt's: a
+	 * timer's is told apart, and has no waker). */
+	if (!timer) {
+		__u64 id = bpf_get_current_pid_tgid();
+		s.waker_tid = (__u32)id;
+		s.waker_tgid = (__u32)(id >> 32);
+		bpf_get_current_comm(s.waker_comm, sizeof(s.waker_comm));
+	}
 	long err = bpf_map_update_elem(&ksio_rstart, &tid, &s, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST */)
 		rcount(RCNT_START_FULL);
@@ -212,6 +243,31 @@ SEC("tp_btf/sched_wakeup_new")
 int ksio_runq_wakeup_new(__u64 *ctx)
 {
 	return woken((struct task_struct *)ctx[0]);
+}
+
+/* A timer's expiry, from hrtimer_interrupt or the hrtimer softirq: the
+ * sleeper timers of futex waits and nanosleep expire here. Counted, since
+ * a hard expiry can interrupt a soft one on the same CPU; the exit is
+ * attached first and never takes the count below 0, so an expiry under
+ * way while the programs attach cannot leave it raised. */
+SEC("tp_btf/hrtimer_expire_entry")
+int ksio_runq_timer_entry(__u64 *ctx)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
+	if (depth)
+		*depth += 1;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int ksio_runq_timer_exit(__u64 *ctx)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
+	if (depth && *depth > 0)
+		*depth -= 1;
+	return 0;
 }
 
 /* slice ends the running task's slice at now: appended to the CPU's
@@ -327,7 +383,7 @@ int ksio_runq_switch(__u64 *ctx)
 	e->holder_tgid = (__u32)(id >> 32);
 	bpf_get_current_comm(e->holder_comm, sizeof(e->holder_comm));
 	e->kind = RUNQ_KIND_DELAY;
-	e->pad = 0;
+	e->timer = 0;
 	e->preempted = preempted;
 	e->throttled = thr;
 	e->waker_tid = preempted ? 0 : s->waker_tid;

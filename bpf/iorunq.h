@@ -46,9 +46,12 @@ struct iorunq_event {
 	char waker_comm[RUNQ_COMM_LEN];
 	/* RUNQ_KIND_DELAY: a wait for a CPU (above). RUNQ_KIND_WAKE: the
 	 * thread slept (start_ns to end_ns, the wake-up) and another thread
-	 * of the broker woke it: no cpu, holders or preempted. */
+	 * of the broker woke it, or (timer 1) its own timeout ended the sleep:
+	 * no cpu, holders or preempted. */
 	__u32 kind;
-	__u32 pad;
+	/* 1: the wake-up ran in a timer's expiry (hrtimer), whatever task the
+	 * CPU was running: a timed wait ran out. waker_* are 0 then. */
+	__u32 timer;
 };
 
 #define RUNQ_KIND_DELAY 0

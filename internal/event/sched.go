@@ -53,9 +53,14 @@ type RunDelay struct {
 
 // Wakeup is a broker thread that slept (off CPU, waiting) from Start and
 // was woken at End by another thread of the broker: it had waited for
-// that thread, to release a lock or to fill a queue. Reported by kscope
-// iotrace (with --runq) for sleeps of at least the run-queue threshold;
-// wake-ups by other processes or interrupts are not reported.
+// that thread, to release a lock or to fill a queue. Or, with Timer, the
+// sleep's own timeout ended it: a timed wait ran out (WakerTID 0). A
+// thread that waits for a lock in timed sleeps (the JVM's contended
+// monitor parks for 1, 8, 64 and 512 ms in turn) shows as timer
+// wake-ups, each followed at once by the next sleep, and a last one that
+// the lock's holder ended. Reported by kscope iotrace (with --runq) for
+// sleeps of at least the run-queue threshold; wake-ups by other
+// processes or other interrupts (the network) are not reported.
 type Wakeup struct {
 	Kind        string    `json:"kind"` // KindWakeup
 	Start       time.Time `json:"start"`
@@ -65,6 +70,7 @@ type Wakeup struct {
 	Thread      string    `json:"thread"`
 	WakerTID    int       `json:"waker_tid"`
 	WakerThread string    `json:"waker_thread"`
+	Timer       bool      `json:"timer,omitempty"`
 }
 
 // RunHolder is a process that had a CPU while a broker thread waited for

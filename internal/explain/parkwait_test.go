@@ -1,8 +1,11 @@
 package explain
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -11,6 +14,52 @@ import (
 func wakeup(tid int, a, b float64, by int, byName string) *event.Wakeup {
 	return &event.Wakeup{Kind: event.KindWakeup, Start: at(a), End: at(b), SleptMs: b - a, TID: tid, Thread: "data-plane-kafk",
 		WakerTID: by, WakerThread: byName}
+}
+
+// timedOut is a sleep of tid from a to b that its own timeout ended.
+func timedOut(tid int, a, b float64) *event.Wakeup {
+	return &event.Wakeup{Kind: event.KindWakeup, Start: at(a), End: at(b), SleptMs: b - a, TID: tid, Thread: "data-plane-kafk", Timer: true}
+}
+
+// monitorPolls is tid waiting for a contended JVM monitor from a until
+// by let it go at b: timed sleeps of 1, 8 and 64 ms (a few microseconds
+// apart, as the JVM tries the monitor again), then one that by ended.
+func monitorPolls(tid int, a, b float64, by int, byName string) []*event.Wakeup {
+	return []*event.Wakeup{timedOut(tid, a, a+1), timedOut(tid, a+1.01, a+9.01), timedOut(tid, a+9.02, a+73.02), wakeup(tid, a+73.03, b, by, byName)}
+}
+
+// msAfterT0 is t in ms after t0, at's inverse.
+func msAfterT0(t time.Time) float64 { return float64(t.Sub(t0)) / float64(time.Millisecond) }
+
+func TestJoinTimedSleeps(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []*event.Wakeup
+		want [][2]float64 // the waits left, [start, end]
+	}{
+		{"a monitor polled until its owner let it go", monitorPolls(12, 2, 89.5, 11, "data-plane-kafk"), [][2]float64{{2, 89.5}}},
+		{"timed sleeps that nobody ended: dropped", []*event.Wakeup{timedOut(12, 0, 300), timedOut(12, 300.1, 600)}, nil},
+		{"a thread that ran between: not one wait", []*event.Wakeup{timedOut(12, 0, 10), wakeup(12, 15, 20, 11, "x")}, [][2]float64{{15, 20}}},
+		{"a wake-up by a thread ends the chain", []*event.Wakeup{timedOut(12, 0, 10), wakeup(12, 10.5, 20, 11, "x"), wakeup(12, 20.5, 30, 11, "x")}, [][2]float64{{0, 20}, {20.5, 30}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := make([]event.Wakeup, len(tt.in))
+			for i, w := range tt.in {
+				ws[i] = *w
+			}
+			var got [][2]float64
+			for _, w := range joinTimedSleeps(ws) {
+				got = append(got, [2]float64{msAfterT0(w.Start), msAfterT0(w.End)})
+				if math.Abs(w.SleptMs-(msAfterT0(w.End)-msAfterT0(w.Start))) > 1e-6 {
+					t.Errorf("slept %.2f ms from %.2f to %.2f", w.SleptMs, msAfterT0(w.Start), msAfterT0(w.End))
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("waits %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
 
 // park is a JFR untimed park (or, with a monitor's owner, a monitor wait)

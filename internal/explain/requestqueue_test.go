@@ -43,6 +43,19 @@ func TestRequestQueue(t *testing.T) {
 			detail: []string{"tid 12 appending to t-2", "tid 11 appending to t-1"},
 		},
 		{
+			name:    "a handler polling a monitor in timed sleeps until the other let it go",
+			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1))}, base...),
+			wakeups: append(monitorPolls(12, 2, 89.5, 11, "data-plane-kafk"), wakeup(11, 1.5, 89, 31, "kafka-schedule")),
+			cause:   CauseRequestQueue,
+			detail:  []string{"all 2 were busy", "tid 12 asleep until data-plane-kafk woke it"},
+		},
+		{
+			name:    "a handler whose timed sleeps nobody ended is not known to be busy: no queue",
+			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1))}, base...),
+			wakeups: []*event.Wakeup{wakeup(11, 1.5, 89, 31, "kafka-schedule"), timedOut(12, 2, 50), timedOut(12, 50.01, 89.5)},
+			cause:   CauseUnexplained,
+		},
+		{
 			name:    "a handler idle meanwhile (the network thread woke it): no queue",
 			writes:  append([]*event.Write{wr(11, 1, 1.1, 300, onPartition(1)), wr(13, -300, -299.9, 300, onPartition(1))}, base...),
 			wakeups: []*event.Wakeup{wakeup(11, 1.5, 89, 31, "kafka-schedule"), wakeup(12, 2, 89.5, 11, "data-plane-kafk"), wakeup(13, -100, 89, 21, "data-plane-kafk")},

@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -103,14 +104,51 @@ func (s *schedIndex) build() {
 		}
 	}
 	s.quota = mergeIntervals(s.quota)
-	for _, ws := range s.wakeups {
+	s.maxSleep = 0
+	for tid, ws := range s.wakeups {
 		slices.SortStableFunc(ws, func(a, b event.Wakeup) int { return a.End.Compare(b.End) })
+		ws = joinTimedSleeps(ws)
+		s.wakeups[tid] = ws
+		for i := range ws {
+			s.maxSleep = max(s.maxSleep, int64(ws[i].End.Sub(ws[i].Start)))
+		}
 	}
 	for _, cs := range s.conns {
 		slices.SortStableFunc(cs, func(a, b event.ConnThread) int { return a.Time.Compare(b.Time) })
 	}
 	slices.SortStableFunc(s.throttles, func(a, b event.CPUThrottle) int { return a.Start.Compare(b.Start) })
 	slices.SortStableFunc(s.pauses, func(a, b event.JVMPause) int { return a.Start.Compare(b.Start) })
+}
+
+// pollGap is how long a thread may be awake between two timed sleeps of
+// one wait: enough to try the lock again and miss it, and to wait a
+// little for a CPU to do so.
+const pollGap = 2 * time.Millisecond
+
+// joinTimedSleeps turns a thread's wake-ups (sorted by end) into the
+// waits it was let go from: a sleep its own timeout ended, followed
+// within pollGap by the next sleep, was the same wait (a lock polled in
+// timed sleeps, as the JVM's contended monitor does), so the sleep that
+// ends it starts with the first of them. Timed sleeps that nothing else
+// ended are dropped: a timeout running out says nothing of whom the
+// thread waited for (an idle handler polls its queue so).
+func joinTimedSleeps(ws []event.Wakeup) []event.Wakeup {
+	out := ws[:0]
+	var start, last time.Time
+	open := false
+	for _, w := range ws {
+		if open && !w.Start.Before(last) && w.Start.Sub(last) <= pollGap {
+			w.Start = start
+			w.SleptMs = float64(w.End.Sub(w.Start)) / float64(time.Millisecond)
+		}
+		if w.Timer {
+			start, last, open = w.Start, w.End, true
+			continue
+		}
+		open = false
+		out = append(out, w)
+	}
+	return out
 }
 
 // overlappingSorted returns the items of s (sorted by start) whose

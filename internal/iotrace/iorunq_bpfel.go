@@ -35,7 +35,7 @@ type iorunqIorunqEvent struct {
 	WakerTgid uint32
 	WakerComm [16]int8
 	Kind      uint32
-	Pad       uint32
+	Timer     uint32
 }
 
 type iorunqRunqCpu struct {
@@ -67,17 +67,20 @@ type iorunqRunqStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	iorunqMapKsioRcounters      = "ksio_rcounters"
-	iorunqMapKsioRcpu           = "ksio_rcpu"
-	iorunqMapKsioRevents        = "ksio_revents"
-	iorunqMapKsioRsleep         = "ksio_rsleep"
-	iorunqMapKsioRstart         = "ksio_rstart"
-	iorunqProgKsioRunqSwitch    = "ksio_runq_switch"
-	iorunqProgKsioRunqWakeup    = "ksio_runq_wakeup"
-	iorunqProgKsioRunqWakeupNew = "ksio_runq_wakeup_new"
-	iorunqVarMinLatencyNs       = "min_latency_ns"
-	iorunqVarTargTgid           = "targ_tgid"
-	iorunqVarUnusedIorunqEvent  = "unused_iorunq_event"
+	iorunqMapKsioRcounters       = "ksio_rcounters"
+	iorunqMapKsioRcpu            = "ksio_rcpu"
+	iorunqMapKsioRevents         = "ksio_revents"
+	iorunqMapKsioRsleep          = "ksio_rsleep"
+	iorunqMapKsioRstart          = "ksio_rstart"
+	iorunqMapKsioRtimer          = "ksio_rtimer"
+	iorunqProgKsioRunqSwitch     = "ksio_runq_switch"
+	iorunqProgKsioRunqTimerEntry = "ksio_runq_timer_entry"
+	iorunqProgKsioRunqTimerExit  = "ksio_runq_timer_exit"
+	iorunqProgKsioRunqWakeup     = "ksio_runq_wakeup"
+	iorunqProgKsioRunqWakeupNew  = "ksio_runq_wakeup_new"
+	iorunqVarMinLatencyNs        = "min_latency_ns"
+	iorunqVarTargTgid            = "targ_tgid"
+	iorunqVarUnusedIorunqEvent   = "unused_iorunq_event"
 )
 
 // loadIorunq returns the embedded CollectionSpec for iorunq.
@@ -122,9 +125,11 @@ type iorunqSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iorunqProgramSpecs struct {
-	KsioRunqSwitch    *ebpf.ProgramSpec `ebpf:"ksio_runq_switch"`
-	KsioRunqWakeup    *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup"`
-	KsioRunqWakeupNew *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup_new"`
+	KsioRunqSwitch     *ebpf.ProgramSpec `ebpf:"ksio_runq_switch"`
+	KsioRunqTimerEntry *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_entry"`
+	KsioRunqTimerExit  *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_exit"`
+	KsioRunqWakeup     *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup"`
+	KsioRunqWakeupNew  *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup_new"`
 }
 
 // iorunqMapSpecs contains maps before they are loaded into the kernel.
@@ -136,6 +141,7 @@ type iorunqMapSpecs struct {
 	KsioRevents   *ebpf.MapSpec `ebpf:"ksio_revents"`
 	KsioRsleep    *ebpf.MapSpec `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.MapSpec `ebpf:"ksio_rstart"`
+	KsioRtimer    *ebpf.MapSpec `ebpf:"ksio_rtimer"`
 }
 
 // iorunqVariableSpecs contains global variables before they are loaded into the kernel.
@@ -172,6 +178,7 @@ type iorunqMaps struct {
 	KsioRevents   *ebpf.Map `ebpf:"ksio_revents"`
 	KsioRsleep    *ebpf.Map `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.Map `ebpf:"ksio_rstart"`
+	KsioRtimer    *ebpf.Map `ebpf:"ksio_rtimer"`
 }
 
 func (m *iorunqMaps) Close() error {
@@ -181,6 +188,7 @@ func (m *iorunqMaps) Close() error {
 		m.KsioRevents,
 		m.KsioRsleep,
 		m.KsioRstart,
+		m.KsioRtimer,
 	)
 }
 
@@ -197,14 +205,18 @@ type iorunqVariables struct {
 //
 // It can be passed to loadIorunqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iorunqPrograms struct {
-	KsioRunqSwitch    *ebpf.Program `ebpf:"ksio_runq_switch"`
-	KsioRunqWakeup    *ebpf.Program `ebpf:"ksio_runq_wakeup"`
-	KsioRunqWakeupNew *ebpf.Program `ebpf:"ksio_runq_wakeup_new"`
+	KsioRunqSwitch     *ebpf.Program `ebpf:"ksio_runq_switch"`
+	KsioRunqTimerEntry *ebpf.Program `ebpf:"ksio_runq_timer_entry"`
+	KsioRunqTimerExit  *ebpf.Program `ebpf:"ksio_runq_timer_exit"`
+	KsioRunqWakeup     *ebpf.Program `ebpf:"ksio_runq_wakeup"`
+	KsioRunqWakeupNew  *ebpf.Program `ebpf:"ksio_runq_wakeup_new"`
 }
 
 func (p *iorunqPrograms) Close() error {
 	return _IorunqClose(
 		p.KsioRunqSwitch,
+		p.KsioRunqTimerEntry,
+		p.KsioRunqTimerExit,
 		p.KsioRunqWakeup,
 		p.KsioRunqWakeupNew,
 	)

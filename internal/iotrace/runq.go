@@ -61,6 +61,10 @@ func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 		prog *ebpf.Program
 	}{
 		{"sched_switch", r.objs.KsioRunqSwitch},
+		// The timer's exit before its entry: an expiry under way as they
+		// attach must not leave its CPU marked inside a timer.
+		{"hrtimer_expire_exit", r.objs.KsioRunqTimerExit},
+		{"hrtimer_expire_entry", r.objs.KsioRunqTimerEntry},
 		{"sched_waking", r.objs.KsioRunqWakeup},
 		{"sched_wakeup_new", r.objs.KsioRunqWakeupNew},
 	} {
@@ -79,7 +83,8 @@ func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 func (r *runq) ring() *ringbuf.Reader { return r.rd }
 
 func (r *runq) programs() []*ebpf.Program {
-	return []*ebpf.Program{r.objs.KsioRunqSwitch, r.objs.KsioRunqWakeup, r.objs.KsioRunqWakeupNew}
+	return []*ebpf.Program{r.objs.KsioRunqSwitch, r.objs.KsioRunqWakeup, r.objs.KsioRunqWakeupNew,
+		r.objs.KsioRunqTimerEntry, r.objs.KsioRunqTimerExit}
 }
 
 func (r *runq) counters(s *Stats) error {
@@ -106,7 +111,7 @@ func (r *runq) close() error {
 
 // runqEventSize is sizeof(struct iorunq_event); runqHolderSize of struct
 // iorunq_holder, which it holds len(ev.Holders) of from byte 56, then the
-// waker (24 bytes) at runqWakerOffset.
+// waker (24 bytes) at runqWakerOffset, then kind and timer.
 const (
 	runqHolderSize  = 32
 	runqWakerOffset = 56 + len(iorunqIorunqEvent{}.Holders)*runqHolderSize
@@ -146,6 +151,7 @@ func decodeRunqEvent(b []byte) (iorunqIorunqEvent, error) {
 	for j := range ev.WakerComm {
 		ev.WakerComm[j] = int8(w[8+j])
 	}
+	ev.Timer = le.Uint32(w[28:])
 	ev.Kind = le.Uint32(w[24:])
 	return ev, nil
 }
@@ -187,7 +193,7 @@ func runDelay(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string)
 func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *event.Wakeup {
 	return &event.Wakeup{Kind: event.KindWakeup, Start: clock.wall(ev.StartNs), End: clock.wall(ev.EndNs),
 		SleptMs: float64(ev.EndNs-ev.StartNs) / float64(time.Millisecond), TID: int(ev.Tid), Thread: thread(int(ev.Tid)),
-		WakerTID: int(ev.WakerTid), WakerThread: commString(ev.WakerComm[:])}
+		WakerTID: int(ev.WakerTid), WakerThread: commString(ev.WakerComm[:]), Timer: ev.Timer != 0}
 }
 
 // runqPoll is how often the run-queue ring is read: its events come

@@ -45,6 +45,7 @@ func TestDecodeRunqEvent(t *testing.T) {
 	le.PutUint32(b[runqWakerOffset:], 77)
 	le.PutUint32(b[runqWakerOffset+4:], 70)
 	copy(b[runqWakerOffset+8:], "data-plane-kafk")
+	le.PutUint32(b[runqWakerOffset+28:], 1) // timer
 	full := append(b[:len(b):len(b)], make([]byte, 8)...) // ring samples are padded to 8 bytes
 	tests := []struct {
 		name string
@@ -78,6 +79,9 @@ func TestDecodeRunqEvent(t *testing.T) {
 			}
 			if rd.Latency() != 2500*time.Microsecond {
 				t.Errorf("latency %v", rd.Latency())
+			}
+			if !wakeup(&ev, clock, func(int) string { return "" }).Timer {
+				t.Error("the timer flag was not decoded")
 			}
 		})
 	}
@@ -411,8 +415,8 @@ a.start(); b.start(); a.join(); b.join()
 
 // TestWakeups: a thread that sleeps until another thread of its process
 // wakes it, every 20 ms, is reported woken by that thread each time; a
-// wake-up by a timer (no thread) is not reported, and no wake-up names a
-// thread outside the process.
+// wake-up by a timer is reported as the sleep's timeout (no thread), and
+// no wake-up names a thread outside the process.
 func TestWakeups(t *testing.T) {
 	requireRoot(t)
 	py, err := exec.LookPath("python3")
@@ -472,25 +476,38 @@ func TestWakeups(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Python hands its interpreter lock over in 5 ms turns: in each 20 ms
-	// cycle the sleeper's wait for the lock times out after 5 ms (a timer:
-	// no thread woke it, not reported) and then sleeps until the waker
-	// sets the event or drops the lock (reported). So at least one
-	// wake-up by the waker per cycle, ~15 ms of each cycle's sleep.
-	good := 0
+	// cycle the sleeper's wait for the lock times out after 5 ms (its
+	// timer woke it: reported with Timer and no waker) and then sleeps
+	// until the waker sets the event or drops the lock (reported). So at
+	// least one wake-up by the waker per cycle, ~15 ms of each cycle's
+	// sleep, and timeouts of ~5 ms.
+	good, timeouts := 0, 0
 	var slept float64
 	for _, u := range wakes {
-		if u.TID == tids["sleeper"] && u.WakerTID == tids["waker"] && u.SleptMs >= 1 {
+		switch {
+		case u.Timer:
+			if u.WakerTID != 0 || u.WakerThread != "" {
+				t.Errorf("a timeout with a waker: %+v", *u)
+			}
+			if u.TID == tids["sleeper"] && u.SleptMs >= 4 && u.SleptMs < 8 {
+				timeouts++
+			}
+		case u.TID == tids["sleeper"] && u.WakerTID == tids["waker"] && u.SleptMs >= 1:
 			good++
 			slept += u.SleptMs
-		} else if testing.Verbose() {
-			t.Logf("other: %+v", *u)
-		}
-		if u.WakerTID != tids["waker"] && u.WakerTID != tids["sleeper"] {
+		case u.WakerTID != tids["waker"] && u.WakerTID != tids["sleeper"]:
 			t.Errorf("woken by tid %d, not a thread of the target (%v): %+v", u.WakerTID, tids, *u)
+		default:
+			if testing.Verbose() {
+				t.Logf("other: %+v", *u)
+			}
 		}
 	}
-	t.Logf("threads %v: %d wake-ups, %d of the sleeper by the waker, %.0f ms slept; stats %+v", tids, len(wakes), good, slept, st)
+	t.Logf("threads %v: %d wake-ups, %d of the sleeper by the waker, %.0f ms slept, %d timeouts of ~5 ms; stats %+v", tids, len(wakes), good, slept, timeouts, st)
 	if good < 36 || slept < 40*10 || slept > 40*20+100 {
 		t.Errorf("%d wake-ups of the sleeper by the waker, %.0f ms slept; want >= 36 over 400-900 ms (40 cycles of 20 ms)", good, slept)
+	}
+	if timeouts < 30 {
+		t.Errorf("%d of the sleeper's ~5 ms timeouts reported as timer wake-ups, want >= 30 of 40", timeouts)
 	}
 }

@@ -51,6 +51,9 @@ func WakeupRow(u *event.Wakeup) []string {
 }
 
 func wakeupWhat(u *event.Wakeup) string {
+	if u.Timer {
+		return "by its timeout"
+	}
 	return fmt.Sprintf("by %s (tid %d)", output.Escape(u.WakerThread), u.WakerTID)
 }
 
