@@ -45,7 +45,7 @@ func TestDecodeRunqEvent(t *testing.T) {
 	le.PutUint32(b[runqWakerOffset:], 77)
 	le.PutUint32(b[runqWakerOffset+4:], 70)
 	copy(b[runqWakerOffset+8:], "data-plane-kafk")
-	le.PutUint32(b[runqWakerOffset+28:], 1) // timer
+	le.PutUint32(b[runqWakerOffset+28:], 1)               // timer
 	full := append(b[:len(b):len(b)], make([]byte, 8)...) // ring samples are padded to 8 bytes
 	tests := []struct {
 		name string
