@@ -85,6 +85,14 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	}
 	m := measured{cause: CauseCPUStarved, ivs: ivs, ns: min(unionLen(ivs), c.L)}
 	if len(delays) > 0 {
+		// A wait reached along two paths (the handler's wakers and the
+		// network thread's) is one wait.
+		slices.SortStableFunc(delays, func(a, b event.RunDelay) int {
+			return cmp.Or(cmp.Compare(a.TID, b.TID), a.Start.Compare(b.Start), a.End.Compare(b.End))
+		})
+		delays = slices.CompactFunc(delays, func(a, b event.RunDelay) bool {
+			return a.TID == b.TID && a.Start.Equal(b.Start) && a.End.Equal(b.End)
+		})
 		slices.SortStableFunc(delays, func(a, b event.RunDelay) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 		f.RunDelays = delays[:min(len(delays), maxRunDelayEvidence)]
 	}
@@ -131,21 +139,55 @@ func (e *Explainer) wakerDelays(c *reqCtx, span interval) []event.RunDelay {
 }
 
 // wokenBy returns the waits for a CPU, before the wake-up, of the broker
-// thread that last woke tid in [a, b], clipped to [a, the wake-up].
+// thread that last woke tid in [a, b], clipped to [a, the wake-up], and
+// those of the threads that one waited for meanwhile (heldBy).
 func (e *Explainer) wokenBy(tid int, a, b int64) []event.RunDelay {
-	x := e.idx
-	at, waker, ok := x.lastWake(tid, a, b)
+	at, waker, ok := e.idx.lastWake(tid, a, b)
 	if !ok {
 		return nil
 	}
+	out := e.delaysIn(waker, interval{a, at})
+	return append(out, e.heldBy(waker, interval{a, at}, 1)...)
+}
+
+// delaysIn returns tid's waits for a CPU within iv, clipped to it.
+func (e *Explainer) delaysIn(tid int, iv interval) []event.RunDelay {
 	var out []event.RunDelay
-	for _, d := range x.runDelaysOverlapping(waker, a, at) {
-		// Only the part before the wake-up held the woken thread.
-		if d.End.UnixNano() > at {
-			d.End = time.Unix(0, at).UTC()
-			d.LatencyMs = float64(d.End.Sub(d.Start)) / float64(time.Millisecond)
+	for _, d := range e.idx.runDelaysOverlapping(tid, iv.a, iv.b) {
+		c := clip(interval{d.Start.UnixNano(), d.End.UnixNano()}, iv)
+		if c.b <= c.a {
+			continue
 		}
+		d.Start, d.End = time.Unix(0, c.a).UTC(), time.Unix(0, c.b).UTC()
+		d.LatencyMs = float64(c.b-c.a) / float64(time.Millisecond)
 		out = append(out, d)
+	}
+	return out
+}
+
+// heldBy follows tid's sleeps in iv that another broker thread ended to
+// that thread, up to parkChainDepth deep, and returns the waits for a CPU
+// of each thread so reached during the sleep it ended: a lock passed from
+// handler to handler (or taken by a network thread) is held up as long
+// as its holder waits for a CPU, and every thread queued on it with it.
+// Sleeps that the JVM's stop-the-world threads ended are pauses, counted
+// as such.
+func (e *Explainer) heldBy(tid int, iv interval, depth int) []event.RunDelay {
+	if depth >= parkChainDepth {
+		return nil
+	}
+	x := e.idx
+	var out []event.RunDelay
+	for _, u := range x.wakeupsOverlapping(tid, iv.a, iv.b) {
+		if u.WakerTID == 0 || u.WakerTID == tid || event.IsStopTheWorldThread(u.WakerThread) {
+			continue
+		}
+		sub := clip(interval{u.Start.UnixNano(), u.End.UnixNano()}, iv)
+		if sub.b <= sub.a {
+			continue
+		}
+		out = append(out, e.delaysIn(u.WakerTID, sub)...)
+		out = append(out, e.heldBy(u.WakerTID, sub, depth+1)...)
 	}
 	return out
 }

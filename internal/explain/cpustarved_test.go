@@ -310,3 +310,37 @@ func TestCPUStarvedNetworkThreadWoken(t *testing.T) {
 		})
 	}
 }
+
+// A lock handed from thread to thread while its holder waits for a CPU
+// (the cpu-hog scenario: a handler preempted while it held a lock the
+// other handlers and the connection's network thread queued on): the
+// request's handler got it from the network thread, which waited for
+// handler 12, which waited for handler 13, which was starved.
+func TestCPUStarvedLockHolder(t *testing.T) {
+	const client = "127.0.0.1:40000"
+	for _, tc := range []struct {
+		name   string
+		holder []*event.RunDelay
+		chain  []*event.Wakeup // beyond the network thread's
+		cause  string
+	}{
+		{"the holder starved", []*event.RunDelay{runDelay(13, 2, 85, "hog")},
+			[]*event.Wakeup{wakeup(12, 1, 88.9, 13, "data-plane-kafk")}, CauseCPUStarved},
+		{"the holder ran", nil, []*event.Wakeup{wakeup(12, 1, 88.9, 13, "data-plane-kafk")}, CauseUnexplained},
+		{"the holder starved, four threads on", []*event.RunDelay{runDelay(15, 2, 85, "hog")},
+			[]*event.Wakeup{wakeup(12, 1, 88.9, 13, "data-plane-kafk"), wakeup(13, 1, 88.8, 14, "data-plane-kafk"), wakeup(14, 1, 88.7, 15, "data-plane-kafk")}, CauseCPUStarved},
+		{"the holder starved, too deep to follow", []*event.RunDelay{runDelay(16, 2, 85, "hog")},
+			[]*event.Wakeup{wakeup(12, 1, 88.9, 13, "data-plane-kafk"), wakeup(13, 1, 88.8, 14, "data-plane-kafk"), wakeup(14, 1, 88.7, 15, "data-plane-kafk"), wakeup(15, 1, 88.6, 16, "data-plane-kafk")}, CauseUnexplained},
+		{"the holder starved before the wait", []*event.RunDelay{runDelay(13, -50, -1, "hog")},
+			[]*event.Wakeup{wakeup(12, 1, 88.9, 13, "data-plane-kafk")}, CauseUnexplained},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wakeups := append([]*event.Wakeup{wakeup(21, 1, 89, 12, "data-plane-kafk"), wakeup(11, -5, 89.5, 21, "data-plane-kafk")}, tc.chain...)
+			idx := indexOf(t, []*event.Write{wr(11, 90, 90.1, 100)}, tc.holder, wakeups, []*event.ConnThread{connThread(21, client, -1000)})
+			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
+			if f.Cause != tc.cause {
+				t.Errorf("cause %s, want %s: %s", f.Cause, tc.cause, f.Detail)
+			}
+		})
+	}
+}
