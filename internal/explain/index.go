@@ -66,7 +66,10 @@ type Index struct {
 	handlers    map[int32]bool
 	handlerTIDs []int32
 	tidWrites   map[int32][]int32
-	maxWrite    int64
+	// syncs are the partitions' file syncs by thread (syncs.go).
+	syncs    map[int][]fileSync
+	maxSync  int64
+	maxWrite int64
 
 	// Syncs and block requests are counted, not joined (yet); so is
 	// steal taken from other processes or from idle CPUs.
@@ -100,6 +103,10 @@ func (x *Index) intern(s string) int32 {
 // AddWrite adds a traced write. Fsyncs and writes that are not on a
 // partition's log are not what an append waits on and are left out.
 func (x *Index) AddWrite(w *event.Write) {
+	if isSyncOp(w.Op) {
+		x.addSync(w.TID, w.Start.UnixNano(), w.End.UnixNano(), w.Topic, w.Partition)
+		return
+	}
 	if w.Topic == "" || w.Partition < 0 || !isWriteOp(w.Op) {
 		return
 	}
@@ -179,6 +186,7 @@ func (x *Index) Build() {
 		x.parts[i].writes = x.parts[i].writes[:0]
 		x.parts[i].maxDur = 0
 	}
+	x.buildSyncs()
 	x.handlers, x.handlerTIDs = make(map[int32]bool), x.handlerTIDs[:0]
 	x.tidWrites, x.maxWrite = make(map[int32][]int32), 0
 	for i := range x.writes {

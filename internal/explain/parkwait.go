@@ -85,7 +85,7 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 		// writing the batch. A wait for a handler is a wait for this
 		// request's partition.
 		keep := func(p ParkWait) bool {
-			return p.Start.UnixNano() >= ownStart || e.idx.isHandler(p.WakerTID) || !e.inOtherRequest(tid, p.Start.UnixNano(), busy)
+			return p.Start.UnixNano() >= ownStart || e.idx.isHandler(p.WakerTID) || !e.inOtherRequest(tid, p, busy)
 		}
 		for _, p := range e.parkedParts(int(tid), span, 0, keep, f) {
 			m.ivs = append(m.ivs, minus(p, holes)...)
@@ -116,27 +116,33 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 }
 
 // inOtherRequest reports whether handler tid was still in another
-// request at t: its last append before t is more recent than its last
-// wake-up by a network thread (which gives an idle handler a request).
-// busy says it appended for another request since the broker could read
+// request when sleep p began: its last append before then is more recent
+// than its last wake-up by a network thread (which gives an idle handler
+// a request), or busy (it appended for another request since the broker
+// could read this one). Unless the thread that ended the sleep synced
+// other partitions' files than that last append's all along: the other
+// request holds only its own partition's locks, so the sleep was for
 // this one.
-func (e *Explainer) inOtherRequest(tid int32, t int64, busy bool) bool {
-	if busy {
-		return true
-	}
+func (e *Explainer) inOtherRequest(tid int32, p ParkWait, busy bool) bool {
 	x := e.idx
+	t := p.Start.UnixNano()
 	ws := x.tidWrites[tid]
 	i, _ := slices.BinarySearchFunc(ws, t, func(w int32, t int64) int { return cmp.Compare(x.writes[w].end, t) })
 	// Sorted by start; ends are close enough to sorted for a handler's
 	// own appends, which do not overlap.
 	if i == 0 {
-		return false
+		return busy
 	}
-	lastWrite := x.writes[ws[i-1]].end
-	for _, u := range x.wakeupsOverlapping(int(tid), lastWrite, t) {
-		if x.isNetworkThread(u.WakerTID) && u.End.UnixNano() > lastWrite && u.End.UnixNano() <= t {
-			return false
+	last := &x.writes[ws[i-1]]
+	if !busy {
+		for _, u := range x.wakeupsOverlapping(int(tid), last.end, t) {
+			if x.isNetworkThread(u.WakerTID) && u.End.UnixNano() > last.end && u.End.UnixNano() <= t {
+				return false
+			}
 		}
+	}
+	if synced := x.syncedBy(p.WakerTID, t, p.End.UnixNano()); len(synced) > 0 && !slices.Contains(synced, x.parts[last.part].key) {
+		return false
 	}
 	return true
 }

@@ -16,6 +16,12 @@ func wakeup(tid int, a, b float64, by int, byName string) *event.Wakeup {
 		WakerTID: by, WakerThread: byName}
 }
 
+// flusherSync is the log flusher (tid) syncing a file of partition p of
+// topic t from a to b.
+func flusherSync(tid int, a, b float64, p int32) *event.Write {
+	return wr(tid, a, b, 0, onPartition(p), func(w *event.Write) { w.Op, w.Thread = "fsync", "kafka-scheduler" })
+}
+
 // timedOut is a sleep of tid from a to b that its own timeout ended.
 func timedOut(tid int, a, b float64) *event.Wakeup {
 	return &event.Wakeup{Kind: event.KindWakeup, Start: at(a), End: at(b), SleptMs: b - a, TID: tid, Thread: "data-plane-kafk", Timer: true}
@@ -152,6 +158,21 @@ func TestParkWait(t *testing.T) {
 			wakeups: []*event.Wakeup{wakeup(11, 6, 90, 31, "kafka-schedule")},
 			req:     req(7, 0, 100, func(r *event.Request) { r.Acks = i16(-1) }),
 			cause:   CauseReplication,
+		},
+		{
+			name: "a sleep right after its append for another request, the flusher syncing that one's partition: that request's (its index entry)",
+			writes: []*event.Write{wr(11, 5, 5.1, 100, onPartition(1)), wr(11, 90, 90.1, 100), flusherSync(31, 4, 89.9, 1),
+				wr(12, -50, -49.9, 100, onPartition(1))},
+			wakeups: []*event.Wakeup{wakeup(11, 5.2, 89.9, 31, "kafka-schedule")},
+			req:     req(12, 0, 100),
+			cause:   CauseUnexplained,
+		},
+		{
+			name:    "a sleep right after its append for another request, the flusher syncing this one's partition: this request's",
+			writes:  []*event.Write{wr(11, 5, 5.1, 100, onPartition(1)), wr(11, 90, 90.1, 100), flusherSync(31, 4, 89.9, 0)},
+			wakeups: []*event.Wakeup{wakeup(11, 5.2, 89.9, 31, "kafka-schedule")},
+			req:     req(12, 0, 100),
+			cause:   CauseParkWait,
 		},
 		{
 			name:    "a sleep before the broker could read it does not count",

@@ -37,7 +37,7 @@ func (x *Index) Handlers() recording.IOHandlers {
 	return recording.IOHandlers{
 		Write:      func(w *event.Write) error { x.AddWrite(w); return nil },
 		Commit:     func(c *event.JournalCommit) error { x.AddCommit(c); return nil },
-		Sync:       func(*event.FileSync) error { x.Syncs++; return nil },
+		Sync:       func(s *event.FileSync) error { x.Syncs++; x.AddSync(s); return nil },
 		Block:      func(*event.BlockIO) error { x.Blocks++; return nil },
 		Wait:       func(k *event.KernelWait) error { x.AddWait(k); return nil },
 		Steal:      func(s *event.CPUSteal) error { x.AddSteal(s); return nil },
