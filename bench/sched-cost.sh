@@ -19,7 +19,9 @@
 # per second (/proc/stat ctxt), which the per-switch program's cost
 # scales with, and the events the on runs reported.
 #
-#   bench/sched-cost.sh         # TRIALS=3 DURATION=10
+#   bench/sched-cost.sh         # TRIALS=3 DURATION=10 RUNQ_MIN=250us
+#
+# RUNQ_MIN is the on runs' --runq-min: the shortest wait for a CPU (and sleep) traced; record's default.
 #
 # Needs root (eBPF). bench/sched-cost-results.md holds a run's output.
 set -euo pipefail
@@ -29,6 +31,7 @@ work="${KSCOPE_BENCH_DIR:-/tmp/kscope-schedbench}"
 port="${KSCOPE_BENCH_PORT:-19095}"
 trials="${TRIALS:-3}"
 duration="${DURATION:-10}"
+runq_min="${RUNQ_MIN:-250us}"
 mkdir -p "$work"
 scripts/setup.sh >/dev/null
 CGO_ENABLED=0 go build -o bin/kscope ./cmd/kscope
@@ -74,7 +77,7 @@ ctxt() { awk '$1 == "ctxt" {print $2}' /proc/stat; }
 # traced MODE: the load under iotrace; prints "cpu% switches/s events".
 traced() {
   local extra=()
-  [[ "$1" == on ]] && extra=(--runq --conns)
+  [[ "$1" == on ]] && extra=(--runq --runq-min "$runq_min" --conns)
   sysctl -q -w kernel.bpf_stats_enabled=1
   "$kscope" iotrace --pid "$broker_pid" --min-latency 1ms --waits "${extra[@]}" --format json \
     >"$work/iotrace.out" 2>"$work/iotrace.err" &
@@ -104,7 +107,7 @@ for i in $(seq "$trials"); do
   rows+="| $i | $ac | $as | $bc | $bs | $be | $d |"$'\n'
 done
 echo "broker: kscope lab broker; load: 2 x ProducerPerformance 2000 records/s x 512 B, acks=all, linger.ms=2, ${duration} s; $(nproc) cores"
-echo "off: kscope iotrace --min-latency 1ms --waits; on: the same plus --runq --conns; $trials trials, order alternating"
+echo "off: kscope iotrace --min-latency 1ms --waits; on: the same plus --runq --runq-min $runq_min --conns; $trials trials, order alternating"
 echo
 echo "| trial | off tracing CPU % | off switches/s | on tracing CPU % | on switches/s | on events (run delays, wake-ups, connections) | on - off, % of the machine |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -92,8 +92,17 @@ one cause with its evidence:
   replication    acks=all: appended early, answered late (followers)
   throttle       the response's throttle time accounts for it
   response-send  the response took most of the time to leave
+  network        its bytes were slow to arrive: retransmissions, zero
+                 windows, a slow link (the capture's TCP evidence)
+  network-thread-blocked
+                 the network thread serving its connection was stuck
+                 elsewhere (a consumer's fetch read from disk by sendfile)
   cpu-starved    the broker threads carrying it (its handler, the network
-                 thread of its connection) waited in a run queue for a CPU
+                 thread of its connection, the threads holding a lock they
+                 slept on) waited in a run queue for a CPU
+  park-wait      its handler slept until a broker thread that is not a
+                 handler let it go (the log flusher holding an index lock)
+  request-queue  every request handler was busy while it waited for one
   gc-pause       the broker's JVM stood still for a garbage collection
   safepoint      the broker's JVM stood still for another VM operation
   cpu-steal      the hypervisor took the CPU from the broker's threads

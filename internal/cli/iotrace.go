@@ -90,7 +90,7 @@ mounted). See docs/iotrace.md.`,
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
 	f.BoolVar(&o.steal, "steal", false, "also trace the time the hypervisor takes from each vCPU (steal), per interval between context switches, at --min-latency or more (virtual machines only)")
 	f.BoolVar(&o.runq, "runq", false, "also trace the broker threads' run-queue latency: waits for a CPU of at least --runq-min, and who had the CPU")
-	f.DurationVar(&o.runqMin, "runq-min", time.Millisecond, "with --runq: report waits for a CPU of at least this long")
+	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "with --runq: report waits for a CPU of at least this long")
 	f.BoolVar(&o.conns, "conns", false, "also report which broker thread receives on each client connection")
 	f.UintSliceVar(&o.connPorts, "conn-ports", nil, "with --conns: the broker's Kafka ports (default: every TCP port it listens on)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")

@@ -25,8 +25,11 @@ type runq struct {
 }
 
 // DefaultRunQueueMin is the run-queue threshold when Config.RunQueueMin
-// is 0.
-const DefaultRunQueueMin = time.Millisecond
+// is 0. Under a CPU hog the scheduler cuts a broker thread's time into
+// sub-millisecond slices: at 1 ms, a request starved by a dozen waits
+// of 0.5 ms showed none of them. At the demo's load 250 µs costs no more
+// than 1 ms did (bench/sched-cost.sh).
+const DefaultRunQueueMin = 250 * time.Microsecond
 
 func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 	if minLatency < 0 {

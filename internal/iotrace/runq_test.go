@@ -200,7 +200,7 @@ func traceRunDelays(t *testing.T, pid int, min, d time.Duration) (delays []*even
 	if st, err = tr.Stats(); err != nil {
 		t.Fatal(err)
 	}
-	closeAndCheckPrograms(t, tr, 14+3)
+	closeAndCheckPrograms(t, tr, 14+5) // switch, waking, wakeup_new, the timer's entry and exit
 	// The scheduler adds a wait to schedstat when it ends: compare the
 	// delays that ended between the two reads.
 	var in []*event.RunDelay
