@@ -106,13 +106,23 @@ struct {
 	__type(value, __u64);
 } ksio_rsleep SEC(".maps");
 
-/* How many timer expiries this CPU is inside (hrtimer_expire_entry/exit). */
+/* How deep this CPU is in interrupt work that wakes tasks in the name of
+ * whatever task it interrupted: [IRQ_TIMER] timer expiries
+ * (hrtimer_expire_entry/exit), [IRQ_SOFT] softirqs (softirq_entry/exit:
+ * the network's receive path among them). */
+#define IRQ_TIMER 0
+#define IRQ_SOFT 1
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u32);
-} ksio_rtimer SEC(".maps");
+} ksio_rirq SEC(".maps");
+
+/* What a wake-up ran in. */
+#define WAKE_TASK 0  /* a task: the waker */
+#define WAKE_TIMER 1 /* a timer's expiry: the sleep's own timeout */
+#define WAKE_IRQ 2   /* a softirq: no task woke it */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -162,9 +172,9 @@ static __always_inline __u32 throttled(struct task_struct *p)
  * timer) is reported too, with no waker: a timed wait that ran out, such
  * as the JVM's contended monitor, whose waiter parks for 1, 8, 64, 512 ms
  * in turn and then waits for its owner: only the last sleep is ended by
- * the thread it waited for. Wake-ups from other processes and from other
- * interrupts (the network) are not reported. */
-static __always_inline void wake(__u32 tid, __u64 now, int in_timer)
+ * the thread it waited for. Wake-ups from other processes and from
+ * softirqs (the network) are not reported. */
+static __always_inline void wake(__u32 tid, __u64 now, int ctx)
 {
 	__u64 *slept = bpf_map_lookup_elem(&ksio_rsleep, &tid);
 	if (!slept)
@@ -176,7 +186,7 @@ static __always_inline void wake(__u32 tid, __u64 now, int in_timer)
 	 * another CPU before this one finished the switch): no sleep. */
 	if (now <= since || now - since < min_latency_ns)
 		return;
-	if (!in_timer && ((__u32)(id >> 32) != targ_tgid || (__u32)id == tid))
+	if (ctx == WAKE_IRQ || (ctx == WAKE_TASK && ((__u32)(id >> 32) != targ_tgid || (__u32)id == tid)))
 		return;
 	struct iorunq_event *e = bpf_ringbuf_reserve(&ksio_revents, sizeof(*e), 0);
 	if (!e) {
@@ -188,7 +198,7 @@ static __always_inline void wake(__u32 tid, __u64 now, int in_timer)
 	e->start_ns = since;
 	e->end_ns = now;
 	e->tid = tid;
-	if (in_timer) {
+	if (ctx == WAKE_TIMER) {
 		e->timer = 1;
 	} else {
 		e->waker_tid = (__u32)id;
@@ -198,13 +208,22 @@ static __always_inline void wake(__u32 tid, __u64 now, int in_timer)
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-/* in_timer reports whether this CPU is running a timer's expiry: a
- * wake-up there is the timer's, not the interrupted task's. */
-static __always_inline int in_timer(void)
+static __always_inline int irq_depth(__u32 which)
 {
-	__u32 zero = 0;
-	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
-	return depth && *depth > 0;
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rirq, &which);
+	return depth ? *depth : 0;
+}
+
+/* wake_ctx says what a wake-up on this CPU now runs in: a timer's expiry
+ * (first: the hrtimer softirq runs expiries too), a softirq, or a task. A
+ * wake-up in interrupt work is not the interrupted task's. */
+static __always_inline int wake_ctx(void)
+{
+	if (irq_depth(IRQ_TIMER) > 0)
+		return WAKE_TIMER;
+	if (irq_depth(IRQ_SOFT) > 0)
+		return WAKE_IRQ;
+	return WAKE_TASK;
 }
 
 static __always_inline int woken(struct task_struct *p)
@@ -213,11 +232,11 @@ static __always_inline int woken(struct task_struct *p)
 		return 0;
 	__u32 tid = p->pid;
 	struct runq_start s = { .ts = bpf_ktime_get_ns(), .throttled = throttled(p) };
-	int timer = in_timer();
-	wake(tid, s.ts, timer);
-	/* The wake-up runs in the waker's context (or an interrupt's: a
-	 * timer's is told apart, and has no waker). */
-	if (!timer) {
+	int ctx = wake_ctx();
+	wake(tid, s.ts, ctx);
+	/* The wake-up runs in the waker's context, or in interrupt work,
+	 * which has no waker. */
+	if (ctx == WAKE_TASK) {
 		__u64 id = bpf_get_current_pid_tgid();
 		s.waker_tid = (__u32)id;
 		s.waker_tgid = (__u32)(id >> 32);
@@ -250,23 +269,49 @@ int ksio_runq_wakeup_new(__u64 *ctx)
  * a hard expiry can interrupt a soft one on the same CPU; the exit is
  * attached first and never takes the count below 0, so an expiry under
  * way while the programs attach cannot leave it raised. */
+static __always_inline void irq_enter(__u32 which)
+{
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rirq, &which);
+	if (depth)
+		*depth += 1;
+}
+
+static __always_inline void irq_exit(__u32 which)
+{
+	__u32 *depth = bpf_map_lookup_elem(&ksio_rirq, &which);
+	if (depth && *depth > 0)
+		*depth -= 1;
+}
+
 SEC("tp_btf/hrtimer_expire_entry")
 int ksio_runq_timer_entry(__u64 *ctx)
 {
-	__u32 zero = 0;
-	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
-	if (depth)
-		*depth += 1;
+	irq_enter(IRQ_TIMER);
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int ksio_runq_timer_exit(__u64 *ctx)
 {
-	__u32 zero = 0;
-	__u32 *depth = bpf_map_lookup_elem(&ksio_rtimer, &zero);
-	if (depth && *depth > 0)
-		*depth -= 1;
+	irq_exit(IRQ_TIMER);
+	return 0;
+}
+
+/* A softirq, on irq exit, at local_bh_enable or in ksoftirqd: the network
+ * receive path wakes a socket's reader from here, in whatever task the
+ * CPU was running (on a real NIC, often a broker thread). Attached as
+ * the timer's: exit first. */
+SEC("tp_btf/softirq_entry")
+int ksio_runq_softirq_entry(__u64 *ctx)
+{
+	irq_enter(IRQ_SOFT);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int ksio_runq_softirq_exit(__u64 *ctx)
+{
+	irq_exit(IRQ_SOFT);
 	return 0;
 }
 

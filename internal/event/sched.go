@@ -60,7 +60,7 @@ type RunDelay struct {
 // wake-ups, each followed at once by the next sleep, and a last one that
 // the lock's holder ended. Reported by kscope iotrace (with --runq) for
 // sleeps of at least the run-queue threshold; wake-ups by other
-// processes or other interrupts (the network) are not reported.
+// processes or from softirqs (the network) are not reported.
 type Wakeup struct {
 	Kind        string    `json:"kind"` // KindWakeup
 	Start       time.Time `json:"start"`

@@ -67,20 +67,22 @@ type iorunqRunqStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	iorunqMapKsioRcounters       = "ksio_rcounters"
-	iorunqMapKsioRcpu            = "ksio_rcpu"
-	iorunqMapKsioRevents         = "ksio_revents"
-	iorunqMapKsioRsleep          = "ksio_rsleep"
-	iorunqMapKsioRstart          = "ksio_rstart"
-	iorunqMapKsioRtimer          = "ksio_rtimer"
-	iorunqProgKsioRunqSwitch     = "ksio_runq_switch"
-	iorunqProgKsioRunqTimerEntry = "ksio_runq_timer_entry"
-	iorunqProgKsioRunqTimerExit  = "ksio_runq_timer_exit"
-	iorunqProgKsioRunqWakeup     = "ksio_runq_wakeup"
-	iorunqProgKsioRunqWakeupNew  = "ksio_runq_wakeup_new"
-	iorunqVarMinLatencyNs        = "min_latency_ns"
-	iorunqVarTargTgid            = "targ_tgid"
-	iorunqVarUnusedIorunqEvent   = "unused_iorunq_event"
+	iorunqMapKsioRcounters         = "ksio_rcounters"
+	iorunqMapKsioRcpu              = "ksio_rcpu"
+	iorunqMapKsioRevents           = "ksio_revents"
+	iorunqMapKsioRirq              = "ksio_rirq"
+	iorunqMapKsioRsleep            = "ksio_rsleep"
+	iorunqMapKsioRstart            = "ksio_rstart"
+	iorunqProgKsioRunqSoftirqEntry = "ksio_runq_softirq_entry"
+	iorunqProgKsioRunqSoftirqExit  = "ksio_runq_softirq_exit"
+	iorunqProgKsioRunqSwitch       = "ksio_runq_switch"
+	iorunqProgKsioRunqTimerEntry   = "ksio_runq_timer_entry"
+	iorunqProgKsioRunqTimerExit    = "ksio_runq_timer_exit"
+	iorunqProgKsioRunqWakeup       = "ksio_runq_wakeup"
+	iorunqProgKsioRunqWakeupNew    = "ksio_runq_wakeup_new"
+	iorunqVarMinLatencyNs          = "min_latency_ns"
+	iorunqVarTargTgid              = "targ_tgid"
+	iorunqVarUnusedIorunqEvent     = "unused_iorunq_event"
 )
 
 // loadIorunq returns the embedded CollectionSpec for iorunq.
@@ -125,11 +127,13 @@ type iorunqSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iorunqProgramSpecs struct {
-	KsioRunqSwitch     *ebpf.ProgramSpec `ebpf:"ksio_runq_switch"`
-	KsioRunqTimerEntry *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_entry"`
-	KsioRunqTimerExit  *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_exit"`
-	KsioRunqWakeup     *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup"`
-	KsioRunqWakeupNew  *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup_new"`
+	KsioRunqSoftirqEntry *ebpf.ProgramSpec `ebpf:"ksio_runq_softirq_entry"`
+	KsioRunqSoftirqExit  *ebpf.ProgramSpec `ebpf:"ksio_runq_softirq_exit"`
+	KsioRunqSwitch       *ebpf.ProgramSpec `ebpf:"ksio_runq_switch"`
+	KsioRunqTimerEntry   *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_entry"`
+	KsioRunqTimerExit    *ebpf.ProgramSpec `ebpf:"ksio_runq_timer_exit"`
+	KsioRunqWakeup       *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup"`
+	KsioRunqWakeupNew    *ebpf.ProgramSpec `ebpf:"ksio_runq_wakeup_new"`
 }
 
 // iorunqMapSpecs contains maps before they are loaded into the kernel.
@@ -139,9 +143,9 @@ type iorunqMapSpecs struct {
 	KsioRcounters *ebpf.MapSpec `ebpf:"ksio_rcounters"`
 	KsioRcpu      *ebpf.MapSpec `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.MapSpec `ebpf:"ksio_revents"`
+	KsioRirq      *ebpf.MapSpec `ebpf:"ksio_rirq"`
 	KsioRsleep    *ebpf.MapSpec `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.MapSpec `ebpf:"ksio_rstart"`
-	KsioRtimer    *ebpf.MapSpec `ebpf:"ksio_rtimer"`
 }
 
 // iorunqVariableSpecs contains global variables before they are loaded into the kernel.
@@ -176,9 +180,9 @@ type iorunqMaps struct {
 	KsioRcounters *ebpf.Map `ebpf:"ksio_rcounters"`
 	KsioRcpu      *ebpf.Map `ebpf:"ksio_rcpu"`
 	KsioRevents   *ebpf.Map `ebpf:"ksio_revents"`
+	KsioRirq      *ebpf.Map `ebpf:"ksio_rirq"`
 	KsioRsleep    *ebpf.Map `ebpf:"ksio_rsleep"`
 	KsioRstart    *ebpf.Map `ebpf:"ksio_rstart"`
-	KsioRtimer    *ebpf.Map `ebpf:"ksio_rtimer"`
 }
 
 func (m *iorunqMaps) Close() error {
@@ -186,9 +190,9 @@ func (m *iorunqMaps) Close() error {
 		m.KsioRcounters,
 		m.KsioRcpu,
 		m.KsioRevents,
+		m.KsioRirq,
 		m.KsioRsleep,
 		m.KsioRstart,
-		m.KsioRtimer,
 	)
 }
 
@@ -205,15 +209,19 @@ type iorunqVariables struct {
 //
 // It can be passed to loadIorunqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iorunqPrograms struct {
-	KsioRunqSwitch     *ebpf.Program `ebpf:"ksio_runq_switch"`
-	KsioRunqTimerEntry *ebpf.Program `ebpf:"ksio_runq_timer_entry"`
-	KsioRunqTimerExit  *ebpf.Program `ebpf:"ksio_runq_timer_exit"`
-	KsioRunqWakeup     *ebpf.Program `ebpf:"ksio_runq_wakeup"`
-	KsioRunqWakeupNew  *ebpf.Program `ebpf:"ksio_runq_wakeup_new"`
+	KsioRunqSoftirqEntry *ebpf.Program `ebpf:"ksio_runq_softirq_entry"`
+	KsioRunqSoftirqExit  *ebpf.Program `ebpf:"ksio_runq_softirq_exit"`
+	KsioRunqSwitch       *ebpf.Program `ebpf:"ksio_runq_switch"`
+	KsioRunqTimerEntry   *ebpf.Program `ebpf:"ksio_runq_timer_entry"`
+	KsioRunqTimerExit    *ebpf.Program `ebpf:"ksio_runq_timer_exit"`
+	KsioRunqWakeup       *ebpf.Program `ebpf:"ksio_runq_wakeup"`
+	KsioRunqWakeupNew    *ebpf.Program `ebpf:"ksio_runq_wakeup_new"`
 }
 
 func (p *iorunqPrograms) Close() error {
 	return _IorunqClose(
+		p.KsioRunqSoftirqEntry,
+		p.KsioRunqSoftirqExit,
 		p.KsioRunqSwitch,
 		p.KsioRunqTimerEntry,
 		p.KsioRunqTimerExit,

@@ -64,10 +64,12 @@ func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 		prog *ebpf.Program
 	}{
 		{"sched_switch", r.objs.KsioRunqSwitch},
-		// The timer's exit before its entry: an expiry under way as they
-		// attach must not leave its CPU marked inside a timer.
+		// Exits before entries: a timer expiry or softirq under way as
+		// they attach must not leave its CPU marked inside one.
 		{"hrtimer_expire_exit", r.objs.KsioRunqTimerExit},
 		{"hrtimer_expire_entry", r.objs.KsioRunqTimerEntry},
+		{"softirq_exit", r.objs.KsioRunqSoftirqExit},
+		{"softirq_entry", r.objs.KsioRunqSoftirqEntry},
 		{"sched_waking", r.objs.KsioRunqWakeup},
 		{"sched_wakeup_new", r.objs.KsioRunqWakeupNew},
 	} {
@@ -87,7 +89,7 @@ func (r *runq) ring() *ringbuf.Reader { return r.rd }
 
 func (r *runq) programs() []*ebpf.Program {
 	return []*ebpf.Program{r.objs.KsioRunqSwitch, r.objs.KsioRunqWakeup, r.objs.KsioRunqWakeupNew,
-		r.objs.KsioRunqTimerEntry, r.objs.KsioRunqTimerExit}
+		r.objs.KsioRunqTimerEntry, r.objs.KsioRunqTimerExit, r.objs.KsioRunqSoftirqEntry, r.objs.KsioRunqSoftirqExit}
 }
 
 func (r *runq) counters(s *Stats) error {

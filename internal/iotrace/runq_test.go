@@ -200,7 +200,7 @@ func traceRunDelays(t *testing.T, pid int, min, d time.Duration) (delays []*even
 	if st, err = tr.Stats(); err != nil {
 		t.Fatal(err)
 	}
-	closeAndCheckPrograms(t, tr, 14+5) // switch, waking, wakeup_new, the timer's entry and exit
+	closeAndCheckPrograms(t, tr, 14+7) // switch, waking, wakeup_new, the entries and exits of timers and softirqs
 	// The scheduler adds a wait to schedstat when it ends: compare the
 	// delays that ended between the two reads.
 	var in []*event.RunDelay
@@ -413,11 +413,11 @@ a = threading.Thread(target=sleeper); b = threading.Thread(target=waker)
 a.start(); b.start(); a.join(); b.join()
 `
 
-// TestWakeups: a thread that sleeps until another thread of its process
-// wakes it, every 20 ms, is reported woken by that thread each time; a
-// wake-up by a timer is reported as the sleep's timeout (no thread), and
-// no wake-up names a thread outside the process.
-func TestWakeups(t *testing.T) {
+// traceWakeups runs script (python3) after it printed its two threads'
+// ids ("NAME TID" lines), sends it a line on stdin to start, and returns
+// the ids and the wake-ups the tracer reported over 3 s.
+func traceWakeups(t *testing.T, script string) (map[string]int, []*event.Wakeup, *Tracer) {
+	t.Helper()
 	requireRoot(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -425,8 +425,8 @@ func TestWakeups(t *testing.T) {
 	}
 	// Bounded: the target dies after 30 s whatever happens.
 	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer pcancel()
-	cmd := exec.CommandContext(pctx, py, "-c", wakeScript)
+	t.Cleanup(pcancel)
+	cmd := exec.CommandContext(pctx, py, "-c", script)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +455,7 @@ func TestWakeups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
+	t.Cleanup(func() { tr.Close() })
 	var mu sync.Mutex
 	var wakes []*event.Wakeup
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -471,6 +471,58 @@ func TestWakeups(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	return tids, wakes, tr
+}
+
+// sockScript runs two threads: the reader blocks in recv on a loopback
+// TCP connection that the writer sends a byte on every 20 ms, 40 times,
+// once a line comes on stdin. The byte reaches the reader through the
+// network's receive softirq, run in the writer's context as its send
+// leaves the loopback device.
+const sockScript = `
+import socket, threading, time, sys
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+w = socket.create_connection(srv.getsockname()); r, _ = srv.accept()
+def reader():
+    sys.stdout.write("reader %d\n" % threading.get_native_id()); sys.stdout.flush()
+    n = 0
+    while n < 40:
+        n += len(r.recv(1))
+def writer():
+    sys.stdout.write("writer %d\n" % threading.get_native_id()); sys.stdout.flush()
+    sys.stdin.readline()
+    for _ in range(40):
+        time.sleep(0.02)
+        w.send(b"x")
+a = threading.Thread(target=reader); b = threading.Thread(target=writer)
+a.start(); b.start(); a.join(); b.join()
+`
+
+// TestWakeupsFromSoftirq: a thread woken by data arriving on its socket
+// is woken in the network's receive softirq, whatever task that ran in
+// (here the sending thread of the same process; on a NIC, any task the
+// interrupt found): not reported as woken by that thread, nor is the run
+// delay that follows given a waker.
+func TestWakeupsFromSoftirq(t *testing.T) {
+	tids, wakes, tr := traceWakeups(t, sockScript)
+	for _, u := range wakes {
+		if u.TID == tids["reader"] && !u.Timer {
+			t.Errorf("the reader reported woken by tid %d (%s): %+v", u.WakerTID, u.WakerThread, *u)
+		}
+	}
+	st, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("threads %v: %d wake-ups; stats %+v", tids, len(wakes), st)
+}
+
+// TestWakeups: a thread that sleeps until another thread of its process
+// wakes it, every 20 ms, is reported woken by that thread each time; a
+// wake-up by a timer is reported as the sleep's timeout (no thread), and
+// no wake-up names a thread outside the process.
+func TestWakeups(t *testing.T) {
+	tids, wakes, tr := traceWakeups(t, wakeScript)
 	st, err := tr.Stats()
 	if err != nil {
 		t.Fatal(err)
