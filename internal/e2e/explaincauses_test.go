@@ -100,7 +100,20 @@ func TestExplainCauses(t *testing.T) {
 			time.Sleep(800 * time.Millisecond)
 			return ws
 		})
-		checkCause(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return heldBy(f, hogComm) > 0 })
+		// The log device is a loop device: its I/O is done by a kernel
+		// worker on the CPUs the hog takes, so the hog can hold a
+		// journal commit's block write too (35 ms for a 16 KB write in
+		// one CI run), and the appends waiting on that commit are the
+		// journal's, as explain says with the commit as evidence.
+		// TestExplainJournal judges those; here they are not judged.
+		notJournal := func(f *explain.Finding) bool {
+			if f.Root == explain.RootJournal && (f.Cause == explain.CauseSlowWrite || f.Cause == explain.CauseLockWait) {
+				t.Logf("not judged, held by a journal commit: %s/%d %.1f ms at %s: %s", f.Client, f.CorrelationID, f.LatencyMs, f.Arrival.Format("15:04:05.000"), f.Detail)
+				return false
+			}
+			return true
+		}
+		checkCauseOf(t, dir, windows, explain.CauseCPUStarved, func(f *explain.Finding) bool { return heldBy(f, hogComm) > 0 }, notJournal)
 	})
 
 	t.Run("cpu-quota", func(t *testing.T) {
