@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -266,5 +267,42 @@ func TestProduceIDsOnly(t *testing.T) {
 		if len(pp.MessageIDs) != 2 || fp.Records != 4 || len(fp.MessageIDs) != wantFetchIDs {
 			t.Errorf("only=%v: produce ids %v, fetch records %d ids %v", only, pp.MessageIDs, fp.Records, fp.MessageIDs)
 		}
+	}
+}
+
+// TestHostileTagCount: a flexible request whose last tagged-field section
+// claims 2^32-1 tags in five bytes is rejected as soon as its bytes run
+// out (kmsg before v1.15.1 looped for every tag claimed: about a minute
+// of CPU per such frame), and the well-formed request after it on the
+// connection still decodes.
+func TestHostileTagCount(t *testing.T) {
+	hostile := requestFrame(produceRequest("orders", 0, -1, "m-1"), 9, 1, "hostile")
+	// The body ends with its top-level tagged fields: a count of 0.
+	if hostile[len(hostile)-1] != 0 {
+		t.Fatalf("the frame does not end with an empty tag section: % x", hostile[len(hostile)-4:])
+	}
+	hostile = append(hostile[:len(hostile)-1], 0xff, 0xff, 0xff, 0xff, 0x0f)
+	binary.BigEndian.PutUint32(hostile, uint32(len(hostile)-4))
+	c := newConversation(40100)
+	c.handshake()
+	c.send(true, hostile, 1400, time.Millisecond)
+	c.send(true, requestFrame(produceRequest("orders", 0, -1, "m-2"), 9, 2, "ok"), 1400, time.Millisecond)
+	c.send(false, responseFrame(produceResponse("orders", 0), 9, 2), 1400, time.Millisecond)
+	done := make(chan []*event.Request, 1)
+	go func() {
+		out, _ := run(c.segs)
+		done <- out
+	}()
+	// A hang guard, not a speed goal: the decode takes microseconds.
+	select {
+	case out := <-done:
+		for _, r := range out {
+			if r.CorrelationID == 2 && r.Answered {
+				return
+			}
+		}
+		t.Errorf("the request after the hostile one was not decoded: %d requests", len(out))
+	case <-time.After(20 * time.Second):
+		t.Fatal("decoding a frame claiming 2^32-1 tags did not end in 20 s")
 	}
 }
