@@ -168,8 +168,8 @@ static __always_inline __u32 throttled(struct task_struct *p)
  * here is such a wait. */
 /* wake reports a broker thread woken by another of the broker's threads
  * after a sleep of at least min_latency_ns: it waited for that thread (a
- * lock it held, a queue it filled). A wake-up from a timer's expiry (in
- * timer) is reported too, with no waker: a timed wait that ran out, such
+ * lock it held, a queue it filled). A wake-up from a timer's expiry (ctx
+ * WAKE_TIMER) is reported too, with no waker: a timed wait that ran out, such
  * as the JVM's contended monitor, whose waiter parks for 1, 8, 64, 512 ms
  * in turn and then waits for its owner: only the last sleep is ended by
  * the thread it waited for. Wake-ups from other processes and from
@@ -264,11 +264,10 @@ int ksio_runq_wakeup_new(__u64 *ctx)
 	return woken((struct task_struct *)ctx[0]);
 }
 
-/* A timer's expiry, from hrtimer_interrupt or the hrtimer softirq: the
- * sleeper timers of futex waits and nanosleep expire here. Counted, since
- * a hard expiry can interrupt a soft one on the same CPU; the exit is
- * attached first and never takes the count below 0, so an expiry under
- * way while the programs attach cannot leave it raised. */
+/* Counted, not flagged, since a hard timer expiry can interrupt a soft
+ * one (or a softirq) on the same CPU; the exits are attached first and
+ * never take a count below 0, so work under way while the programs
+ * attach cannot leave it raised. */
 static __always_inline void irq_enter(__u32 which)
 {
 	__u32 *depth = bpf_map_lookup_elem(&ksio_rirq, &which);
@@ -283,6 +282,8 @@ static __always_inline void irq_exit(__u32 which)
 		*depth -= 1;
 }
 
+/* A timer's expiry, from hrtimer_interrupt or the hrtimer softirq: the
+ * sleeper timers of futex waits and nanosleep expire here. */
 SEC("tp_btf/hrtimer_expire_entry")
 int ksio_runq_timer_entry(__u64 *ctx)
 {
@@ -299,8 +300,7 @@ int ksio_runq_timer_exit(__u64 *ctx)
 
 /* A softirq, on irq exit, at local_bh_enable or in ksoftirqd: the network
  * receive path wakes a socket's reader from here, in whatever task the
- * CPU was running (on a real NIC, often a broker thread). Attached as
- * the timer's: exit first. */
+ * CPU was running (on a real NIC, often a broker thread). */
 SEC("tp_btf/softirq_entry")
 int ksio_runq_softirq_entry(__u64 *ctx)
 {

@@ -100,8 +100,9 @@ func (x *Index) intern(s string) int32 {
 	return i
 }
 
-// AddWrite adds a traced write. Fsyncs and writes that are not on a
-// partition's log are not what an append waits on and are left out.
+// AddWrite adds a traced write. Fsyncs go to the syncs by thread
+// (syncs.go); writes that are not on a partition's log are not what an
+// append waits on and are left out.
 func (x *Index) AddWrite(w *event.Write) {
 	if isSyncOp(w.Op) {
 		x.addSync(w.TID, w.Start.UnixNano(), w.End.UnixNano(), w.Topic, w.Partition)

@@ -30,7 +30,7 @@ type schedIndex struct {
 	// names are the broker threads' names by TID, as the tracer saw them.
 	names     map[int]string
 	maxRunq   int64 // longest run delay, ns
-	maxSleep  int64 // longest sleep before a wake-up, ns
+	maxSleep  int64 // longest wait before a wake-up, ns (build: after joinTimedSleeps)
 	maxThrot  int64
 	maxPause  int64
 	runDelays int64
@@ -59,7 +59,6 @@ func (x *Index) AddRunDelay(r *event.RunDelay) {
 // AddWakeup adds a broker thread woken by another of its threads.
 func (x *Index) AddWakeup(u *event.Wakeup) {
 	x.sched.wakeups[u.TID] = append(x.sched.wakeups[u.TID], *u)
-	x.sched.maxSleep = max(x.sched.maxSleep, int64(u.End.Sub(u.Start)))
 	x.sched.names[u.TID] = u.Thread
 	if u.WakerThread != "" {
 		x.sched.names[u.WakerTID] = u.WakerThread
