@@ -135,16 +135,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 
 	meta := &recording.Meta{Tool: "kscope record", Kernel: hostinfo.Kernel(), Interface: o.iface, Ports: cfg.Ports,
-		Broker: recording.Broker{PID: pid}}
+		Broker: recording.BrokerOf(pid, logDirs)}
 	meta.Host, _ = os.Hostname()
-	meta.Broker.Version, _ = hostinfo.BrokerVersion(pid)
-	for _, d := range logDirs {
-		ld := recording.LogDir{Path: d}
-		if m, err := hostinfo.MountOf(pid, d); err == nil {
-			ld.Device, ld.FSType, ld.Source, ld.MountPoint, ld.Options = m.Device, m.FSType, m.Source, m.MountPoint, m.Options
-		}
-		meta.Broker.LogDirs = append(meta.Broker.LogDirs, ld)
-	}
 	topics := wire.NewTopicNames()
 	if ids, err := logdir.TopicIDs(logDirs...); err == nil {
 		for id, name := range ids {

@@ -124,6 +124,11 @@ type Broker struct {
 	PIDs    []int    `json:"pids,omitempty"`
 	Version string   `json:"version,omitempty"` // from its kafka-clients jar; empty when unknown
 	LogDirs []LogDir `json:"log_dirs"`
+	// NodeID and ClusterID are the broker's node.id (broker.id) and
+	// cluster.id from its log dirs' meta.properties; nil and empty when
+	// not readable (and in recordings made before they were kept).
+	NodeID    *int32 `json:"node_id,omitempty"`
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // LogDir is one broker log directory and the file system it is on.
