@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -76,7 +74,7 @@ type explainOptions struct {
 func newExplainCmd() *cobra.Command {
 	var o explainOptions
 	cmd := &cobra.Command{
-		Use:   "explain (DIR | --pcap FILE --io FILE) [flags]",
+		Use:   "explain (DIR... | --pcap FILE --io FILE) [flags]",
 		Short: "Name the root cause of every slow produce request",
 		Long: `Explains every produce request at or above --slow (default: the p99 of the
 recording's produce latencies; for an agent's slow-request log, the agent's
@@ -115,8 +113,18 @@ request exactly by message id when the segment files are readable (the log
 dirs in meta.json, or --log-dirs), else by byte count and time.
 
 DIR is a recording made by 'kscope record'. Without one, give a capture
-(--pcap) and iotrace JSON output (--io). See docs/explain.md.`,
-		Args: cobra.MaximumNArgs(1),
+(--pcap) and iotrace JSON output (--io).
+
+With the recordings of several brokers of one cluster (one per broker, made
+at the same time), their clocks are aligned from the replica Fetch requests
+both ends captured (NTP-style; the offsets and their error bounds are
+printed first), and each broker's slow requests are explained in turn. A
+leader's wait for its followers (replication) then names the follower whose
+fetch ended it and what the follower's part went to (follower_cause): its
+own appends (slow-write, with the journal or a frozen file system), the
+network between the two, its fetcher thread's waits for a CPU, its JVM's
+pauses, or the fetch waiting in the leader. See docs/explain.md.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.percentileSet = cmd.Flags().Changed("percentile")
 			return runExplain(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
@@ -136,135 +144,67 @@ DIR is a recording made by 'kscope record'. Without one, give a capture
 }
 
 func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) error {
-	if (len(args) == 1) == (len(o.pcaps) > 0) {
-		return badInput(errors.New("give a recording directory, or --pcap and --io"))
+	only, err := o.validate(args)
+	if err != nil {
+		return badInput(err)
 	}
-	if len(o.pcaps) > 0 && len(o.ioFiles) == 0 {
-		return badInput(errors.New("--pcap needs --io (the broker's iotrace --format json output)"))
+	if len(args) > 1 {
+		return runExplainCluster(stdout, stderr, args, o)
 	}
-	if o.share <= 0 || o.share > 1 {
-		return badInput(fmt.Errorf("--share %v: want a fraction in (0, 1]", o.share))
-	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return badInput(fmt.Errorf("--percentile %v: want (0, 100]", o.percentile))
-	}
-	var only *explain.RequestID
-	if o.request != "" {
-		id, err := explain.ParseRequestID(o.request)
-		if err != nil {
-			return badInput(err)
-		}
-		only = &id
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(output.UnknownFormat(o.format))
-	}
-
-	idx := explain.NewIndex()
 	var (
-		requestsPath string
-		scan         *explain.Scan
-		scanErr      error
-		scanned      = make(chan struct{})
-		logDirs      = o.logDirs
-		jfrPath      = o.jfrFile
-		slow         = o.slow
-		slowFrom     string
-		missing      []string
+		scan     *explain.Scan
+		idx      *explain.Index
+		logDirs  = o.logDirs
+		jfrPath  = o.jfrFile
+		slow     = o.slow
+		slowFrom string
+		missing  []string
 	)
 	if len(args) == 1 {
-		dir := args[0]
-		meta, err := recording.ReadMeta(dir)
+		rec, err := explain.LoadRecording(args[0], only)
 		if err != nil {
-			return badInput(fmt.Errorf("%s is not a kscope recording: %w", dir, err))
-		}
-		slow, slowFrom = slowLogThreshold(stderr, dir, meta, o.slow, o.percentileSet)
-		missing = meta.MissingEvidence()
-		if len(logDirs) == 0 {
-			for _, d := range meta.Broker.LogDirs {
-				logDirs = append(logDirs, d.Path)
-			}
-		}
-		requestsPath = filepath.Join(dir, recording.RequestsFile)
-		// The requests are scanned while the index loads.
-		go func() {
-			defer close(scanned)
-			scan, scanErr = explain.ScanRequests(requestsPath, only)
-		}()
-		io := []string{filepath.Join(dir, recording.WritesFile), filepath.Join(dir, recording.JournalFile)}
-		if p := filepath.Join(dir, recording.SchedFile); fileExists(p) {
-			io = append(io, p)
-		}
-		if err := explain.LoadIO(idx, io...); err != nil {
 			return badInput(err)
 		}
-		if jfrPath == "" {
-			if p := filepath.Join(dir, recording.LockWaitsFile); fileExists(p) {
-				if err := explain.LoadLockWaits(idx, p); err != nil {
-					return badInput(err)
-				}
-			} else if p := filepath.Join(dir, recording.JFRFile); fileExists(p) {
-				jfrPath = p
-			}
+		slow, slowFrom = slowLogThreshold(stderr, args[0], rec.Meta, o.slow, o.percentileSet)
+		missing = rec.Meta.MissingEvidence()
+		if len(logDirs) == 0 {
+			logDirs = rec.LogDirs()
 		}
+		if jfrPath == "" {
+			jfrPath = rec.JFR
+		}
+		scan, idx = rec.Scan, rec.Index
 	} else {
 		dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs}, stderr, o.quiet)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
-		requestsPath = dec.path
+		var scanErr error
+		scanned := make(chan struct{})
 		go func() {
 			defer close(scanned)
-			scan, scanErr = explain.ScanRequests(requestsPath, only)
+			scan, scanErr = explain.ScanRequests(dec.path, only)
 		}()
-		if err := explain.LoadIO(idx, o.ioFiles...); err != nil {
+		idx = explain.NewIndex()
+		err = explain.LoadIO(idx, o.ioFiles...)
+		<-scanned
+		if err = errors.Join(err, scanErr); err != nil {
 			return badInput(err)
 		}
 	}
-	if jfrPath != "" {
-		st, err := jfr.ReadLockWaits(jfrPath, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
-		if err != nil {
-			return badInput(err)
-		}
-		if !o.quiet {
-			fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", jfrPath, st.LockWaits)
-		}
+	if err := readLockWaits(stderr, idx, jfrPath, o.quiet); err != nil {
+		return err
 	}
-
-	<-scanned
-	if scanErr != nil {
-		return badInput(scanErr)
-	}
-	lookup := o.idLookup(logDirs)
-	e := explain.New(explain.Config{Slow: slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}, idx, lookup)
-
+	e := explain.New(o.config(slow), idx, o.idLookup(logDirs))
 	if only != nil {
-		var found *explain.Finding
-		if _, err := e.Run(scan, explain.RunOptions{}, func(f *explain.Finding) error { found = f; return nil }); err != nil {
-			return badInput(err)
-		}
-		if o.format == "json" {
-			j := output.NewJSONLines(stdout)
-			if err := j.Encode(found); err != nil {
-				return err
-			}
-			return j.Flush()
-		}
-		return explainout.WriteTimeline(stdout, found)
+		return explainOne(stdout, e, scan, o.format)
 	}
-
 	w, err := explainout.NewWriter(stdout, o.format, !o.summary)
 	if err != nil {
 		return badInput(err)
 	}
-	var writeErr error
-	sum, err := e.Run(scan, explain.RunOptions{Top: o.top}, func(f *explain.Finding) error {
-		if writeErr == nil {
-			writeErr = w.Finding(f)
-		}
-		return nil
-	})
+	sum, writeErr, err := runExplainer(e, scan, o.top, w)
 	if err != nil {
 		return badInput(err)
 	}
@@ -284,9 +224,142 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	return nil
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+// validate checks the options against the arguments, and parses
+// --request.
+func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
+	if (len(args) >= 1) == (len(o.pcaps) > 0) {
+		return nil, errors.New("give recording directories, or --pcap and --io")
+	}
+	if len(o.pcaps) > 0 && len(o.ioFiles) == 0 {
+		return nil, errors.New("--pcap needs --io (the broker's iotrace --format json output)")
+	}
+	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "") {
+		return nil, errors.New("--request, --log-dirs and --jfr go with one recording, not several")
+	}
+	if o.share <= 0 || o.share > 1 {
+		return nil, fmt.Errorf("--share %v: want a fraction in (0, 1]", o.share)
+	}
+	if o.percentile <= 0 || o.percentile > 100 {
+		return nil, fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
+	}
+	if o.format != "table" && o.format != "json" {
+		return nil, output.UnknownFormat(o.format)
+	}
+	if o.request == "" {
+		return nil, nil
+	}
+	id, err := explain.ParseRequestID(o.request)
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
+}
+
+func (o *explainOptions) config(slow time.Duration) explain.Config {
+	return explain.Config{Slow: slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}
+}
+
+// readLockWaits adds a JFR file's lock waits to idx ("" : none).
+func readLockWaits(stderr io.Writer, idx *explain.Index, jfrPath string, quiet bool) error {
+	if jfrPath == "" {
+		return nil
+	}
+	st, err := jfr.ReadLockWaits(jfrPath, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
+	if err != nil {
+		return badInput(err)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", jfrPath, st.LockWaits)
+	}
+	return nil
+}
+
+// explainOne prints the timeline (or JSON) of the one request asked for.
+func explainOne(stdout io.Writer, e *explain.Explainer, scan *explain.Scan, format string) error {
+	var found *explain.Finding
+	if _, err := e.Run(scan, explain.RunOptions{}, func(f *explain.Finding) error { found = f; return nil }); err != nil {
+		return badInput(err)
+	}
+	if format == "json" {
+		j := output.NewJSONLines(stdout)
+		if err := j.Encode(found); err != nil {
+			return err
+		}
+		return j.Flush()
+	}
+	return explainout.WriteTimeline(stdout, found)
+}
+
+// runExplainer writes each finding to w and returns the summary; the
+// first write error is returned apart, the run goes on.
+func runExplainer(e *explain.Explainer, scan *explain.Scan, top int, w explainout.Writer) (*explain.Summary, error, error) {
+	var writeErr error
+	sum, err := e.Run(scan, explain.RunOptions{Top: top}, func(f *explain.Finding) error {
+		if writeErr == nil {
+			writeErr = w.Finding(f)
+		}
+		return nil
+	})
+	return sum, writeErr, err
+}
+
+// runExplainCluster explains several brokers' recordings together: their
+// clocks are aligned from the replica fetches both ends captured, and
+// each broker's slow requests are explained with the others as its
+// peers, so that a wait for a follower names the follower's cause.
+func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOptions) error {
+	recs := make([]*explain.Recording, len(dirs))
+	for i, d := range dirs {
+		rec, err := explain.LoadRecording(d, nil)
+		if err != nil {
+			return badInput(err)
+		}
+		if err := readLockWaits(stderr, rec.Index, rec.JFR, o.quiet); err != nil {
+			return err
+		}
+		recs[i] = rec
+	}
+	cl, err := explain.NewCluster(recs)
+	if err != nil {
+		return badInput(err)
+	}
+	w, err := explainout.NewWriter(stdout, o.format, !o.summary)
+	if err != nil {
+		return badInput(err)
+	}
+	if err := w.Clocks(cl); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	for i, rec := range recs {
+		if !cl.Aligned[i] && !o.quiet {
+			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", rec.Dir, rec.NodeID)
+		}
+		slow, slowFrom := slowLogThreshold(stderr, rec.Dir, rec.Meta, o.slow, o.percentileSet)
+		e := explain.New(o.config(slow), rec.Index, o.idLookup(rec.LogDirs()))
+		e.SetPeers(cl.Peers(i))
+		if err := w.Broker(rec.NodeID, rec.Dir); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+		sum, writeErr, err := runExplainer(e, rec.Scan, o.top, w)
+		if err != nil {
+			return badInput(err)
+		}
+		if slowFrom != "" {
+			sum.ThresholdFrom = slowFrom
+		}
+		id := rec.NodeID
+		sum.MissingEvidence, sum.NodeID, sum.Clock = rec.Meta.MissingEvidence(), &id, cl.Shift(i)
+		if writeErr == nil {
+			writeErr = w.Summary(sum)
+		}
+		if writeErr != nil {
+			return fmt.Errorf("writing output: %w", writeErr)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
 }
 
 // slowLogFrom names the slow threshold when it is an agent slow log's.

@@ -158,6 +158,11 @@ type Finding struct {
 	Root string `json:"root,omitempty"`
 	// Via says how a lock-wait request waited.
 	Via string `json:"via,omitempty"`
+	// Follower and FollowerCause name, for a replication finding read
+	// with the followers' recordings, the follower whose fetch ended the
+	// wait and what its part went to (its FollowerWait is on that fetch).
+	Follower      *int32 `json:"follower,omitempty"`
+	FollowerCause string `json:"follower_cause,omitempty"`
 	// ExplainedMs is how much of the latency the cause accounts for
 	// (with Also, the causes together).
 	ExplainedMs float64 `json:"explained_ms"`
@@ -305,6 +310,8 @@ type Explainer struct {
 	inFlight *inFlight
 	// replicas indexes the follower fetches among fetches (replication.go).
 	replicas *replicaIndex
+	// peers are the other brokers' recordings, by node id (SetPeers).
+	peers map[int32]*Peer
 }
 
 // connLast is what a later request on the same connection needs of a
@@ -660,6 +667,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	if f.Cause == CauseNetworkThreadBlocked {
 		e.blockingFetches(f)
 	}
+	setFollower(f)
 
 	switch f.Cause {
 	case CauseSlowWrite:

@@ -54,6 +54,9 @@ type ReplicaFetch struct {
 	// Decisive marks the fetch that ended the wait: the last one the
 	// request needed.
 	Decisive bool `json:"decisive,omitempty"`
+	// Follower is the follower's side of the wait for a decisive fetch,
+	// when its broker's recording was read too (follower.go).
+	Follower *FollowerWait `json:"follower_wait,omitempty"`
 }
 
 // maxReplicaFetchCache bounds the follower fetches kept decoded: slow
@@ -67,6 +70,9 @@ type replicaFetch struct {
 	client string
 	corr   int32
 	parts  []fetchOffset
+	// respStart is when its response's first byte passed the capture
+	// (unix ns; 0 unanswered).
+	respStart int64
 }
 
 // fetchOffset is one partition of a follower's Fetch request.
@@ -115,6 +121,9 @@ func (e *Explainer) replicaFetch(ri *replicaIndex, i int32) *replicaFetch {
 	var rf *replicaFetch
 	if r, err := e.readRequest(e.fetches[i].pos); err == nil {
 		rf = &replicaFetch{broker: r.Broker, client: r.Client, corr: r.CorrelationID}
+		if !r.End.IsZero() {
+			rf.respStart = r.End.UnixNano() - int64(r.ResponseMs*1e6)
+		}
 		for _, p := range r.Partitions {
 			if p.FetchOffset != nil {
 				rf.parts = append(rf.parts, fetchOffset{topic: p.Topic, topicID: p.TopicID, partition: p.Partition, offset: *p.FetchOffset})
@@ -177,6 +186,13 @@ func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measura
 		end, fetches, why := e.followerFetches(r, f, c.E)
 		var iv interval
 		if why == "" {
+			if len(e.peers) > 0 {
+				for i := range fetches {
+					if fetches[i].Decisive {
+						fetches[i].Follower = e.followerWait(r.Broker, &fetches[i], ownEnd)
+					}
+				}
+			}
 			f.ReplicationFrom, f.Replication = ReplicationByFetch, fetches
 			iv = clip(interval{ownEnd, end}, interval{c.A, c.E})
 		} else {
@@ -355,6 +371,9 @@ func fetchDetail(d ReplicaFetch) string {
 	s := fmt.Sprintf("follower %d fetched %s-%d past offset %d (fetch offset %d) %.1f ms after the append", d.Replica, d.Topic, d.Partition, d.LastOffset, d.FetchOffset, d.LateMs)
 	if d.SilentMs > 0 {
 		s += fmt.Sprintf("; it had not fetched for %.1f ms", d.SilentMs)
+	}
+	if d.Follower != nil {
+		s += "; " + followerDetail(d.Follower)
 	}
 	return s
 }

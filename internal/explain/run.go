@@ -120,6 +120,15 @@ type Scan struct {
 	// sorted: how many were in flight at a time (request-queue's wire
 	// evidence).
 	inFlight inFlight
+	// stamps are the answered replica fetches as this capture saw them,
+	// by connection and correlation id: with another broker's recording,
+	// both ends of a follower's fetch connection (clock alignment, and
+	// the follower's side of a leader's wait: peers.go, follower.go).
+	stamps map[exchangeKey]fetchStamp
+	// StampsDropped counts replica fetches not kept (beyond maxStamps).
+	StampsDropped int64
+	// produceTo counts produce requests by broker address (Addr).
+	produceTo map[string]int
 }
 
 // fetchRef is a Fetch request: its line, connection and span (for one
@@ -190,11 +199,15 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 		if key == fetchKey {
 			if a, e, ok := scanTimes(line); ok && answered == (e != 0) {
 				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client), replica: replica})
+				if replica >= 0 && e != 0 {
+					s.addStamp(line, client, replica, a, e)
+				}
 				keyBuf = fetcherKey(keyBuf[:0], client, line)
 				fetchers = append(fetchers, s.intern(keyBuf))
 			}
 		}
 		if key == produceKey && answered {
+			s.countBroker(line)
 			if a, e, ok := scanTimes(line); ok && e != 0 {
 				s.inFlight.arrivals = append(s.inFlight.arrivals, a)
 				s.inFlight.ends = append(s.inFlight.ends, e)

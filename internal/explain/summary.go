@@ -128,9 +128,18 @@ type Summary struct {
 	// ReplicationBy counts the slow acks=all requests whose wait for
 	// followers was measured, by how (Finding.ReplicationFrom).
 	ReplicationBy map[string]int64 `json:"replication_measured_by,omitempty"`
-	Writes        int64            `json:"writes"`
-	Commits       int64            `json:"commits"`
-	LockWaits     int64            `json:"lock_waits"`
+	// Followers counts the replication findings by the follower that
+	// ended the wait and its cause, when the followers' recordings were
+	// read too (most first).
+	Followers []FollowerStat `json:"followers,omitempty"`
+	// NodeID and Clock are set when several brokers' recordings are
+	// explained together: this recording's broker, and its clock against
+	// the first recording's.
+	NodeID    *int32      `json:"node_id,omitempty"`
+	Clock     *ClockShift `json:"clock,omitempty"`
+	Writes    int64       `json:"writes"`
+	Commits   int64       `json:"commits"`
+	LockWaits int64       `json:"lock_waits"`
 	// BrokerSteals are the intervals of hypervisor steal taken from the
 	// broker's threads, OtherSteals those taken from other tasks or idle
 	// CPUs (not joined with requests).
@@ -155,6 +164,25 @@ type Summary struct {
 	parts    map[string]*PartitionStat
 	devs     map[string]*DeviceStat
 	commits  map[string]*CommitStat
+}
+
+// FollowerStat is how many replication findings waited for one follower
+// whose part went to one cause.
+type FollowerStat struct {
+	Broker   int32  `json:"broker"`
+	Cause    string `json:"cause"`
+	Requests int64  `json:"requests"`
+}
+
+// ClockShift is a recording's clock against the first recording's:
+// OffsetMs its clock minus the first's, within ± ErrorMs, from Exchanges
+// replica fetches both captured (Agreeing of them allow it all).
+type ClockShift struct {
+	Against   int32   `json:"against"`
+	OffsetMs  float64 `json:"offset_ms"`
+	ErrorMs   float64 `json:"error_ms"`
+	Exchanges int     `json:"exchanges"`
+	Agreeing  int     `json:"agreeing"`
 }
 
 // CauseStat is one cause's share of the slow requests.
@@ -213,6 +241,9 @@ func (s *Summary) add(f *Finding, e *Explainer, rootWrites []int32) {
 	}
 	if f.ReplicationFrom != "" {
 		s.ReplicationBy[f.ReplicationFrom]++
+	}
+	if f.Follower != nil {
+		s.addFollower(*f.Follower, f.FollowerCause)
 	}
 	if f.Stall != nil && *f.Stall >= 0 && *f.Stall < len(s.Stalls) {
 		s.Stalls[*f.Stall].Requests++
@@ -282,6 +313,9 @@ func (e *Explainer) Summary(produce int64, threshold time.Duration, from string,
 	slices.SortFunc(s.Partitions, func(a, b PartitionStat) int {
 		return cmp.Or(cmp.Compare(b.LatencyMs, a.LatencyMs), cmp.Compare(a.Partition, b.Partition))
 	})
+	slices.SortFunc(s.Followers, func(a, b FollowerStat) int {
+		return cmp.Or(cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.Broker, b.Broker), cmp.Compare(a.Cause, b.Cause))
+	})
 	s.Devices = s.Devices[:0]
 	for _, d := range s.devs {
 		s.Devices = append(s.Devices, *d)
@@ -303,4 +337,14 @@ func (e *Explainer) Summary(produce int64, threshold time.Duration, from string,
 		s.WorstCommits = s.WorstCommits[:min(top, len(s.WorstCommits))]
 	}
 	return s
+}
+
+func (s *Summary) addFollower(broker int32, cause string) {
+	for i := range s.Followers {
+		if s.Followers[i].Broker == broker && s.Followers[i].Cause == cause {
+			s.Followers[i].Requests++
+			return
+		}
+	}
+	s.Followers = append(s.Followers, FollowerStat{Broker: broker, Cause: cause, Requests: 1})
 }

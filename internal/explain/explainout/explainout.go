@@ -16,8 +16,12 @@ import (
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
-// Writer writes findings as they come, then the summary.
+// Writer writes findings as they come, then the summary. With several
+// brokers' recordings: first the clocks, then for each broker its header,
+// findings and summary.
 type Writer interface {
+	Clocks(c *explain.Cluster) error
+	Broker(nodeID int32, dir string) error
 	Finding(f *explain.Finding) error
 	Summary(s *explain.Summary) error
 	Flush() error
@@ -61,6 +65,9 @@ func (t *tableWriter) Finding(f *explain.Finding) error {
 	cause := f.Cause
 	if f.Root != "" {
 		cause += "/" + f.Root
+	}
+	if f.Follower != nil {
+		cause += fmt.Sprintf(" (broker %d: %s)", *f.Follower, f.FollowerCause)
 	}
 	for _, p := range f.Partitions {
 		id := "-"
@@ -112,6 +119,38 @@ func (t *tableWriter) Summary(s *explain.Summary) error {
 
 func (t *tableWriter) Flush() error { return t.tw.Flush() }
 
+// Clocks prints each recording's clock against the first one's.
+func (t *tableWriter) Clocks(c *explain.Cluster) error {
+	fmt.Fprintln(t.out, "CLOCKS (aligned from the replica fetches both brokers captured)")
+	fmt.Fprintln(t.tw, "BROKER\tRECORDING\tOFFSET\tERROR BOUND\tEXCHANGES\tAGREEING")
+	for i, r := range c.Recordings {
+		switch {
+		case i == 0:
+			fmt.Fprintf(t.tw, "%d\t%s\treference\t\t\t\n", r.NodeID, output.Escape(r.Dir))
+		case !c.Aligned[i]:
+			fmt.Fprintf(t.tw, "%d\t%s\tnot aligned (no replica fetch in common)\t\t\t\n", r.NodeID, output.Escape(r.Dir))
+		default:
+			est := c.Clocks[i]
+			fmt.Fprintf(t.tw, "%d\t%s\t%+.3f ms\t± %.3f ms\t%d\t%d\n", r.NodeID, output.Escape(r.Dir), float64(est.OffsetNs)/1e6, float64(est.ErrorNs)/1e6, est.Exchanges, est.Agreeing)
+		}
+	}
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(t.out)
+	return nil
+}
+
+// Broker starts one broker's findings.
+func (t *tableWriter) Broker(nodeID int32, dir string) error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.out, "== broker %d (%s) ==\n", nodeID, output.Escape(dir))
+	t.header = false
+	return nil
+}
+
 // WriteSummaryTable prints the summary: causes, stalls, worst partitions,
 // devices and journal commits.
 func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
@@ -140,6 +179,16 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(s.Followers) > 0 {
+		fmt.Fprintln(w, "\nREPLICATION BY FOLLOWER (its recording read too)")
+		fmt.Fprintln(tw, "FOLLOWER\tFOLLOWER CAUSE\tREQUESTS")
+		for _, f := range s.Followers {
+			fmt.Fprintf(tw, "broker %d\t%s\t%d\n", f.Broker, f.Cause, f.Requests)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(s.Stalls) > 0 {
 		fmt.Fprintln(w, "\nSTALLS (writes that hung)")
@@ -243,6 +292,35 @@ func (j *jsonWriter) Finding(f *explain.Finding) error {
 	}
 	return j.j.Encode(f)
 }
+
+// Clocks is written as a first line {"clocks": [...]}.
+func (j *jsonWriter) Clocks(c *explain.Cluster) error {
+	type clock struct {
+		Broker    int32    `json:"broker"`
+		Dir       string   `json:"dir"`
+		Reference bool     `json:"reference,omitempty"`
+		Aligned   bool     `json:"aligned"`
+		OffsetMs  *float64 `json:"offset_ms,omitempty"`
+		ErrorMs   *float64 `json:"error_ms,omitempty"`
+		Exchanges int      `json:"exchanges"`
+		Agreeing  int      `json:"agreeing"`
+	}
+	cs := make([]clock, len(c.Recordings))
+	for i, r := range c.Recordings {
+		cs[i] = clock{Broker: r.NodeID, Dir: r.Dir, Reference: i == 0, Aligned: c.Aligned[i]}
+		if i > 0 && c.Aligned[i] {
+			off, e := float64(c.Clocks[i].OffsetNs)/1e6, float64(c.Clocks[i].ErrorNs)/1e6
+			cs[i].OffsetMs, cs[i].ErrorMs, cs[i].Exchanges, cs[i].Agreeing = &off, &e, c.Clocks[i].Exchanges, c.Clocks[i].Agreeing
+		}
+	}
+	return j.j.Encode(struct {
+		Clocks []clock `json:"clocks"`
+	}{cs})
+}
+
+// Broker writes nothing: each finding names its broker's address, each
+// summary its node id.
+func (j *jsonWriter) Broker(int32, string) error { return nil }
 
 // Summary is written as one last line {"summary": {...}} so that a
 // consumer of the findings can tell it apart.
