@@ -57,6 +57,10 @@ type Config struct {
 	Sched       bool
 	RunQueueMin time.Duration
 
+	// Identity labels every series; empty fields are read from the
+	// broker's meta.properties (resolveIdentity).
+	Identity Identity
+
 	Metrics metrics.Options
 	SlowLog SlowLogConfig
 
@@ -73,6 +77,7 @@ type Config struct {
 // Agent runs the sources and holds what /metrics and /healthz report.
 type Agent struct {
 	cfg      Config
+	identity Identity // the labels of every series
 	registry *prometheus.Registry
 	metrics  *metrics.Set
 	slow     *slowLog // nil without SlowLog.Dir
@@ -143,11 +148,16 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.NoTrace {
 		a.trace.set(false, errors.New("tracing is off (--no-trace)"))
 	}
-	var err error
-	if a.metrics, err = metrics.New(a.registry, cfg.Metrics); err != nil {
+	id, err := resolveIdentity(cfg)
+	if err != nil {
+		a.logf("%v: labelled %s=%s %s=%s (give --broker-id and --cluster-id)", err, LabelBrokerID, id.BrokerID, LabelClusterID, id.ClusterID)
+	}
+	a.identity = id
+	reg := prometheus.WrapRegistererWith(id.labels(), a.registry)
+	if a.metrics, err = metrics.New(reg, cfg.Metrics); err != nil {
 		return nil, err
 	}
-	a.registry.MustRegister(metrics.NewHealthCollector(a.Health),
+	reg.MustRegister(metrics.NewHealthCollector(a.Health),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.SlowLog.Dir != "" {
 		if a.slow, err = newSlowLog(cfg.SlowLog, a.segmentMeta); err != nil {
@@ -156,6 +166,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return a, nil
 }
+
+// Identity is the broker and cluster id every series is labelled with.
+func (a *Agent) Identity() Identity { return a.identity }
 
 // Registry is what /metrics serves.
 func (a *Agent) Registry() *prometheus.Registry { return a.registry }
@@ -354,14 +367,9 @@ func (a *Agent) traceLoop(ctx context.Context) {
 }
 
 func (a *Agent) onAttach(t *iotrace.Tracer) {
-	b := recording.Broker{PID: t.PID()}
-	b.Version, _ = hostinfo.BrokerVersion(t.PID())
-	for _, d := range t.LogDirs() {
-		ld := recording.LogDir{Path: d}
-		if m, err := hostinfo.MountOf(t.PID(), d); err == nil {
-			ld.Device, ld.FSType, ld.Source, ld.MountPoint, ld.Options = m.Device, m.FSType, m.Source, m.MountPoint, m.Options
-		}
-		b.LogDirs = append(b.LogDirs, ld)
+	b := recording.BrokerOf(t.PID(), t.LogDirs())
+	if b.NodeID != nil && fmt.Sprint(*b.NodeID) != a.identity.BrokerID {
+		a.logf("broker pid %d is node %d, but the metrics are labelled %s=%s (fixed at start)", t.PID(), *b.NodeID, LabelBrokerID, a.identity.BrokerID)
 	}
 	// Topic ids of Produce v13+ and Fetch v13+ from partition.metadata.
 	if ids, err := logdir.TopicIDs(t.LogDirs()...); err == nil {
