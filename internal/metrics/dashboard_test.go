@@ -85,12 +85,15 @@ func (v grafanaVar) queryString() string {
 // label names. A histogram is its _bucket (with le), _sum and _count.
 func exposedMetrics(t testing.TB) map[string]map[string]bool {
 	t.Helper()
+	// The agent labels every series with its broker's identity
+	// (agent.Identity): the same wrapping here.
 	reg := prometheus.NewRegistry()
-	s, err := New(reg, Options{})
+	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"broker_id": "1", "cluster_id": "c"}, reg)
+	s, err := New(wrapped, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.MustRegister(NewHealthCollector(func() Health {
+	wrapped.MustRegister(NewHealthCollector(func() Health {
 		return Health{CaptureUp: true, TraceUp: true, BrokerPID: 1, Packets: 1, KernelDrops: 1, SkippedBytes: 1, Gaps: 1,
 			DecodeErrors: 1, BatchErrors: 1, Evicted: 1, Connections: 1, InFlight: map[string]int{"Produce": 1},
 			RingbufDrops: map[string]int64{"writes": 1}, Restarts: map[string]int64{"capture": 1},
@@ -446,8 +449,11 @@ func checkDashboard(data []byte, exposed map[string]map[string]bool) []error {
 	if v, ok := vars["datasource"]; !ok || v.Type != "datasource" || v.queryString() != "prometheus" {
 		fail("no datasource variable of type prometheus: %+v", v)
 	}
-	if v := vars["instance"]; v.Type != "query" || strings.ReplaceAll(v.queryString(), " ", "") != "label_values(kscope_agent_up,instance)" {
-		fail("instance variable: %s %q, want a query label_values(kscope_agent_up, instance)", v.Type, v.queryString())
+	if v := vars["cluster"]; v.Type != "query" || strings.ReplaceAll(v.queryString(), " ", "") != "label_values(kscope_agent_up,cluster_id)" {
+		fail("cluster variable: %s %q, want a query label_values(kscope_agent_up, cluster_id)", v.Type, v.queryString())
+	}
+	if v := vars["broker"]; v.Type != "query" || !strings.HasSuffix(strings.ReplaceAll(v.queryString(), " ", ""), ",broker_id)") {
+		fail("broker variable: %s %q, want a query of broker_id values", v.Type, v.queryString())
 	}
 	if v := vars["topic"]; v.Type != "query" {
 		fail("no topic query variable")
@@ -582,14 +588,14 @@ func TestDashboardContent(t *testing.T) {
 		for _, tg := range p.Targets {
 			exprs = append(exprs, tg.Expr)
 			e := strings.ReplaceAll(tg.Expr, " ", "")
-			if p.Type == "heatmap" && tg.Format == "heatmap" && p.Repeat == "instance" &&
-				strings.HasPrefix(e, `sumby(le)(rate(kscope_request_duration_seconds_bucket{api="Produce",instance=~"$instance"}[$__rate_interval]))`) {
+			if p.Type == "heatmap" && tg.Format == "heatmap" && p.Repeat == "broker" &&
+				strings.HasPrefix(e, `sumby(le)(rate(kscope_request_duration_seconds_bucket{api="Produce",cluster_id=~"$cluster",broker_id=~"$broker"}[$__rate_interval]))`) {
 				heatmap = true
 			}
 		}
 	}
 	if !heatmap {
-		t.Error("no produce latency heatmap per broker (sum by (le) of the Produce buckets, format heatmap, repeated by instance)")
+		t.Error("no produce latency heatmap per broker (sum by (le) of the Produce buckets, format heatmap, repeated by broker)")
 	}
 	all := strings.Join(exprs, "\n")
 	for _, want := range []string{
@@ -602,6 +608,10 @@ func TestDashboardContent(t *testing.T) {
 		"kscope_agent_ringbuf_drops_total", "kscope_agent_skipped_bytes_total", "kscope_agent_decode_errors_total",
 		"kscope_agent_restarts_total", "kscope_agent_slow_requests_dropped_total", "process_resident_memory_bytes",
 		"rate(process_cpu_seconds_total",
+		// The cluster view: every broker side by side.
+		"histogram_quantile(0.99, sum by (le, broker_id) (rate(kscope_request_duration_seconds_bucket{api=\"Produce\",cluster_id=~\"$cluster\"}",
+		"sum by (le, broker_id) (rate(kscope_write_duration_seconds_bucket{cluster_id=~\"$cluster\"",
+		"kscope_agent_up{cluster_id=~\"$cluster\"}",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no query with %s", want)
