@@ -26,12 +26,14 @@ import (
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/cgroupcpu"
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/traceexport"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 
@@ -63,6 +65,10 @@ type Config struct {
 
 	Metrics metrics.Options
 	SlowLog SlowLogConfig
+	// Traces, with an Endpoint and the slow log on, explains each slow
+	// request the slow log keeps, as it is written, and exports the
+	// explanation as an OpenTelemetry trace (traceexport).
+	Traces traceexport.Config
 
 	// Retry is the pause before a failed source is started again
 	// (default 1 s).
@@ -80,7 +86,8 @@ type Agent struct {
 	identity Identity // the labels of every series
 	registry *prometheus.Registry
 	metrics  *metrics.Set
-	slow     *slowLog // nil without SlowLog.Dir
+	slow     *slowLog              // nil without SlowLog.Dir
+	traces   *traceexport.Exporter // nil without Traces.Endpoint
 	topics   *wire.TopicNames
 
 	mu      sync.Mutex
@@ -164,6 +171,17 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
+	if cfg.Traces.Endpoint != "" {
+		if a.slow == nil {
+			return nil, errors.New("agent: traces of slow requests need the slow log (a directory for it)")
+		}
+		tc := cfg.Traces
+		tc.Attributes = map[string]string{"kafka.broker.id": id.BrokerID, "kafka.cluster.id": id.ClusterID}
+		if a.traces, err = traceexport.New(context.Background(), tc); err != nil {
+			return nil, err
+		}
+		a.slow.explaining = true
+	}
 	return a, nil
 }
 
@@ -187,10 +205,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { a.housekeeping(ctx) })
 	wg.Wait()
+	var errs []error
 	if a.slow != nil {
-		return a.slow.close(time.Now())
+		jobs, err := a.slow.close(time.Now())
+		errs = append(errs, err)
+		if a.traces != nil {
+			explainSlow(explain.Config{Slow: a.slow.cfg.Threshold}, a.traces, jobs)
+		}
 	}
-	return nil
+	if a.traces != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errs = append(errs, a.traces.Shutdown(sctx))
+	}
+	return errors.Join(errs...)
 }
 
 // housekeeping reranks the label values every minute, refreshes the
@@ -216,7 +244,10 @@ func (a *Agent) housekeeping(ctx context.Context) {
 			}
 			a.mu.Unlock()
 			if a.slow != nil {
-				a.slow.flush(now)
+				jobs := a.slow.flush(now)
+				if a.traces != nil && len(jobs) > 0 {
+					explainSlow(explain.Config{Slow: a.slow.cfg.Threshold}, a.traces, jobs)
+				}
 			}
 		}
 	}

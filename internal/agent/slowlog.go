@@ -119,9 +119,13 @@ type slowLog struct {
 	threads        map[string]event.ConnThread
 	threadsWritten map[string]bool
 
-	seg      *recording.Writer
-	segMeta  recording.Meta
-	segStart time.Time
+	// explaining: slow requests written are also queued in jobs, to be
+	// explained and exported as traces (traces.go).
+	explaining bool
+	jobs       []slowJob
+	seg        *recording.Writer
+	segMeta    recording.Meta
+	segStart   time.Time
 
 	budgetSecond int64 // the unix second the budget is for
 	budget       int
@@ -212,10 +216,12 @@ func (s *slowLog) connThread(c *event.ConnThread) {
 
 // flush writes the slow requests that ended at least Settle ago, with
 // their context and I/O, rotates the segment when it is due, and trims
-// what is too old to be joined.
-func (s *slowLog) flush(now time.Time) {
+// what is too old to be joined. With explaining on, it returns what
+// explaining each request written needs.
+func (s *slowLog) flush(now time.Time) []slowJob {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.jobs = nil }()
 	if s.seg != nil && now.Sub(s.segStart) >= s.cfg.Rotate {
 		s.fail(s.closeSegment(now))
 	}
@@ -244,6 +250,7 @@ func (s *slowLog) flush(now time.Time) {
 		s.fail(s.seg.Flush())
 	}
 	s.trim(now)
+	return s.jobs
 }
 
 func (s *slowLog) fail(err error) {
@@ -302,9 +309,28 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 	}
 
 	from, to := r.Arrival.Add(-joinMargin), r.End.Add(joinMargin)
+	var job *slowJob
+	if s.explaining {
+		job = &slowJob{r: r}
+		for _, k := range history {
+			if k.r != r && k.r.Arrival.Before(r.Arrival) {
+				job.before = append(job.before, k.r)
+			}
+		}
+		if ct, ok := s.threads[r.Client]; ok {
+			job.conn = &ct
+		}
+		defer func() { s.jobs = append(s.jobs, *job) }()
+	}
 	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
 		it := &s.io[i]
-		if it.written || it.end.Before(from) || it.start.After(to) {
+		if it.end.Before(from) || it.start.After(to) {
+			continue
+		}
+		if job != nil {
+			job.events = append(job.events, it.ev)
+		}
+		if it.written {
 			continue
 		}
 		it.written = true
@@ -453,15 +479,16 @@ func (s *slowLog) prune() error {
 }
 
 // close writes what is pending (without waiting for it to settle) and
-// closes the segment.
-func (s *slowLog) close(now time.Time) error {
+// closes the segment; it returns the jobs of the requests written, as
+// flush does.
+func (s *slowLog) close(now time.Time) ([]slowJob, error) {
 	s.mu.Lock()
 	s.cfg.Settle = time.Nanosecond
 	s.mu.Unlock()
-	s.flush(now.Add(time.Millisecond))
+	jobs := s.flush(now.Add(time.Millisecond))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closeSegment(now)
+	return jobs, s.closeSegment(now)
 }
 
 // stats are the log's counters.

@@ -89,7 +89,7 @@ func TestSlowLogJoins(t *testing.T) {
 		t.Fatalf("written %d before settling", st.Written)
 	}
 	s.flush(t0.Add(ms(2300)))
-	if err := s.close(t0.Add(ms(2400))); err != nil {
+	if _, err := s.close(t0.Add(ms(2400))); err != nil {
 		t.Fatal(err)
 	}
 	meta, corrs, files := readSegment(t, s.cfg.Dir)
@@ -117,7 +117,7 @@ func TestSlowLogRateLimit(t *testing.T) {
 	if st.Written != 3 || st.Dropped != 7 {
 		t.Fatalf("written %d dropped %d, want 3 and 7", st.Written, st.Dropped)
 	}
-	if err := s.close(t0.Add(6 * time.Second)); err != nil {
+	if _, err := s.close(t0.Add(6 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	meta, _, _ := readSegment(t, s.cfg.Dir)
@@ -133,7 +133,7 @@ func TestSlowLogRotates(t *testing.T) {
 		s.request(req("a:1", int32(i), "Produce", at, ms(20)))
 		s.flush(t0.Add(at + 2*time.Second))
 	}
-	if err := s.close(t0.Add(10 * time.Minute)); err != nil {
+	if _, err := s.close(t0.Add(10 * time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	segs, _ := filepath.Glob(filepath.Join(s.cfg.Dir, SegmentPrefix+"*"))
@@ -185,7 +185,7 @@ func TestSlowLogJoinSkipsOld(t *testing.T) {
 	}
 	s.request(req("a:1", 1, "Produce", ms(20000), ms(400)))
 	s.flush(t0.Add(25 * time.Second))
-	if err := s.close(t0.Add(26 * time.Second)); err != nil {
+	if _, err := s.close(t0.Add(26 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	_, _, files := readSegment(t, s.cfg.Dir)
@@ -207,7 +207,7 @@ func TestSlowLogSched(t *testing.T) {
 	s.event(t0.Add(ms(1050)), t0.Add(ms(1250)), &event.Wakeup{Kind: event.KindWakeup, Start: t0.Add(ms(1050)), End: t0.Add(ms(1250)), TID: 12, WakerTID: 31})
 	s.event(t0.Add(ms(5000)), t0.Add(ms(5100)), &event.RunDelay{Kind: event.KindRunDelay, Start: t0.Add(ms(5000)), End: t0.Add(ms(5100)), TID: 11})
 	s.flush(t0.Add(ms(3000)))
-	if err := s.close(t0.Add(ms(3100))); err != nil {
+	if _, err := s.close(t0.Add(ms(3100))); err != nil {
 		t.Fatal(err)
 	}
 	segs, _ := filepath.Glob(filepath.Join(s.cfg.Dir, SegmentPrefix+"*"))
@@ -230,5 +230,43 @@ func TestSlowLogSched(t *testing.T) {
 	want := []string{event.KindConnThread + " a:1", event.KindRunDelay + " ", event.KindWakeup + " "}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("sched.jsonl %q, want %q (b:1 had no slow request; the late delay is outside)", kinds, want)
+	}
+}
+
+// TestSlowLogJobs: with explaining on, each slow request written comes
+// back from flush with the requests ahead of it on its connection and
+// every event around it, also those already written for another slow
+// request.
+func TestSlowLogJobs(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
+	s.explaining = true
+	s.request(req("a:1", 1, "Produce", 0, ms(5)))
+	s.request(req("a:1", 2, "Produce", ms(900), ms(300)))
+	s.request(req("b:1", 3, "Produce", ms(950), ms(300)))
+	s.event(t0.Add(ms(1000)), t0.Add(ms(1200)), write(ms(1000), ms(200), "during"))
+	s.event(t0.Add(ms(5000)), t0.Add(ms(5001)), write(ms(5000), ms(1), "later"))
+	jobs := s.flush(t0.Add(ms(3000)))
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs, want 2", len(jobs))
+	}
+	for _, j := range jobs {
+		var files []string
+		for _, ev := range j.events {
+			if w, ok := ev.(*event.Write); ok {
+				files = append(files, w.File)
+			}
+		}
+		if !slices.Equal(files, []string{"during"}) {
+			t.Errorf("request %d: events %v, want [during]", j.r.CorrelationID, files)
+		}
+	}
+	if b := jobs[0].before; len(b) != 1 || b[0].CorrelationID != 1 {
+		t.Errorf("request 2: context %v, want request 1", b)
+	}
+	if len(jobs[1].before) != 0 {
+		t.Errorf("request 3: context %v, want none", jobs[1].before)
+	}
+	if again := s.flush(t0.Add(ms(4000))); len(again) != 0 {
+		t.Errorf("%d jobs again", len(again))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/agent"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
 type agentOptions struct {
@@ -25,6 +26,9 @@ type agentOptions struct {
 	iface           string
 	pid             string
 	logDirs         []string
+	brokerID        string
+	otlp            string
+	clusterID       string
 	listen          string
 	out             string
 	slow            time.Duration
@@ -93,6 +97,9 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.StringVar(&o.iface, "iface", "any", "interface to capture on (any: all)")
 	f.StringVar(&o.pid, "pid", "auto", "the broker's pid, or auto: the one JVM running kafka.Kafka, followed across restarts")
 	f.StringSliceVar(&o.logDirs, "log-dirs", nil, "the broker's log dirs (default: found from its open files)")
+	f.StringVar(&o.brokerID, "broker-id", "", "the broker_id label of every series (default: node.id from the broker's meta.properties)")
+	f.StringVar(&o.clusterID, "cluster-id", "", "the cluster_id label of every series (default: cluster.id from the broker's meta.properties)")
+	f.StringVar(&o.otlp, "otlp-endpoint", "", "with --out: explain each slow request kept and send it as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address to serve /metrics and /healthz on")
 	f.StringVar(&o.out, "out", "", "keep slow requests and their I/O in rotating recordings under this directory")
 	f.DurationVar(&o.slow, "slow", 100*time.Millisecond, "with --out: requests at least this slow are kept")
@@ -138,7 +145,8 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	}
 	ac := agent.Config{
 		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
-		Sched: o.sched, RunQueueMin: o.runqMin,
+		Sched: o.sched, RunQueueMin: o.runqMin, Identity: agent.Identity{BrokerID: o.brokerID, ClusterID: o.clusterID},
+		Traces: traceexport.Config{Endpoint: o.otlp},
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,
 			PartitionLabel: o.partitionLabel, NativeHistograms: o.native},
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
 // slowRequestInputs are what explain and report share: where the
@@ -69,6 +71,7 @@ type explainOptions struct {
 	summary   bool
 	top       int
 	quiet     bool
+	otlp      string
 }
 
 func newExplainCmd() *cobra.Command {
@@ -140,6 +143,7 @@ pauses, or the fetch waiting in the leader. See docs/explain.md.`,
 	f.BoolVar(&o.summary, "summary", false, "print only the summary")
 	f.IntVar(&o.top, "top", 10, "rows in the summary's worst-of lists")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	f.StringVar(&o.otlp, "otlp-endpoint", "", "also send each slow request's explanation as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
 	return cmd
 }
 
@@ -204,6 +208,10 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if err != nil {
 		return badInput(err)
 	}
+	w, tracesDone, err := o.withTraces(w)
+	if err != nil {
+		return err
+	}
 	sum, writeErr, err := runExplainer(e, scan, o.top, w)
 	if err != nil {
 		return badInput(err)
@@ -221,7 +229,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if writeErr != nil {
 		return fmt.Errorf("writing output: %w", writeErr)
 	}
-	return nil
+	return tracesDone()
 }
 
 // validate checks the options against the arguments, and parses
@@ -290,6 +298,37 @@ func explainOne(stdout io.Writer, e *explain.Explainer, scan *explain.Scan, form
 	return explainout.WriteTimeline(stdout, found)
 }
 
+// tracesWriter also exports every finding as a trace.
+type tracesWriter struct {
+	explainout.Writer
+	x *traceexport.Exporter
+}
+
+func (t tracesWriter) Finding(f *explain.Finding) error {
+	t.x.Finding(f)
+	return t.Writer.Finding(f)
+}
+
+// withTraces wraps w to export findings to --otlp-endpoint, if given;
+// done flushes and stops the exporter.
+func (o *explainOptions) withTraces(w explainout.Writer) (explainout.Writer, func() error, error) {
+	if o.otlp == "" {
+		return w, func() error { return nil }, nil
+	}
+	x, err := traceexport.New(context.Background(), traceexport.Config{Endpoint: o.otlp})
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	return tracesWriter{w, x}, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := x.Shutdown(ctx); err != nil {
+			return fmt.Errorf("exporting traces to %s: %w", o.otlp, err)
+		}
+		return nil
+	}, nil
+}
+
 // runExplainer writes each finding to w and returns the summary; the
 // first write error is returned apart, the run goes on.
 func runExplainer(e *explain.Explainer, scan *explain.Scan, top int, w explainout.Writer) (*explain.Summary, error, error) {
@@ -327,6 +366,10 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 	if err != nil {
 		return badInput(err)
 	}
+	w, tracesDone, err := o.withTraces(w)
+	if err != nil {
+		return err
+	}
 	if err := w.Clocks(cl); err != nil {
 		return fmt.Errorf("writing output: %w", err)
 	}
@@ -359,7 +402,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("writing output: %w", err)
 	}
-	return nil
+	return tracesDone()
 }
 
 // slowLogFrom names the slow threshold when it is an agent slow log's.
