@@ -7,7 +7,7 @@
 
 GO ?= go
 
-.PHONY: all build generate
+.PHONY: all build generate image
 
 all: build
 
@@ -16,3 +16,10 @@ build:
 
 generate:
 	$(GO) generate ./internal/iotrace
+
+# The agent's container image (deploy/container/Containerfile): the static
+# binary alone. IMAGE names it; podman, else docker.
+IMAGE ?= kscope:dev
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -o deploy/container/kscope ./cmd/kscope
+	$$(command -v podman || command -v docker) build -t $(IMAGE) -f deploy/container/Containerfile deploy/container

@@ -403,7 +403,7 @@ func (a *Agent) onAttach(t *iotrace.Tracer) {
 		a.logf("broker pid %d is node %d, but the metrics are labelled %s=%s (fixed at start)", t.PID(), *b.NodeID, LabelBrokerID, a.identity.BrokerID)
 	}
 	// Topic ids of Produce v13+ and Fetch v13+ from partition.metadata.
-	if ids, err := logdir.TopicIDs(t.LogDirs()...); err == nil {
+	if ids, err := logdir.TopicIDs(hostinfo.AllSeenBy(t.PID(), t.LogDirs())...); err == nil {
 		for id, name := range ids {
 			a.topics.Add(id, name)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/logdir"
 )
@@ -61,9 +62,8 @@ func resolveIdentity(cfg Config) (Identity, error) {
 }
 
 func readBrokerMeta(cfg Config) (logdir.BrokerMeta, error) {
-	dirs := cfg.LogDirs
+	dirs, pid := cfg.LogDirs, cfg.PID
 	if len(dirs) == 0 {
-		pid := cfg.PID
 		if pid == 0 {
 			var err error
 			if pid, err = iotrace.FindBroker(); err != nil {
@@ -77,7 +77,7 @@ func readBrokerMeta(cfg Config) (logdir.BrokerMeta, error) {
 	}
 	var firstErr error
 	for _, d := range dirs {
-		m, err := logdir.ReadBrokerMeta(d)
+		m, err := logdir.ReadBrokerMeta(hostinfo.SeenBy(pid, d))
 		if err == nil {
 			return m, nil
 		}

@@ -138,7 +138,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		Broker: recording.BrokerOf(pid, logDirs)}
 	meta.Host, _ = os.Hostname()
 	topics := wire.NewTopicNames()
-	if ids, err := logdir.TopicIDs(logDirs...); err == nil {
+	if ids, err := logdir.TopicIDs(hostinfo.AllSeenBy(pid, logDirs)...); err == nil {
 		for id, name := range ids {
 			topics.Add(id, name)
 		}

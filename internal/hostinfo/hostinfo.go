@@ -259,3 +259,28 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
+
+// SeenBy returns path as process pid sees it, read from here: through
+// /proc/PID/root when that works (the broker in a container of its own,
+// its log dirs in its mount namespace, and kscope in another with the
+// host's PIDs), else path itself. Paths a process reports (its open
+// files) are in its own mount namespace.
+func SeenBy(pid int, path string) string {
+	if pid <= 0 || !filepath.IsAbs(path) {
+		return path
+	}
+	p := filepath.Join("/proc", strconv.Itoa(pid), "root", path)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return path
+}
+
+// AllSeenBy is SeenBy over paths.
+func AllSeenBy(pid int, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = SeenBy(pid, p)
+	}
+	return out
+}

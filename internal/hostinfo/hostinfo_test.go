@@ -3,6 +3,7 @@ package hostinfo
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,25 @@ func TestParseStatCPU(t *testing.T) {
 		got, err := parseStatCPU([]byte(tc.line))
 		if (err != nil) != tc.bad || got != tc.want {
 			t.Errorf("%q: %v, %v; want %v (bad %v)", tc.line, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestSeenBy(t *testing.T) {
+	pid := os.Getpid()
+	self := filepath.Join("/proc", strconv.Itoa(pid), "root")
+	tests := []struct {
+		pid        int
+		path, want string
+	}{
+		{pid, "/etc", self + "/etc"},
+		{pid, "relative/dir", "relative/dir"},
+		{pid, "/no/such/dir/kscope", "/no/such/dir/kscope"},
+		{0, "/etc", "/etc"},
+	}
+	for _, tt := range tests {
+		if got := SeenBy(tt.pid, tt.path); got != tt.want {
+			t.Errorf("SeenBy(%d, %q) = %q, want %q", tt.pid, tt.path, got, tt.want)
 		}
 	}
 }

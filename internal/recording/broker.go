@@ -19,7 +19,7 @@ func BrokerOf(pid int, logDirs []string) Broker {
 		}
 		b.LogDirs = append(b.LogDirs, ld)
 		if b.NodeID == nil {
-			if m, err := logdir.ReadBrokerMeta(d); err == nil {
+			if m, err := logdir.ReadBrokerMeta(hostinfo.SeenBy(pid, d)); err == nil {
 				id := m.NodeID
 				b.NodeID, b.ClusterID = &id, m.ClusterID
 			}
