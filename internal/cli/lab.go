@@ -32,14 +32,7 @@ func defaultLabDir() string {
 }
 
 func newLabBrokerCmd() *cobra.Command {
-	var (
-		dir        string
-		port       int
-		brokers    int
-		version    string
-		requestLog bool
-		heapMB     int
-	)
+	var dir string
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Start, stop or show a KRaft broker or cluster (Apache Kafka from Maven Central, default " + lab.KafkaVersion + ") on 127.0.0.1",
@@ -47,48 +40,16 @@ func newLabBrokerCmd() *cobra.Command {
 (broker and controller in one JVM) or a cluster of --brokers such nodes,
 each with its own port, controller port and dir (DIR/node-<id>). The jars of
 --version are resolved from Maven Central by scripts/kafka-jars.sh into
-~/.cache/kscope/kafka-<version>/libs. See docs/lab.md.`,
+~/.cache/kscope/kafka-<version>/libs.
+
+With --netns (root) every node runs in a network namespace of its own,
+joined by a veth pair to a bridge in the root namespace, at 10.X.Y.(10+id)
+on ports 9092 and 9093: the host end of a node's veth carries all its
+traffic. With --fs ext4|xfs (root) every node's log dir is a file system of
+its own on a loop device. stop removes all of it again. See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the brokers' config, data and logs")
-	start := &cobra.Command{
-		Use:   "start",
-		Short: "Start a broker (or --brokers N of them) that keeps running after this command exits",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c, err := lab.AttachCluster(dir); err == nil {
-				return fmt.Errorf("a cluster already runs for %s: %s", dir, c.Bootstrap())
-			}
-			if brokers < 0 {
-				return fmt.Errorf("--brokers %d: want 1 or more", brokers)
-			}
-			if version != "" {
-				if err := lab.CheckVersion(version); err != nil {
-					return err
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			c, err := lab.StartCluster(ctx, lab.ClusterConfig{
-				Dir:        dir,
-				Brokers:    brokers,
-				Port:       port,
-				Version:    version,
-				RequestLog: requestLog,
-				HeapMB:     heapMB,
-				Detach:     true,
-			})
-			if err != nil {
-				return err
-			}
-			printCluster(cmd, c)
-			return nil
-		},
-	}
-	start.Flags().IntVar(&port, "port", 9092, "PLAINTEXT port on 127.0.0.1 of node 1; node i gets PORT+i-1 (0: any free ports)")
-	start.Flags().IntVar(&brokers, "brokers", 0, "number of nodes (default: as many as the cluster in --dir has, else 1)")
-	start.Flags().StringVar(&version, "version", "", "Apache Kafka release, e.g. 3.9.1 or 4.1.1 (default: the one in --dir, else "+lab.KafkaVersion+")")
-	start.Flags().BoolVar(&requestLog, "request-log", false, "log every completed request as JSON to NODEDIR/kafka-request.log (kafka.request.logger at DEBUG)")
-	start.Flags().IntVar(&heapMB, "heap-mb", 0, "JVM heap per node in MiB (default 512 for one node, 256 each for more)")
+	start := newLabBrokerStartCmd(&dir)
 	stop := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the broker(s) of --dir",
@@ -97,7 +58,9 @@ each with its own port, controller port and dir (DIR/node-<id>). The jars of
 			c, err := lab.AttachCluster(dir)
 			if errors.Is(err, lab.ErrNotRunning) {
 				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", dir)
-				return nil
+				// Namespaces, mounts and loop devices a crashed start (or
+				// stop) left; nothing when there are none.
+				return lab.Cleanup(dir)
 			}
 			if err != nil {
 				return err
@@ -122,6 +85,77 @@ each with its own port, controller port and dir (DIR/node-<id>). The jars of
 	return cmd
 }
 
+// newLabBrokerStartCmd is `kscope lab broker start`; dir is the parent's
+// --dir.
+func newLabBrokerStartCmd(dir *string) *cobra.Command {
+	var (
+		port       int
+		brokers    int
+		version    string
+		requestLog bool
+		heapMB     int
+		netns      bool
+		fsType     string
+		fsSizeMB   int
+	)
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start a broker (or --brokers N of them) that keeps running after this command exits",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c, err := lab.AttachCluster(*dir); err == nil {
+				return fmt.Errorf("a cluster already runs for %s: %s", *dir, c.Bootstrap())
+			}
+			if brokers < 0 {
+				return fmt.Errorf("--brokers %d: want 1 or more", brokers)
+			}
+			if version != "" {
+				if err := lab.CheckVersion(version); err != nil {
+					return err
+				}
+			}
+			// A restart keeps the namespaces and file systems the cluster
+			// was started with unless told otherwise (which then fails).
+			if rec, err := lab.RecordedClusterConfig(*dir); err == nil {
+				if !cmd.Flags().Changed("netns") {
+					netns = rec.Netns
+				}
+				if !cmd.Flags().Changed("fs") {
+					fsType = rec.FS
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			c, err := lab.StartCluster(ctx, lab.ClusterConfig{
+				Dir:        *dir,
+				Brokers:    brokers,
+				Port:       port,
+				Version:    version,
+				RequestLog: requestLog,
+				HeapMB:     heapMB,
+				Detach:     true,
+				Netns:      netns,
+				FS:         fsType,
+				FSSizeMB:   fsSizeMB,
+			})
+			if err != nil {
+				return err
+			}
+			printCluster(cmd, c)
+			return nil
+		},
+	}
+	start.Flags().IntVar(&port, "port", 9092, "PLAINTEXT port on 127.0.0.1 of node 1; node i gets PORT+i-1 (0: any free ports); with --netns every node's port, at its own address")
+	start.Flags().IntVar(&brokers, "brokers", 0, "number of nodes (default: as many as the cluster in --dir has, else 1)")
+	start.Flags().StringVar(&version, "version", "", "Apache Kafka release, e.g. 3.9.1 or 4.1.1 (default: the one in --dir, else "+lab.KafkaVersion+")")
+	start.Flags().BoolVar(&requestLog, "request-log", false, "log every completed request as JSON to NODEDIR/kafka-request.log (kafka.request.logger at DEBUG)")
+	start.Flags().IntVar(&heapMB, "heap-mb", 0, "JVM heap per node in MiB (default 512 for one node, 256 each for more)")
+	start.Flags().BoolVar(&netns, "netns", false, "run every node in a network namespace of its own behind a bridge, at 10.X.Y.(10+id):PORT (root; default: as the cluster in --dir was started)")
+	start.Flags().StringVar(&fsType, "fs", "", "put every node's log dir on a file system of its own, ext4 or xfs, on a loop device (root; default: as the cluster in --dir was started)")
+	start.Flags().IntVar(&fsSizeMB, "fs-size", lab.DefaultFSSizeMB, "size in MiB of each node's sparse image with --fs (when it is made)")
+	return start
+}
+
 // printCluster prints key/value lines about the cluster, then one line per
 // node. With one node the old single-broker keys "broker" and "pid" come
 // first, which scripts read (awk '$1 == "pid"').
@@ -133,9 +167,18 @@ func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 	}
 	fmt.Fprintf(w, "kafka      %s\nnodes      %d\ncluster id %s\ndir        %s\nbootstrap  %s\njars       %s\n",
 		c.Version(), len(nodes), c.ClusterID(), c.Dir(), c.Bootstrap(), nodes[0].LibsDir())
+	if br := c.Bridge(); br != "" {
+		fmt.Fprintf(w, "bridge     %s %s\n", br, c.Subnet())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, b := range nodes {
 		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), strings.Join(b.LogDirs(), ","))
+		if ns := b.Netns(); ns != "" {
+			line += "\tnetns " + ns + "\thost if " + b.HostIf()
+		}
+		if mnt := b.MountPoint(); mnt != "" {
+			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), mnt)
+		}
 		if p := b.RequestLogPath(); p != "" {
 			line += "\trequests " + p
 		}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func StartBroker(ctx context.Context, cfg BrokerConfig) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := startNodes(ctx, []BrokerConfig{cfg}, cfg.Version, cfg.LibsDir, cfg.StartTimeout)
+	nodes, err := startNodes(ctx, []BrokerConfig{cfg}, cfg.Version, cfg.LibsDir, cfg.StartTimeout, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +58,12 @@ func StartBroker(ctx context.Context, cfg BrokerConfig) (*Broker, error) {
 }
 
 // startNodes starts the nodes of one cluster, node i+1 from cfgs[i]
-// (withDefaults applied), and returns once every one of them answers
-// Metadata listing all len(cfgs) brokers. Fresh storage is formatted
-// first, all nodes with one cluster id; formatted storage must be so on
-// every node, and is restarted with its ports, cluster id and release.
-func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, timeout time.Duration) ([]*Broker, error) {
+// (withDefaults applied) at places[i] (nil: all on 127.0.0.1 in the root
+// namespace), and returns once every one of them answers Metadata listing
+// all len(cfgs) brokers. Fresh storage is formatted first, all nodes with
+// one cluster id; formatted storage must be so on every node, and is
+// restarted with its ports, cluster id and release.
+func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, timeout time.Duration, places []nodePlace) ([]*Broker, error) {
 	if _, err := JavaPath(); err != nil {
 		return nil, err
 	}
@@ -100,10 +102,13 @@ func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, 
 	if err != nil {
 		return nil, err
 	}
+	if places == nil {
+		places = make([]nodePlace, n)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		nodes, err := startOnce(ctx, cfgs, version, libs, prev)
+		nodes, err := startOnce(ctx, cfgs, version, libs, prev, places)
 		if err == nil {
 			return nodes, nil
 		}
@@ -120,7 +125,7 @@ func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, 
 		}
 		for _, cfg := range cfgs {
 			for _, d := range cfg.LogDirs {
-				if rerr := os.RemoveAll(d); rerr != nil {
+				if rerr := removeContents(d); rerr != nil {
 					return nil, errors.Join(err, fmt.Errorf("lab: reset %s: %w", d, rerr))
 				}
 			}
@@ -168,11 +173,12 @@ func resolveRelease(ctx context.Context, version, libs string, prev *state, dir 
 }
 
 // storageState reports whether all log dirs are formatted (meta.properties)
-// and whether none of them existed (so StartBroker owns them).
+// and whether all of them are missing or empty (so StartBroker owns them;
+// empty: a file system of its own mounted on the log dir, ClusterConfig.FS).
 func storageState(logDirs []string) (formatted, fresh bool, err error) {
 	n, missing := 0, 0
 	for _, d := range logDirs {
-		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+		if entries, err := os.ReadDir(d); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
 			missing++
 		}
 		if fileExists(filepath.Join(d, "meta.properties")) {
@@ -183,6 +189,23 @@ func storageState(logDirs []string) (formatted, fresh bool, err error) {
 		return false, false, fmt.Errorf("lab: only %d of %d log dirs %v are formatted", n, len(logDirs), logDirs)
 	}
 	return n > 0, missing == len(logDirs), nil
+}
+
+// removeContents empties dir but keeps it: it may be a mount point.
+func removeContents(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isBindFailure(dir string) bool {
@@ -246,9 +269,33 @@ func pickPorts(cfgs []BrokerConfig, prev []*state) (ports, cports []int, err err
 	return ports, cports, nil
 }
 
-func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, prev []*state) ([]*Broker, error) {
+// netnsPorts returns the ports of nodes each alone in its namespace: the
+// configured port and, for the controller, the next one, or the one of the
+// previous start (it is part of the quorum's state). Nothing else listens
+// there, so there is nothing to check or pick.
+func netnsPorts(cfgs []BrokerConfig, prev []*state) (ports, cports []int, err error) {
+	ports, cports = make([]int, len(cfgs)), make([]int, len(cfgs))
+	for i, cfg := range cfgs {
+		ports[i], cports[i] = cfg.Port, cfg.Port+1
+		if prev[i] != nil {
+			if cports[i], err = portOf(prev[i].ControllerAddr); err != nil {
+				return nil, nil, err
+			}
+		}
+		if cports[i] == ports[i] {
+			return nil, nil, fmt.Errorf("lab: node %d: PLAINTEXT and CONTROLLER both on port %d", i+1, ports[i])
+		}
+	}
+	return ports, cports, nil
+}
+
+func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, prev []*state, places []nodePlace) ([]*Broker, error) {
 	n := len(cfgs)
-	ports, cports, err := pickPorts(cfgs, prev)
+	pick := pickPorts
+	if places[0].Netns != "" {
+		pick = netnsPorts
+	}
+	ports, cports, err := pick(cfgs, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -258,40 +305,21 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 	} else if clusterID, err = NewClusterID(); err != nil {
 		return nil, err
 	}
+	hosts, caddrs := make([]string, n), make([]string, n)
+	for i := range cfgs {
+		hosts[i] = cmp.Or(places[i].IP, "127.0.0.1")
+		caddrs[i] = nodeAddr(hosts[i], cports[i])
+	}
 	voters := ""
 	if !dynamicQuorum(version, n) {
-		voters = staticVoters(cports)
+		voters = votersAt(caddrs)
 	}
-
 	nodes := make([]*Broker, n)
 	jvmFlags := make([]string, n)
 	for i, cfg := range cfgs {
-		spec := nodeSpec{cfg: cfg, id: i + 1, n: n, version: version, port: ports[i], cport: cports[i], voters: voters}
-		requestLog := ""
-		if cfg.RequestLog {
-			requestLog = filepath.Join(cfg.Dir, RequestLogFile)
-		}
-		propsPath := filepath.Join(cfg.Dir, PropertiesFile)
-		if err := os.WriteFile(propsPath, []byte(serverProperties(spec)), 0o644); err != nil {
-			return nil, fmt.Errorf("lab: write server.properties: %w", err)
-		}
-		name, content, flag := loggingConfig(version, cfg.Dir, requestLog)
-		if err := os.WriteFile(filepath.Join(cfg.Dir, name), []byte(content), 0o644); err != nil {
-			return nil, fmt.Errorf("lab: write %s: %w", name, err)
-		}
-		jvmFlags[i] = flag
-		nodes[i] = &Broker{
-			dir: cfg.Dir,
-			st: state{
-				NodeID:         spec.id,
-				Version:        version,
-				Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])),
-				ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cports[i])),
-				ClusterID:      clusterID,
-				LogDirs:        cfg.LogDirs,
-				RequestLog:     requestLog,
-				Libs:           libs,
-			},
+		spec := nodeSpec{cfg: cfg, id: i + 1, n: n, version: version, port: ports[i], cport: cports[i], host: places[i].IP, voters: voters}
+		if nodes[i], jvmFlags[i], err = newNode(spec, places[i], clusterID, libs); err != nil {
+			return nil, err
 		}
 	}
 	if prev[0] == nil {
@@ -307,7 +335,54 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 			return nil, err
 		}
 	}
+	if err := runNodes(ctx, nodes, cfgs, jvmFlags); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
 
+// newNode writes node spec's server.properties and logging config and
+// returns its Broker (not started) and the JVM flag naming that config.
+func newNode(spec nodeSpec, pl nodePlace, clusterID, libs string) (*Broker, string, error) {
+	cfg := spec.cfg
+	requestLog := ""
+	if cfg.RequestLog {
+		requestLog = filepath.Join(cfg.Dir, RequestLogFile)
+	}
+	propsPath := filepath.Join(cfg.Dir, PropertiesFile)
+	if err := os.WriteFile(propsPath, []byte(serverProperties(spec)), 0o644); err != nil {
+		return nil, "", fmt.Errorf("lab: write server.properties: %w", err)
+	}
+	name, content, flag := loggingConfig(spec.version, cfg.Dir, requestLog)
+	if err := os.WriteFile(filepath.Join(cfg.Dir, name), []byte(content), 0o644); err != nil {
+		return nil, "", fmt.Errorf("lab: write %s: %w", name, err)
+	}
+	host := cmp.Or(spec.host, "127.0.0.1")
+	b := &Broker{
+		dir: cfg.Dir,
+		st: state{
+			NodeID:         spec.id,
+			Version:        spec.version,
+			Addr:           nodeAddr(host, spec.port),
+			ControllerAddr: nodeAddr(host, spec.cport),
+			ClusterID:      clusterID,
+			LogDirs:        cfg.LogDirs,
+			RequestLog:     requestLog,
+			Libs:           libs,
+			Netns:          pl.Netns,
+			HostIf:         pl.HostIf,
+			MountPoint:     pl.MountPoint,
+			Device:         pl.Device,
+			FSType:         pl.FSType,
+		},
+	}
+	return b, flag, nil
+}
+
+// runNodes spawns every node and waits until each answers Metadata
+// listing all of them; on an error every node spawned is stopped.
+func runNodes(ctx context.Context, nodes []*Broker, cfgs []BrokerConfig, jvmFlags []string) error {
+	n := len(nodes)
 	stopAll := func() {
 		var wg sync.WaitGroup
 		for _, b := range nodes {
@@ -324,7 +399,7 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 		}
 		if err != nil {
 			stopAll()
-			return nil, err
+			return err
 		}
 	}
 	errs := make([]error, n)
@@ -347,9 +422,9 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		stopAll()
-		return nil, err
+		return err
 	}
-	return nodes, nil
+	return nil
 }
 
 // formatStorage runs `kafka.tools.StorageTool format`, which KRaft
@@ -399,7 +474,16 @@ func (b *Broker) spawn(cfg BrokerConfig, logFlag, propsPath string) error {
 		logFlag,
 		"-cp", Classpath(b.st.Libs),
 		brokerMainClass, propsPath)
-	cmd := exec.Command(java, args...)
+	name := java
+	if b.st.Netns != "" {
+		// ip execs java inside the namespace: the pid stays java's, and
+		// the parent-death signal and process group still apply to it.
+		if name, err = lookTool("ip"); err != nil {
+			return err
+		}
+		args = append([]string{"netns", "exec", b.st.Netns, java}, args...)
+	}
+	cmd := exec.Command(name, args...)
 	cmd.Dir = cfg.Dir
 	cmd.Stdout, cmd.Stderr = out, out
 	b.done = make(chan struct{})
@@ -459,8 +543,41 @@ func attachNode(dir string) (*Broker, error) {
 	return &Broker{st: st, dir: abs}, nil
 }
 
-// Addr is the PLAINTEXT bootstrap address, "127.0.0.1:PORT".
+// Addr is the PLAINTEXT bootstrap address, "127.0.0.1:PORT", or with
+// ClusterConfig.Netns "NODEIP:PORT" (reached through the cluster's
+// bridge).
 func (b *Broker) Addr() string { return b.st.Addr }
+
+// IP is the address the broker listens on: 127.0.0.1, or its own address
+// in its namespace.
+func (b *Broker) IP() string {
+	host, _, err := net.SplitHostPort(b.st.Addr)
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// Netns is the network namespace the broker runs in, "" for the root one.
+func (b *Broker) Netns() string { return b.st.Netns }
+
+// HostIf is the root namespace's end of the broker's veth pair, a port of
+// the cluster's bridge, "" without Netns. Every packet to or from the
+// broker (clients and replication) crosses it: the place to capture the
+// broker's traffic, or to shape it.
+func (b *Broker) HostIf() string { return b.st.HostIf }
+
+// MountPoint is where the broker's own file system is mounted (its log
+// dir), "" without ClusterConfig.FS.
+func (b *Broker) MountPoint() string { return b.st.MountPoint }
+
+// Device is the loop device of the broker's own file system (e.g.
+// /dev/loop5) as of its last start, "" without ClusterConfig.FS.
+func (b *Broker) Device() string { return b.st.Device }
+
+// FSType is the type of the broker's own file system ("ext4", "xfs"), ""
+// without ClusterConfig.FS.
+func (b *Broker) FSType() string { return b.st.FSType }
 
 // NodeID is the broker's node.id: 1 for a single broker, 1..N in a
 // Cluster.

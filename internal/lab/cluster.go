@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +15,10 @@ import (
 )
 
 // ClusterConfig describes a KRaft cluster of Brokers combined
-// broker+controller nodes on 127.0.0.1. One node is a Broker in Dir
-// itself (the layout of StartBroker); node i of more lives in
-// Dir/node-<i> with node.id i, and Dir/cluster.json records them all.
+// broker+controller nodes on 127.0.0.1, or each in a network namespace of
+// its own (Netns). One node is a Broker in Dir itself (the layout of
+// StartBroker); node i of more lives in Dir/node-<i> with node.id i, and
+// Dir/cluster.json records them all (and, with Netns or FS, one node too).
 type ClusterConfig struct {
 	// Dir holds everything the cluster writes (required).
 	Dir string
@@ -24,7 +26,8 @@ type ClusterConfig struct {
 	// already in Dir has, else 1.
 	Brokers int
 	// Port is node 1's PLAINTEXT port; node i gets Port+i-1. 0 picks free
-	// ports.
+	// ports. With Netns every node listens on Port (0: NetnsPort) and its
+	// CONTROLLER on Port+1, at its own address.
 	Port int
 	// Version is the Apache Kafka release, as in BrokerConfig.
 	Version string
@@ -42,6 +45,20 @@ type ClusterConfig struct {
 	StartTimeout time.Duration
 	// Detach lets the nodes outlive this process, as in BrokerConfig.
 	Detach bool
+	// Netns runs every node in a network namespace of its own, joined by
+	// a veth pair to a bridge in the root namespace (10.X.Y.1/24, node i
+	// at 10.X.Y.(10+i)): clients reach the nodes through the bridge, and
+	// the host end of node i's veth (Broker.HostIf) carries all of node
+	// i's traffic. Needs root and ip (iproute2). See netns.go.
+	Netns bool
+	// FS puts every node's log dir on a file system of its own: "ext4" or
+	// "xfs" on a sparse image (Dir of the node/fs.img) attached to a loop
+	// device and mounted on the log dir; "" for none. Needs root, losetup
+	// and mkfs.<FS>. See loopfs.go.
+	FS string
+	// FSSizeMB is each image's size in MiB when it is made; default
+	// DefaultFSSizeMB. A restart keeps the images as they are.
+	FSSizeMB int
 }
 
 // ClusterFile records a cluster of more than one node in its Dir.
@@ -57,6 +74,10 @@ func NodeDir(dir string, id int) string {
 type Cluster struct {
 	dir   string
 	nodes []*Broker
+	iso   *isolation // nil without Netns and FS
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // clusterState is Dir/cluster.json: the layout of a cluster of more than
@@ -68,6 +89,10 @@ type clusterState struct {
 	Bootstrap string        `json:"bootstrap"`
 	Voters    string        `json:"voters"`
 	Nodes     []clusterNode `json:"nodes"`
+	// Net is the network of a Netns cluster, FS the file system choice of
+	// an FS one (isolation.go).
+	Net *clusterNet `json:"net,omitempty"`
+	FS  *clusterFS  `json:"fs,omitempty"`
 }
 
 type clusterNode struct {
@@ -75,6 +100,9 @@ type clusterNode struct {
 	Dir            string `json:"dir"` // relative to the cluster's Dir
 	Addr           string `json:"addr"`
 	ControllerAddr string `json:"controllerAddr"`
+	// Net and FS are the node's namespace and link, and its file system.
+	Net *nodeNet `json:"net,omitempty"`
+	FS  *nodeFS  `json:"fs,omitempty"`
 }
 
 // StartCluster starts cfg.Brokers nodes: fresh storage is formatted (one
@@ -83,7 +111,11 @@ type clusterNode struct {
 // all of them. Topics get replication factor min(3, N) by default
 // (default.replication.factor, offsets and transaction topics) and
 // min.insync.replicas 2 from 3 nodes on. As with StartBroker, ctx bounds
-// only the startup, and formatted storage is restarted as it was.
+// only the startup, and formatted storage is restarted as it was. With
+// Netns or FS the namespaces, links and file systems are recorded in
+// cluster.json, then made (what a killed earlier start left is removed
+// first); a restart must ask for the same Netns and FS, and gets the same
+// names, addresses and images.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("lab: ClusterConfig.Dir is required")
@@ -92,7 +124,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: cluster dir: %w", err)
 	}
-	existing, err := existingNodes(dir)
+	prev, existing, err := existingCluster(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +138,50 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if existing != 0 && existing != n {
 		return nil, fmt.Errorf("lab: %s holds a %d-node cluster, not %d (use another dir, or remove it to start afresh)", dir, existing, n)
 	}
+	if cfg.Netns && (cfg.Port < 0 || cfg.Port >= 65535) {
+		return nil, fmt.Errorf("lab: ClusterConfig.Port %d with Netns: want 1..65534 (the controller takes the next)", cfg.Port)
+	}
 	if cfg.HeapMB <= 0 && n > 1 {
 		cfg.HeapMB = 256
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = time.Duration(n) * 60 * time.Second
 	}
+	iso, err := planIsolation(dir, n, cfg, prev, existing > 0)
+	if err != nil {
+		return nil, err
+	}
+	cfgs, err := nodeConfigs(dir, n, cfg, iso)
+	if err != nil {
+		return nil, err
+	}
+	if n > 1 || iso != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("lab: cluster dir: %w", err)
+		}
+	}
+	places, err := setUpIsolation(ctx, iso)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := startNodes(ctx, cfgs, cfg.Version, cfg.LibsDir, cfg.StartTimeout, places)
+	if err != nil {
+		if iso != nil {
+			err = errors.Join(err, iso.tearDown())
+		}
+		return nil, err
+	}
+	c := &Cluster{dir: dir, nodes: nodes, iso: iso}
+	if n > 1 || iso != nil {
+		if err := c.writeState(); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
+	return c, nil
+}
+
+// nodeConfigs returns every node's BrokerConfig (withDefaults applied).
+func nodeConfigs(dir string, n int, cfg ClusterConfig, iso *isolation) ([]BrokerConfig, error) {
 	cfgs := make([]BrokerConfig, n)
 	for i := range cfgs {
 		c := BrokerConfig{
@@ -125,46 +195,54 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if n > 1 {
 			c.Dir = NodeDir(dir, i+1)
 		}
-		if cfg.Port != 0 {
+		switch {
+		case cfg.Netns:
+			// Every node alone at its own address: all on the same port.
+			c.Port = cmp.Or(cfg.Port, NetnsPort)
+		case cfg.Port != 0:
 			c.Port = cfg.Port + i
 		}
+		if iso != nil && iso.st.Nodes[i].FS != nil {
+			c.LogDirs = []string{iso.st.Nodes[i].FS.MountPoint}
+		}
+		var err error
 		if cfgs[i], err = c.withDefaults(); err != nil {
 			return nil, err
 		}
 	}
-	if n > 1 {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("lab: cluster dir: %w", err)
-		}
-	}
-	nodes, err := startNodes(ctx, cfgs, cfg.Version, cfg.LibsDir, cfg.StartTimeout)
-	if err != nil {
-		return nil, err
-	}
-	c := &Cluster{dir: dir, nodes: nodes}
-	if n > 1 {
-		if err := c.writeState(); err != nil {
-			_ = c.Stop()
-			return nil, err
-		}
-	}
-	return c, nil
+	return cfgs, nil
 }
 
-// existingNodes returns how many nodes the cluster in dir has: those in
-// cluster.json, 1 for a single broker's broker.json, 0 for neither.
-func existingNodes(dir string) (int, error) {
+// setUpIsolation makes iso (nil: nothing to do) and returns the nodes'
+// places. No node may run: setUp first removes what a last start left.
+func setUpIsolation(ctx context.Context, iso *isolation) ([]nodePlace, error) {
+	if iso == nil {
+		return nil, nil
+	}
+	if d, pid := iso.running(); pid != 0 {
+		return nil, fmt.Errorf("lab: broker in %s already running (pid %d)", d, pid)
+	}
+	if err := iso.setUp(ctx); err != nil {
+		return nil, errors.Join(err, iso.tearDown())
+	}
+	return iso.places(), nil
+}
+
+// existingCluster returns the cluster.json in dir (nil for none) and how
+// many nodes the cluster in dir has: those in cluster.json, 1 for a
+// single broker's broker.json, 0 for neither.
+func existingCluster(dir string) (*clusterState, int, error) {
 	cs, err := readClusterState(dir)
 	if err == nil {
-		return len(cs.Nodes), nil
+		return &cs, len(cs.Nodes), nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return 0, err
+		return nil, 0, err
 	}
 	if fileExists(filepath.Join(dir, StateFile)) {
-		return 1, nil
+		return nil, 1, nil
 	}
-	return 0, nil
+	return nil, 0, nil
 }
 
 func readClusterState(dir string) (clusterState, error) {
@@ -182,36 +260,46 @@ func readClusterState(dir string) (clusterState, error) {
 	return cs, nil
 }
 
+// writeState records the started cluster in cluster.json, keeping what
+// its isolation recorded there.
 func (c *Cluster) writeState() error {
-	cs := clusterState{
-		ClusterID: c.ClusterID(),
-		Version:   c.Version(),
-		Brokers:   len(c.nodes),
-		Bootstrap: c.Bootstrap(),
+	var cs clusterState
+	if c.iso != nil {
+		cs = c.iso.st
 	}
-	var cports []int
-	for _, b := range c.nodes {
+	cs.ClusterID, cs.Version, cs.Brokers, cs.Bootstrap = c.ClusterID(), c.Version(), len(c.nodes), c.Bootstrap()
+	nodes := make([]clusterNode, len(c.nodes))
+	caddrs := make([]string, len(c.nodes))
+	for i, b := range c.nodes {
 		rel, err := filepath.Rel(c.dir, b.Dir())
 		if err != nil {
 			return fmt.Errorf("lab: cluster state: %w", err)
 		}
-		cs.Nodes = append(cs.Nodes, clusterNode{ID: b.NodeID(), Dir: rel, Addr: b.Addr(), ControllerAddr: b.ControllerAddr()})
-		p, err := portOf(b.ControllerAddr())
-		if err != nil {
-			return err
+		if i < len(cs.Nodes) {
+			nodes[i] = cs.Nodes[i]
 		}
-		cports = append(cports, p)
+		nodes[i].ID, nodes[i].Dir, nodes[i].Addr, nodes[i].ControllerAddr = b.NodeID(), rel, b.Addr(), b.ControllerAddr()
+		caddrs[i] = b.ControllerAddr()
 	}
-	cs.Voters = staticVoters(cports)
+	cs.Nodes = nodes
+	cs.Voters = votersAt(caddrs)
+	if c.iso != nil {
+		c.iso.st = cs
+	}
+	return writeClusterState(c.dir, cs)
+}
+
+// writeClusterState replaces dir's cluster.json atomically.
+func writeClusterState(dir string, cs clusterState) error {
 	b, err := json.MarshalIndent(cs, "", "  ")
 	if err != nil {
 		return fmt.Errorf("lab: encode cluster state: %w", err)
 	}
-	tmp := filepath.Join(c.dir, ClusterFile+".tmp")
+	tmp := filepath.Join(dir, ClusterFile+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("lab: write cluster state: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(c.dir, ClusterFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, ClusterFile)); err != nil {
 		return fmt.Errorf("lab: write cluster state: %w", err)
 	}
 	return nil
@@ -230,6 +318,9 @@ func AttachCluster(dir string) (*Cluster, error) {
 	cs, err := readClusterState(abs)
 	switch {
 	case err == nil:
+		if cs.Net != nil || cs.FS != nil {
+			c.iso = &isolation{dir: abs, st: cs}
+		}
 		for _, n := range cs.Nodes {
 			b, err := attachNode(filepath.Join(abs, n.Dir))
 			if err != nil {
@@ -252,6 +343,26 @@ func AttachCluster(dir string) (*Cluster, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w in %s", ErrNotRunning, abs)
+}
+
+// RecordedClusterConfig returns what cluster.json in dir says the
+// cluster was started with (Dir, Brokers, Version, Netns, FS, FSSizeMB),
+// so that a restart can leave them out (`kscope lab broker start` does);
+// an error wrapping os.ErrNotExist when dir has no cluster.json.
+func RecordedClusterConfig(dir string) (ClusterConfig, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ClusterConfig{}, fmt.Errorf("lab: cluster dir: %w", err)
+	}
+	cs, err := readClusterState(abs)
+	if err != nil {
+		return ClusterConfig{}, err
+	}
+	cfg := ClusterConfig{Dir: abs, Brokers: len(cs.Nodes), Version: cs.Version, Netns: cs.Net != nil}
+	if cs.FS != nil {
+		cfg.FS, cfg.FSSizeMB = cs.FS.Type, cs.FS.SizeMB
+	}
+	return cfg, nil
 }
 
 // Brokers are the cluster's nodes, by node id (1..N).
@@ -279,16 +390,52 @@ func (c *Cluster) ClusterID() string { return c.nodes[0].ClusterID() }
 // Version is the Apache Kafka release the cluster runs.
 func (c *Cluster) Version() string { return c.nodes[0].Version() }
 
+// Bridge is the bridge a Netns cluster's nodes hang off, "" without Netns.
+func (c *Cluster) Bridge() string {
+	if c.iso == nil || c.iso.st.Net == nil {
+		return ""
+	}
+	return c.iso.st.Net.Bridge
+}
+
+// Subnet is a Netns cluster's 10.X.Y.0/24, "" without Netns.
+func (c *Cluster) Subnet() string {
+	if c.iso == nil || c.iso.st.Net == nil {
+		return ""
+	}
+	return c.iso.st.Net.Subnet
+}
+
 // Stop stops every node at once (SIGTERM, a controlled shutdown, then
 // SIGKILL after 20 s, see Broker.Stop). All together because a combined
 // node's controlled shutdown needs a controller quorum, which one by one
-// the last nodes would lack.
+// the last nodes would lack. With Netns or FS the nodes' file systems are
+// thawed first (a JVM blocked on a frozen one would not stop) and, once
+// the JVMs are gone, unmounted, their loop devices detached and the
+// namespaces, veth pairs and bridge deleted. It is idempotent.
 func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop() })
+	return c.stopErr
+}
+
+func (c *Cluster) stop() error {
+	if c.iso != nil {
+		c.iso.thaw()
+	}
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for i, b := range c.nodes {
 		wg.Go(func() { errs[i] = b.Stop() })
 	}
 	wg.Wait()
+	if c.iso != nil {
+		// A node alive now is not one of ours (another start on the same
+		// dir): its namespace and mount must stay.
+		if d, pid := c.iso.running(); pid != 0 {
+			errs = append(errs, fmt.Errorf("lab: not removing the namespaces and mounts of %s: broker in %s runs (pid %d)", c.dir, d, pid))
+		} else {
+			errs = append(errs, c.iso.tearDown())
+		}
+	}
 	return errors.Join(errs...)
 }

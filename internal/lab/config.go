@@ -103,7 +103,10 @@ type nodeSpec struct {
 	cfg         BrokerConfig
 	id, n       int    // node.id, and the number of nodes in the cluster
 	version     string // Kafka release
-	port, cport int    // PLAINTEXT and CONTROLLER ports on 127.0.0.1
+	port, cport int    // PLAINTEXT and CONTROLLER ports on host
+	// host is the address both listeners bind: "" for 127.0.0.1, else the
+	// node's own address in its namespace (ClusterConfig.Netns).
+	host string
 	// voters is controller.quorum.voters ("1@127.0.0.1:P,..."); empty for
 	// a dynamic single-node quorum (see dynamicQuorum).
 	voters string
@@ -123,11 +126,15 @@ func replication(n int) (rf, minISR int) {
 
 // serverProperties renders server.properties for node s: listening on
 // 127.0.0.1:port (0.0.0.0:port with an AdvertisedHost) with its controller
-// on 127.0.0.1:cport.
+// on 127.0.0.1:cport, or on the node's own host for both.
 func serverProperties(s nodeSpec) string {
 	c := s.cfg
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	caddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cport))
+	host := s.host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(s.port))
+	caddr := net.JoinHostPort(host, strconv.Itoa(s.cport))
 	listen, advertised := addr, addr
 	if c.AdvertisedHost != "" {
 		listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(s.port))
@@ -183,11 +190,12 @@ func serverProperties(s nodeSpec) string {
 	return b.String()
 }
 
-// staticVoters renders controller.quorum.voters for nodes 1..len(cports).
-func staticVoters(cports []int) string {
-	vs := make([]string, len(cports))
-	for i, p := range cports {
-		vs[i] = strconv.Itoa(i+1) + "@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+// votersAt renders controller.quorum.voters for nodes 1..len(caddrs),
+// node i+1's controller at caddrs[i] (host:port).
+func votersAt(caddrs []string) string {
+	vs := make([]string, len(caddrs))
+	for i, a := range caddrs {
+		vs[i] = strconv.Itoa(i+1) + "@" + a
 	}
 	return strings.Join(vs, ",")
 }

@@ -128,8 +128,8 @@ func TestServerPropertiesCluster(t *testing.T) {
 		{"4.1.2", 2, []string{"default.replication.factor=2\n", "min.insync.replicas=1\n"}, nil},
 		{"4.1.2", 5, []string{"default.replication.factor=3\n", "min.insync.replicas=2\n"}, nil},
 	} {
-		cports := []int{9101, 9102, 9103, 9104, 9105}[:tc.n]
-		got := serverProperties(nodeSpec{cfg: cfg, id: 2, n: tc.n, version: tc.version, port: 9002, cport: 9102, voters: staticVoters(cports)})
+		caddrs := []string{"127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103", "127.0.0.1:9104", "127.0.0.1:9105"}[:tc.n]
+		got := serverProperties(nodeSpec{cfg: cfg, id: 2, n: tc.n, version: tc.version, port: 9002, cport: 9102, voters: votersAt(caddrs)})
 		for _, w := range tc.want {
 			if tc.n != 3 && strings.HasPrefix(w, "controller.quorum.voters") {
 				continue

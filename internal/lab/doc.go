@@ -13,5 +13,9 @@
 //
 // StartCluster runs N such nodes as one cluster (a static controller
 // quorum of all of them), node i in Dir/node-<i>, recorded in
-// Dir/cluster.json. docs/lab.md has the details.
+// Dir/cluster.json. With ClusterConfig.Netns each node runs in a network
+// namespace of its own behind a bridge (netns.go), with ClusterConfig.FS
+// each node's log dir is a file system of its own on a loop device
+// (loopfs.go); isolation.go records, makes and removes both. docs/lab.md
+// has the details.
 package lab

@@ -52,3 +52,6 @@ func portOf(addr string) (int, error) {
 	}
 	return port, nil
 }
+
+// nodeAddr is host:port.
+func nodeAddr(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

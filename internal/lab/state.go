@@ -23,6 +23,15 @@ type state struct {
 	RequestLog     string    `json:"requestLog,omitempty"`
 	Libs           string    `json:"libs"`
 	StartedAt      time.Time `json:"startedAt"`
+	// With ClusterConfig.Netns: the node's namespace and the host end of
+	// its veth pair (Addr is then the node's own address).
+	Netns  string `json:"netns,omitempty"`
+	HostIf string `json:"hostIf,omitempty"`
+	// With ClusterConfig.FS: the log dir's mount point, its loop device
+	// (of this start) and file system.
+	MountPoint string `json:"mountPoint,omitempty"`
+	Device     string `json:"device,omitempty"`
+	FSType     string `json:"fsType,omitempty"`
 }
 
 func readState(dir string) (state, error) {
