@@ -123,9 +123,13 @@ type slowLog struct {
 	// explained and exported as traces (traces.go).
 	explaining bool
 	jobs       []slowJob
-	seg        *recording.Writer
-	segMeta    recording.Meta
-	segStart   time.Time
+	// replicaFetches are the followers' Fetch requests of the last Window
+	// (at most MaxEvents), in arrival order, kept while explaining: a
+	// slow acks=all request's wait is measured by them.
+	replicaFetches []*event.Request
+	seg            *recording.Writer
+	segMeta        recording.Meta
+	segStart       time.Time
 
 	budgetSecond int64 // the unix second the budget is for
 	budget       int
@@ -175,6 +179,12 @@ func (s *slowLog) request(r *event.Request) {
 		h = h[:connHistory-1]
 	}
 	s.conns[key] = append(h, keptRequest{r: r})
+	if s.explaining && r.ReplicaID != nil && *r.ReplicaID >= 0 && r.API == "Fetch" {
+		if len(s.replicaFetches) >= s.cfg.MaxEvents {
+			s.replicaFetches = slices.Delete(s.replicaFetches, 0, len(s.replicaFetches)/2)
+		}
+		s.replicaFetches = append(s.replicaFetches, r)
+	}
 	if s.isSlow(r) {
 		s.pending = append(s.pending, r)
 	}
@@ -320,6 +330,7 @@ func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
 		if ct, ok := s.threads[r.Client]; ok {
 			job.conn = &ct
 		}
+		job.fetches = s.fetchesAround(r)
 		defer func() { s.jobs = append(s.jobs, *job) }()
 	}
 	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
@@ -374,9 +385,34 @@ func (s *slowLog) firstEndingAfter(t time.Time) int {
 	return i
 }
 
+// fetchLead is how long before a slow request its followers' fetches are
+// kept with it: the fetch before its append says how long a follower
+// had been silent.
+const fetchLead = 2 * time.Second
+
+// fetchesAround are the replica fetches that arrived from fetchLead
+// before r to its end.
+func (s *slowLog) fetchesAround(r *event.Request) []*event.Request {
+	from, to := r.Arrival.Add(-fetchLead), r.End.Add(joinMargin)
+	i, _ := slices.BinarySearchFunc(s.replicaFetches, from, func(f *event.Request, t time.Time) int { return f.Arrival.Compare(t) })
+	var out []*event.Request
+	for _, f := range s.replicaFetches[i:] {
+		if f.Arrival.After(to) {
+			break
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // trim forgets events and connections too old to be joined.
 func (s *slowLog) trim(now time.Time) {
 	old := now.Add(-s.cfg.Window)
+	k := 0
+	for k < len(s.replicaFetches) && s.replicaFetches[k].Arrival.Before(old) {
+		k++
+	}
+	s.replicaFetches = slices.Delete(s.replicaFetches, 0, k)
 	for s.ioHead < len(s.io) && s.io[s.ioHead].end.Before(old) {
 		s.io[s.ioHead] = ioItem{}
 		s.ioHead++

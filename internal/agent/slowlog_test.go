@@ -243,6 +243,13 @@ func TestSlowLogJobs(t *testing.T) {
 	s.request(req("a:1", 1, "Produce", 0, ms(5)))
 	s.request(req("a:1", 2, "Produce", ms(900), ms(300)))
 	s.request(req("b:1", 3, "Produce", ms(950), ms(300)))
+	// Follower 2's fetches: one long before (not kept with them), one
+	// in time.
+	for i, at := range []time.Duration{-5 * time.Second, ms(1100)} {
+		f := req("f:1", int32(10+i), "Fetch", at, ms(5))
+		f.ReplicaID = new(int32(2))
+		s.request(f)
+	}
 	s.event(t0.Add(ms(1000)), t0.Add(ms(1200)), write(ms(1000), ms(200), "during"))
 	s.event(t0.Add(ms(5000)), t0.Add(ms(5001)), write(ms(5000), ms(1), "later"))
 	jobs := s.flush(t0.Add(ms(3000)))
@@ -265,6 +272,11 @@ func TestSlowLogJobs(t *testing.T) {
 	}
 	if len(jobs[1].before) != 0 {
 		t.Errorf("request 3: context %v, want none", jobs[1].before)
+	}
+	for _, j := range jobs {
+		if len(j.fetches) != 1 || j.fetches[0].CorrelationID != 11 {
+			t.Errorf("request %d: fetches %v, want the follower's fetch 11", j.r.CorrelationID, j.fetches)
+		}
 	}
 	if again := s.flush(t0.Add(ms(4000))); len(again) != 0 {
 		t.Errorf("%d jobs again", len(again))

@@ -8,13 +8,15 @@ import (
 
 // slowJob is what explaining one slow request needs, taken from the slow
 // log when the request is written: the request, the requests ahead of it
-// on its connection (oldest first), the traced events around it and the
-// thread serving its connection.
+// on its connection (oldest first), the traced events around it, the
+// thread serving its connection and the followers' fetches around it.
 type slowJob struct {
 	r      *event.Request
 	before []*event.Request
 	events []any
 	conn   *event.ConnThread
+	// fetches are the followers' fetches around it.
+	fetches []*event.Request
 }
 
 // explainSlow explains each slow request of jobs from its own events and
@@ -47,6 +49,6 @@ func explainSlow(cfg explain.Config, x *traceexport.Exporter, jobs []slowJob) {
 		if j.conn != nil {
 			_ = h.ConnThread(j.conn)
 		}
-		x.Finding(explain.ExplainOne(cfg, idx, j.before, j.r))
+		x.Finding(explain.ExplainOne(cfg, idx, j.before, j.r, j.fetches))
 	}
 }
