@@ -7,6 +7,9 @@
 #     ethtool, chromium, tcpreplay
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
+#   - a real Prometheus (Debian's release package, unpacked, not installed)
+#     and OpenTelemetry Collector (built with its official builder) for the
+#     fleet test, via scripts/observability-tools.sh (cached)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,3 +66,6 @@ fi
 if [[ "$(id -u)" == 0 ]]; then
   "$root/scripts/vm-kernel.sh" >/dev/null
 fi
+# The fleet test's real Prometheus and OpenTelemetry Collector (the first
+# collector build takes a few minutes; cached after).
+"$root/scripts/observability-tools.sh" prometheus otelcol >/dev/null

@@ -95,6 +95,14 @@ type ioItem struct {
 // connKey names a connection by its two ends.
 type connKey struct{ client, broker string }
 
+// pendingSlow is a slow request waiting to be written, with the requests
+// it may have queued behind, taken when it completed: by the time it is
+// written (Settle later) a busy connection's history has moved on.
+type pendingSlow struct {
+	k       *keptRequest
+	context []*keptRequest
+}
+
 type keptRequest struct {
 	r       *event.Request
 	written bool
@@ -111,8 +119,8 @@ type slowLog struct {
 	mu      sync.Mutex
 	io      []ioItem // in arrival order, a ring trimmed from the front
 	ioHead  int
-	conns   map[connKey][]keptRequest
-	pending []*event.Request
+	conns   map[connKey][]*keptRequest
+	pending []pendingSlow
 	// threads is which broker thread serves each client connection (the
 	// tracer says so once, when the thread first reads from it), and
 	// threadsWritten those written to the current segment.
@@ -124,9 +132,10 @@ type slowLog struct {
 	explaining bool
 	jobs       []slowJob
 	// replicaFetches are the followers' Fetch requests of the last Window
-	// (at most MaxEvents), in arrival order, kept while explaining: a
-	// slow acks=all request's wait is measured by them.
-	replicaFetches []*event.Request
+	// (at most MaxEvents), in arrival order: a slow acks=all request's
+	// wait for its followers is measured by those around it, which are
+	// written with it.
+	replicaFetches []*keptRequest
 	seg            *recording.Writer
 	segMeta        recording.Meta
 	segStart       time.Time
@@ -146,7 +155,7 @@ func newSlowLog(cfg SlowLogConfig, meta func() recording.Meta) (*slowLog, error)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("slow-request log: %w", err)
 	}
-	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]keptRequest),
+	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]*keptRequest),
 		threads: make(map[string]event.ConnThread), threadsWritten: make(map[string]bool)}
 	if !cfg.AllAPIs {
 		s.apis = make(map[string]bool)
@@ -178,15 +187,16 @@ func (s *slowLog) request(r *event.Request) {
 		copy(h, h[1:])
 		h = h[:connHistory-1]
 	}
-	s.conns[key] = append(h, keptRequest{r: r})
-	if s.explaining && r.ReplicaID != nil && *r.ReplicaID >= 0 && r.API == "Fetch" {
+	k := &keptRequest{r: r}
+	s.conns[key] = append(h, k)
+	if r.ReplicaID != nil && *r.ReplicaID >= 0 && r.API == "Fetch" {
 		if len(s.replicaFetches) >= s.cfg.MaxEvents {
 			s.replicaFetches = slices.Delete(s.replicaFetches, 0, len(s.replicaFetches)/2)
 		}
-		s.replicaFetches = append(s.replicaFetches, r)
+		s.replicaFetches = append(s.replicaFetches, &keptRequest{r: r})
 	}
 	if s.isSlow(r) {
-		s.pending = append(s.pending, r)
+		s.pending = append(s.pending, pendingSlow{k: k, context: s.contextOf(r)})
 	}
 }
 
@@ -238,17 +248,17 @@ func (s *slowLog) flush(now time.Time) []slowJob {
 	cut := now.Add(-s.cfg.Settle)
 	keep := s.pending[:0]
 	wrote := false
-	for _, r := range s.pending {
-		if r.End.After(cut) {
-			keep = append(keep, r)
+	for _, p := range s.pending {
+		if p.k.r.End.After(cut) {
+			keep = append(keep, p)
 			continue
 		}
-		if !s.take(r.End) {
+		if !s.take(p.k.r.End) {
 			s.dropped++
 			s.segDropped++
 			continue
 		}
-		if err := s.writeSlow(r, now); err != nil {
+		if err := s.writeSlow(p, now); err != nil {
 			s.fail(err)
 			continue
 		}
@@ -283,56 +293,91 @@ func (s *slowLog) take(t time.Time) bool {
 }
 
 // writeSlow writes a slow request, the requests before it on its
-// connection that it may have waited for, and the events around it.
-func (s *slowLog) writeSlow(r *event.Request, now time.Time) error {
+// connection that it may have waited for, the followers' fetches around
+// it, and the events around them all. With explaining on, the same go
+// into a job.
+func (s *slowLog) writeSlow(p pendingSlow, now time.Time) error {
 	if s.seg == nil {
 		if err := s.openSegment(now); err != nil {
 			return err
 		}
 	}
 	var errs []error
-	history := s.conns[connKey{r.Client, r.Broker}]
-	for i := range history {
-		k := &history[i]
-		if k.written || k.r == r || !k.r.Arrival.Before(r.Arrival) {
-			continue
-		}
-		// Earlier requests still in the broker when r arrived, or that
-		// ended just before: the ones r may have queued behind.
-		if end := k.r.End; end.IsZero() || !end.Before(r.Arrival.Add(-s.cfg.Threshold)) {
+	r, context := p.k.r, p.context
+	for _, k := range context {
+		if !k.written {
 			k.written = true
 			s.context++
 			s.segContext++
 			errs = append(errs, s.seg.Request(k.r))
 		}
 	}
-	for i := range history {
-		if k := &history[i]; k.r == r {
-			k.written = true
-		}
-	}
+	p.k.written = true
 	errs = append(errs, s.seg.Request(r))
 	s.written++
 	if ct, ok := s.threads[r.Client]; ok && !s.threadsWritten[r.Client] {
 		s.threadsWritten[r.Client] = true
 		errs = append(errs, s.seg.ConnThread(&ct))
 	}
+	fetches := s.fetchesAround(r)
+	for _, f := range fetches {
+		if !f.written {
+			f.written = true
+			errs = append(errs, s.seg.Request(f.r))
+		}
+	}
 
+	// The events from the earliest request r may have queued behind: its
+	// own append is what r waited for.
 	from, to := r.Arrival.Add(-joinMargin), r.End.Add(joinMargin)
+	for _, k := range context {
+		from = minTime(from, k.r.Arrival.Add(-joinMargin))
+	}
 	var job *slowJob
 	if s.explaining {
 		job = &slowJob{r: r}
-		for _, k := range history {
-			if k.r != r && k.r.Arrival.Before(r.Arrival) {
-				job.before = append(job.before, k.r)
-			}
+		for _, k := range context {
+			job.before = append(job.before, k.r)
+		}
+		for _, f := range fetches {
+			job.fetches = append(job.fetches, f.r)
 		}
 		if ct, ok := s.threads[r.Client]; ok {
 			job.conn = &ct
 		}
-		job.fetches = s.fetchesAround(r)
 		defer func() { s.jobs = append(s.jobs, *job) }()
 	}
+	errs = append(errs, s.writeEvents(from, to, job))
+	return errors.Join(errs...)
+}
+
+// contextOf are the requests before r on its connection still in the
+// broker when r arrived, or that ended just before: the ones r may have
+// queued behind, oldest first.
+func (s *slowLog) contextOf(r *event.Request) []*keptRequest {
+	var out []*keptRequest
+	for _, k := range s.conns[connKey{r.Client, r.Broker}] {
+		if k.r == r || !k.r.Arrival.Before(r.Arrival) {
+			continue
+		}
+		if end := k.r.End; end.IsZero() || !end.Before(r.Arrival.Add(-s.cfg.Threshold)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// writeEvents writes the traced events overlapping [from, to] not
+// written yet, and adds them all to job (when not nil).
+func (s *slowLog) writeEvents(from, to time.Time, job *slowJob) error {
+	var errs []error
 	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
 		it := &s.io[i]
 		if it.end.Before(from) || it.start.After(to) {
@@ -392,12 +437,12 @@ const fetchLead = 2 * time.Second
 
 // fetchesAround are the replica fetches that arrived from fetchLead
 // before r to its end.
-func (s *slowLog) fetchesAround(r *event.Request) []*event.Request {
+func (s *slowLog) fetchesAround(r *event.Request) []*keptRequest {
 	from, to := r.Arrival.Add(-fetchLead), r.End.Add(joinMargin)
-	i, _ := slices.BinarySearchFunc(s.replicaFetches, from, func(f *event.Request, t time.Time) int { return f.Arrival.Compare(t) })
-	var out []*event.Request
+	i, _ := slices.BinarySearchFunc(s.replicaFetches, from, func(f *keptRequest, t time.Time) int { return f.r.Arrival.Compare(t) })
+	var out []*keptRequest
 	for _, f := range s.replicaFetches[i:] {
-		if f.Arrival.After(to) {
+		if f.r.Arrival.After(to) {
 			break
 		}
 		out = append(out, f)
@@ -409,7 +454,7 @@ func (s *slowLog) fetchesAround(r *event.Request) []*event.Request {
 func (s *slowLog) trim(now time.Time) {
 	old := now.Add(-s.cfg.Window)
 	k := 0
-	for k < len(s.replicaFetches) && s.replicaFetches[k].Arrival.Before(old) {
+	for k < len(s.replicaFetches) && s.replicaFetches[k].r.Arrival.Before(old) {
 		k++
 	}
 	s.replicaFetches = slices.Delete(s.replicaFetches, 0, k)

@@ -240,7 +240,8 @@ func TestSlowLogSched(t *testing.T) {
 func TestSlowLogJobs(t *testing.T) {
 	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
 	s.explaining = true
-	s.request(req("a:1", 1, "Produce", 0, ms(5)))
+	s.request(req("a:1", 0, "Produce", 0, ms(5))) // long done: not context
+	s.request(req("a:1", 1, "Produce", ms(850), ms(60)))
 	s.request(req("a:1", 2, "Produce", ms(900), ms(300)))
 	s.request(req("b:1", 3, "Produce", ms(950), ms(300)))
 	// Follower 2's fetches: one long before (not kept with them), one
@@ -280,5 +281,32 @@ func TestSlowLogJobs(t *testing.T) {
 	}
 	if again := s.flush(t0.Add(ms(4000))); len(again) != 0 {
 		t.Errorf("%d jobs again", len(again))
+	}
+	if _, err := s.close(t0.Add(ms(5000))); err != nil {
+		t.Fatal(err)
+	}
+	// The follower's fetch goes into the segment once, with the slow
+	// requests and their context: explain measures replication by it.
+	if _, corrs, _ := readSegment(t, s.cfg.Dir); !slices.Equal(corrs, []int32{1, 2, 11, 3}) {
+		t.Errorf("segment requests %v, want [1 2 11 3]", corrs)
+	}
+}
+
+// TestSlowLogContextOnBusyConnection: the request a slow one queued
+// behind is kept with it even when more requests than the connection's
+// history holds complete before the slow one is written (Settle later).
+func TestSlowLogContextOnBusyConnection(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
+	s.request(req("a:1", 1, "Produce", 0, ms(90)))      // ahead, not slow
+	s.request(req("a:1", 2, "Produce", ms(10), ms(150))) // slow, queued behind 1
+	for i := range int32(3 * connHistory) {
+		s.request(req("a:1", 3+i, "Produce", ms(200+10*int(i)), ms(5)))
+	}
+	s.flush(t0.Add(ms(3000)))
+	if _, err := s.close(t0.Add(ms(3100))); err != nil {
+		t.Fatal(err)
+	}
+	if _, corrs, _ := readSegment(t, s.cfg.Dir); !slices.Equal(corrs, []int32{1, 2}) {
+		t.Errorf("segment requests %v, want [1 2] (the request ahead, the slow one)", corrs)
 	}
 }

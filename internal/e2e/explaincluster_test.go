@@ -88,15 +88,7 @@ func TestExplainCluster(t *testing.T) {
 			var ws []freezeWindow
 			for range 3 {
 				time.Sleep(time.Second)
-				var w freezeWindow
-				w.frozeAt = time.Now()
-				iotRun(t, "fsfreeze", "-f", mnt)
-				w.frozen = time.Now()
-				time.Sleep(500 * time.Millisecond)
-				w.thawAt = time.Now()
-				iotRun(t, "fsfreeze", "-u", mnt)
-				w.thawed = time.Now()
-				ws = append(ws, w)
+				ws = append(ws, freezeFor(t, mnt, 500*time.Millisecond))
 			}
 			time.Sleep(time.Second)
 			return ws
@@ -120,6 +112,8 @@ func TestExplainCluster(t *testing.T) {
 		checkClocks(t, clocks)
 		checkFollower(t, findings, windows, explain.CauseNetwork)
 	})
+
+	t.Run("fleet", func(t *testing.T) { testFleet(ctx, t, c) })
 }
 
 // netnsCluster starts the scenario's cluster and stops it at the end.
@@ -146,6 +140,20 @@ func netnsCluster(t *testing.T, libs string) *lab.Cluster {
 	}
 	t.Logf("cluster up in %v", time.Since(start).Round(time.Millisecond))
 	return c
+}
+
+// freezeFor freezes the file system mounted at mnt for d.
+func freezeFor(t *testing.T, mnt string, d time.Duration) freezeWindow {
+	t.Helper()
+	var w freezeWindow
+	w.frozeAt = time.Now()
+	iotRun(t, "fsfreeze", "-f", mnt)
+	w.frozen = time.Now()
+	time.Sleep(d)
+	w.thawAt = time.Now()
+	iotRun(t, "fsfreeze", "-u", mnt)
+	w.thawed = time.Now()
+	return w
 }
 
 // rateLimit limits the traffic into a node's namespace (the host end's
@@ -235,6 +243,31 @@ func assignedInSync(ctx context.Context, cl *kgo.Client, topic string, assignmen
 func recordCluster(ctx context.Context, t *testing.T, c *lab.Cluster, inject func(context.Context) []freezeWindow) ([]string, []freezeWindow) {
 	t.Helper()
 	base := t.TempDir()
+	var dirs []string
+	var recs []*iotCLI
+	for _, b := range c.Brokers() {
+		dir := filepath.Join(base, fmt.Sprintf("broker-%d", b.NodeID()))
+		dirs = append(dirs, dir)
+		t.Cleanup(func() { keepDirOnFailure(t, dir) })
+		port := b.Addr()[strings.LastIndexByte(b.Addr(), ':')+1:]
+		recs = append(recs, startCLI(ctx, t, "record: broker pid", "record", "--pid", strconv.Itoa(b.PID()), "--log-dirs", b.LogDirs()[0],
+			"--iface", b.HostIf(), "--port", port, "--out", dir))
+	}
+	windows := underClusterLoad(ctx, t, c, inject)
+	for i, rec := range recs {
+		if err := rec.stop(t, syscall.SIGINT); err != nil {
+			t.Fatalf("kscope record on node %d ended with %v on SIGINT: %s", i+1, err, rec.errOut())
+		}
+	}
+	return dirs, windows
+}
+
+// underClusterLoad runs acks=all load from two clients over every
+// partition (each producer goroutine keeping to one partition, so that
+// one held up by a leader does not stop the load on the others) and
+// inject under it; it returns the injection windows.
+func underClusterLoad(ctx context.Context, t *testing.T, c *lab.Cluster, inject func(context.Context) []freezeWindow) []freezeWindow {
+	t.Helper()
 	const clients, perClient = 2, 8
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -243,8 +276,6 @@ func recordCluster(ctx context.Context, t *testing.T, c *lab.Cluster, inject fun
 	var produced, failed atomic.Int64
 	value := bytes.Repeat([]byte("k"), 1024)
 	for ci := range clients {
-		// Each producer goroutine keeps to one partition: one held up by
-		// a leader does not stop the load on the others.
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(clusterTopic),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ClientID(fmt.Sprintf("cluster-%d", ci)))
@@ -275,32 +306,17 @@ func recordCluster(ctx context.Context, t *testing.T, c *lab.Cluster, inject fun
 			})
 		}
 	}
-	var dirs []string
-	var recs []*iotCLI
-	for _, b := range c.Brokers() {
-		dir := filepath.Join(base, fmt.Sprintf("broker-%d", b.NodeID()))
-		dirs = append(dirs, dir)
-		t.Cleanup(func() { keepDirOnFailure(t, dir) })
-		port := b.Addr()[strings.LastIndexByte(b.Addr(), ':')+1:]
-		recs = append(recs, startCLI(ctx, t, "record: broker pid", "record", "--pid", strconv.Itoa(b.PID()), "--log-dirs", b.LogDirs()[0],
-			"--iface", b.HostIf(), "--port", port, "--out", dir))
-	}
 	close(start)
 	time.Sleep(time.Second)
 	windows := inject(lctx)
 	stopLoad()
 	wg.Wait()
 	time.Sleep(300 * time.Millisecond) // the last responses reach the captures
-	for i, rec := range recs {
-		if err := rec.stop(t, syscall.SIGINT); err != nil {
-			t.Fatalf("kscope record on node %d ended with %v on SIGINT: %s", i+1, err, rec.errOut())
-		}
-	}
 	t.Logf("produced %d records (%d producers stopped by an error)", produced.Load(), failed.Load())
 	for _, w := range windows {
 		t.Logf("injected: %s", w)
 	}
-	return dirs, windows
+	return windows
 }
 
 // clusterClock is a line of explain's {"clocks": [...]}.
