@@ -297,7 +297,7 @@ func TestSlowLogJobs(t *testing.T) {
 // history holds complete before the slow one is written (Settle later).
 func TestSlowLogContextOnBusyConnection(t *testing.T) {
 	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
-	s.request(req("a:1", 1, "Produce", 0, ms(90)))      // ahead, not slow
+	s.request(req("a:1", 1, "Produce", 0, ms(90)))       // ahead, not slow
 	s.request(req("a:1", 2, "Produce", ms(10), ms(150))) // slow, queued behind 1
 	for i := range int32(3 * connHistory) {
 		s.request(req("a:1", 3+i, "Produce", ms(200+10*int(i)), ms(5)))
