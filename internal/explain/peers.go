@@ -70,8 +70,8 @@ func (s *Scan) addStamp(line []byte, client []byte, replica int32, arrival, end 
 	s.stamps[k] = fetchStamp{arrival: arrival, respStart: end - int64(respMs*1e6), end: end, replica: replica}
 }
 
-// countBroker counts a produce request's broker address: the one most
-// produced to is the recorded broker's own.
+// countBroker counts the broker address of a new produce connection: the
+// one most produced to is the recorded broker's own.
 func (s *Scan) countBroker(line []byte) {
 	b, ok := scanString(line, `"broker":"`)
 	if !ok {
@@ -84,7 +84,7 @@ func (s *Scan) countBroker(line []byte) {
 }
 
 // Addr is the recorded broker's address: the one its capture saw most
-// produce requests sent to ("" when it saw none).
+// producers' connections go to ("" when it saw none).
 func (s *Scan) Addr() string {
 	var best string
 	for a, n := range s.produceTo {

@@ -207,7 +207,6 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			}
 		}
 		if key == produceKey && answered {
-			s.countBroker(line)
 			if a, e, ok := scanTimes(line); ok && e != 0 {
 				s.inFlight.arrivals = append(s.inFlight.arrivals, a)
 				s.inFlight.ends = append(s.inFlight.ends, e)
@@ -216,6 +215,7 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 			if !ok {
 				conn = int32(len(s.conns))
 				s.conns[string(client)] = conn
+				s.countBroker(line) // a connection has one broker end
 			}
 			s.cands = append(s.cands, cand{pos, lat, conn})
 		}
