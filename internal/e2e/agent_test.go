@@ -382,7 +382,10 @@ func checkSlowLog(t *testing.T, dir string, counted float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slow == 0 || float64(slow) != counted || int64(context) != meta.SlowLog.ContextRequests {
+	// A slow request dropped by the rate limit can still be written as the
+	// context of a later one (a request it queued behind): it is counted
+	// as context, and is slow by latency.
+	if slow == 0 || float64(slow) < counted || float64(slow+context) != counted+float64(meta.SlowLog.ContextRequests) {
 		t.Errorf("slow log: %d slow produce requests (agent counted %v), %d others (meta says %d context requests)",
 			slow, counted, context, meta.SlowLog.ContextRequests)
 	}
