@@ -138,11 +138,11 @@ func TestReadHostile(t *testing.T) {
 	cr := strings.Repeat("ab", 32)
 	good := "CLIENT_RANDOM " + cr + " " + strings.Repeat("cd", 48)
 	tests := []struct {
-		name                       string
-		in                         string
+		name                        string
+		in                          string
 		secrets, malformed, unknown int
-		conflicts                  int
-		first                      string
+		conflicts                   int
+		first                       string
 	}{
 		{"comments and blanks", "# a comment\n\n" + good + "\n", 1, 0, 0, 0, ""},
 		{"no newline at the end", good, 1, 0, 0, 0, ""},
