@@ -1,0 +1,442 @@
+// Package tlsdecrypt turns one TCP connection's TLS records back into the
+// bytes the application sent, with the session secrets of an NSS key log
+// (package tlskeys): the layer between the capture's reassembled streams
+// and the Kafka wire decoder. TLS 1.3 (its handshake and application
+// traffic secrets, key updates) and TLS 1.2 (the master secret's key
+// block) with the AEAD suites: AES-GCM and ChaCha20-Poly1305, from the
+// Go standard library and golang.org/x/crypto.
+//
+// The bytes are untrusted: a record longer than TLS allows, a handshake
+// message longer than maxHandshake, or a record that fails to decrypt
+// stops the connection's decryption with a reason (Status, Reason), and
+// nothing after that is invented. A connection whose session is not in
+// the key log is NoKeys, not garbage.
+package tlsdecrypt
+
+import (
+	"bytes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kscope-dev/kscope/internal/tlskeys"
+)
+
+// Direction is which way bytes flow on a connection.
+type Direction int
+
+// The two directions.
+const (
+	ClientToServer Direction = 0
+	ServerToClient Direction = 1
+)
+
+// Status is how far decrypting a connection got.
+type Status int
+
+// Statuses.
+const (
+	// Handshaking: the hellos are being read; no application data yet.
+	Handshaking Status = iota
+	// Decrypting: keys found, records decrypt.
+	Decrypting
+	// NoKeys: the key log has no secrets for this session.
+	NoKeys
+	// Failed: a record did not decrypt (a wrong key), or a suite this
+	// package cannot decrypt.
+	Failed
+	// NotTLS: the bytes are not TLS records.
+	NotTLS
+)
+
+func (s Status) String() string {
+	return [...]string{"handshaking", "decrypting", "no-keys", "failed", "not-tls"}[s]
+}
+
+// Limits on untrusted lengths: TLS 1.2 allows a ciphertext of 2^14+2048
+// bytes; a handshake message (certificate chains) is bounded here.
+const (
+	maxRecord    = 1<<14 + 2048
+	maxHandshake = 256 << 10
+)
+
+// TLS record content types and handshake message types.
+const (
+	recordCCS       = 20
+	recordAlert     = 21
+	recordHandshake = 22
+	recordAppData   = 23
+
+	hsClientHello = 1
+	hsServerHello = 2
+	hsFinished    = 20
+	hsKeyUpdate   = 24
+)
+
+const (
+	versionTLS12 = 0x0303
+	versionTLS13 = 0x0304
+)
+
+// helloRetryRandom is the ServerHello random of a HelloRetryRequest
+// (RFC 8446, 4.1.3).
+var helloRetryRandom = sha256.Sum256([]byte("HelloRetryRequest"))
+
+// Conn decrypts one connection. Feed it each direction's stream bytes in
+// capture order.
+type Conn struct {
+	keys         *tlskeys.Keys
+	clientRandom tlskeys.ClientRandom
+	serverRandom [32]byte
+	haveClient   bool
+	haveServer   bool
+	version      uint16
+	suite        *suite
+	status       Status
+	reason       string
+	dirs         [2]dirState
+}
+
+// dirState is one direction's record layer.
+type dirState struct {
+	buf       []byte // stream bytes not yet a whole record
+	hs        []byte // handshake bytes not yet a whole message
+	encrypted bool
+	aead      cipher.AEAD
+	iv        []byte
+	seq       uint64
+	secret    []byte // TLS 1.3: the current traffic secret
+	plain     []byte // decryption scratch
+	nonce     [12]byte
+	aad       [13]byte
+}
+
+// New starts decrypting a connection with the secrets in keys.
+func New(keys *tlskeys.Keys) *Conn { return &Conn{keys: keys} }
+
+// Status and Reason say how far decryption got, and why it stopped.
+func (c *Conn) Status() Status { return c.status }
+
+// Reason says why the connection is NoKeys, Failed or NotTLS.
+func (c *Conn) Reason() string { return c.reason }
+
+// Version is the negotiated TLS version (0x0303, 0x0304), 0 before the
+// ServerHello.
+func (c *Conn) Version() uint16 { return c.version }
+
+// Suite names the negotiated cipher suite, "" before the ServerHello.
+func (c *Conn) Suite() string {
+	if c.suite == nil {
+		return ""
+	}
+	return c.suite.name
+}
+
+// errStopped is returned once the connection cannot be decrypted.
+var errStopped = errors.New("tls: connection not decrypted")
+
+// Feed reads stream bytes of one direction and calls emit with each
+// piece of application data they complete (valid until emit returns).
+// After a NoKeys, Failed or NotTLS status it does nothing and returns an
+// error saying why.
+func (c *Conn) Feed(dir Direction, data []byte, emit func(dir Direction, plain []byte)) error {
+	if c.status > Decrypting {
+		return fmt.Errorf("%w: %s: %s", errStopped, c.status, c.reason)
+	}
+	d := &c.dirs[dir]
+	d.buf = append(d.buf, data...)
+	rest := d.buf
+	for len(rest) >= 5 {
+		typ, ver, n := rest[0], binary.BigEndian.Uint16(rest[1:3]), int(binary.BigEndian.Uint16(rest[3:5]))
+		if typ < recordCCS || typ > recordAppData || ver>>8 != 3 || n > maxRecord {
+			return c.stop(NotTLS, fmt.Sprintf("%s: record header %x is not TLS", dir, rest[:5]))
+		}
+		if len(rest) < 5+n {
+			break
+		}
+		if err := c.record(dir, rest[:5], rest[5:5+n], emit); err != nil {
+			return err
+		}
+		rest = rest[5+n:]
+	}
+	d.buf = append(d.buf[:0], rest...)
+	return nil
+}
+
+func (c *Conn) stop(s Status, reason string) error {
+	c.status, c.reason = s, reason
+	for i := range c.dirs {
+		c.dirs[i] = dirState{}
+	}
+	return fmt.Errorf("%w: %s: %s", errStopped, s, reason)
+}
+
+func (dir Direction) String() string {
+	if dir == ClientToServer {
+		return "client to server"
+	}
+	return "server to client"
+}
+
+// record handles one whole record.
+func (c *Conn) record(dir Direction, hdr, body []byte, emit func(Direction, []byte)) error {
+	d := &c.dirs[dir]
+	typ := hdr[0]
+	if !d.encrypted {
+		switch typ {
+		case recordHandshake:
+			return c.handshake(dir, body)
+		case recordCCS:
+			if c.version == versionTLS13 {
+				return nil // middlebox compatibility (RFC 8446, D.4)
+			}
+			return c.startTLS12(dir)
+		case recordAlert:
+			return nil
+		default:
+			return c.stop(NotTLS, fmt.Sprintf("%s: application data before the handshake", dir))
+		}
+	}
+	if typ == recordCCS && c.version == versionTLS13 {
+		return nil
+	}
+	plain, inner, err := c.open(d, hdr, body)
+	if err != nil {
+		return c.stop(Failed, fmt.Sprintf("%s: record %d did not decrypt (wrong key?)", dir, d.seq))
+	}
+	switch inner {
+	case recordAppData:
+		c.status = Decrypting
+		emit(dir, plain)
+	case recordHandshake:
+		return c.handshake(dir, plain)
+	}
+	return nil
+}
+
+// open decrypts a record: its plaintext and content type.
+func (c *Conn) open(d *dirState, hdr, body []byte) ([]byte, byte, error) {
+	seq := d.seq
+	d.seq++
+	if c.version == versionTLS13 {
+		copy(d.nonce[:], d.iv)
+		for i := range 8 {
+			d.nonce[4+i] ^= byte(seq >> (56 - 8*i))
+		}
+		p, err := d.aead.Open(d.plain[:0], d.nonce[:], body, hdr)
+		if err != nil {
+			return nil, 0, err
+		}
+		d.plain = p
+		// The inner content type is the last non-zero byte.
+		i := len(p) - 1
+		for i >= 0 && p[i] == 0 {
+			i--
+		}
+		if i < 0 {
+			return nil, 0, errors.New("no content type")
+		}
+		return p[:i], p[i], nil
+	}
+	ciphertext := body
+	if c.suite.chacha {
+		copy(d.nonce[:], d.iv)
+		for i := range 8 {
+			d.nonce[4+i] ^= byte(seq >> (56 - 8*i))
+		}
+	} else {
+		if len(body) < 8 {
+			return nil, 0, errors.New("short record")
+		}
+		copy(d.nonce[:4], d.iv)
+		copy(d.nonce[4:], body[:8])
+		ciphertext = body[8:]
+	}
+	if len(ciphertext) < d.aead.Overhead() {
+		return nil, 0, errors.New("short record")
+	}
+	binary.BigEndian.PutUint64(d.aad[:8], seq)
+	copy(d.aad[8:11], hdr[:3])
+	binary.BigEndian.PutUint16(d.aad[11:], uint16(len(ciphertext)-d.aead.Overhead()))
+	p, err := d.aead.Open(d.plain[:0], d.nonce[:d.aead.NonceSize()], ciphertext, d.aad[:])
+	if err != nil {
+		return nil, 0, err
+	}
+	d.plain = p
+	return p, hdr[0], nil
+}
+
+// handshake reads handshake messages (plaintext, or decrypted in TLS
+// 1.3), which may span records.
+func (c *Conn) handshake(dir Direction, b []byte) error {
+	d := &c.dirs[dir]
+	d.hs = append(d.hs, b...)
+	rest := d.hs
+	for len(rest) >= 4 {
+		n := int(rest[1])<<16 | int(rest[2])<<8 | int(rest[3])
+		if n > maxHandshake {
+			return c.stop(NotTLS, fmt.Sprintf("%s: handshake message of %d bytes", dir, n))
+		}
+		if len(rest) < 4+n {
+			break
+		}
+		if err := c.message(dir, rest[0], rest[4:4+n]); err != nil {
+			return err
+		}
+		if c.status > Decrypting {
+			return nil
+		}
+		rest = rest[4+n:]
+	}
+	if len(d.hs) > 0 {
+		d.hs = append(d.hs[:0], rest...)
+	}
+	return nil
+}
+
+// message handles one handshake message.
+func (c *Conn) message(dir Direction, typ byte, m []byte) error {
+	d := &c.dirs[dir]
+	switch {
+	case typ == hsClientHello && dir == ClientToServer && !d.encrypted:
+		if len(m) < 34 {
+			return c.stop(NotTLS, "short ClientHello")
+		}
+		copy(c.clientRandom[:], m[2:34])
+		c.haveClient = true
+	case typ == hsServerHello && dir == ServerToClient && !d.encrypted:
+		return c.serverHello(m)
+	case typ == hsFinished && c.version == versionTLS13 && d.encrypted:
+		// The sender's next records use its application traffic secret.
+		s, _ := c.keys.Lookup(c.clientRandom)
+		secret := s.ClientTraffic
+		if dir == ServerToClient {
+			secret = s.ServerTraffic
+		}
+		if secret == nil {
+			return c.stop(NoKeys, fmt.Sprintf("no %s application traffic secret for the session", dir))
+		}
+		return c.useSecret(d, secret)
+	case typ == hsKeyUpdate && c.version == versionTLS13 && d.encrypted && d.secret != nil:
+		next, err := c.suite.nextSecret(d.secret)
+		if err != nil {
+			return c.stop(Failed, err.Error())
+		}
+		return c.useSecret(d, next)
+	}
+	return nil
+}
+
+// serverHello reads the negotiated version, random and suite; for TLS
+// 1.3 both directions then switch to the handshake traffic secrets.
+func (c *Conn) serverHello(m []byte) error {
+	if len(m) < 35 {
+		return c.stop(NotTLS, "short ServerHello")
+	}
+	var random [32]byte
+	copy(random[:], m[2:34])
+	if random == helloRetryRandom {
+		return nil // a HelloRetryRequest: the real ServerHello follows
+	}
+	version := binary.BigEndian.Uint16(m[:2])
+	p := 35 + int(m[34]) // after the session id
+	if len(m) < p+3 {
+		return c.stop(NotTLS, "short ServerHello")
+	}
+	id := binary.BigEndian.Uint16(m[p:])
+	if v, ok := supportedVersion(m[p+3:]); ok {
+		version = v
+	}
+	c.serverRandom, c.haveServer, c.version = random, true, version
+	s, ok := suites[id]
+	if !ok {
+		return c.stop(Failed, fmt.Sprintf("cipher suite %#04x is not one this decrypts", id))
+	}
+	c.suite = &s
+	if version != versionTLS13 {
+		if version != versionTLS12 {
+			return c.stop(Failed, fmt.Sprintf("TLS version %#04x is not decrypted", version))
+		}
+		return nil // keys at each direction's ChangeCipherSpec
+	}
+	if !c.haveClient {
+		return c.stop(NoKeys, "no ClientHello seen (the capture began after it)")
+	}
+	sess, ok := c.keys.Lookup(c.clientRandom)
+	if !ok || sess.ClientHandshake == nil || sess.ServerHandshake == nil {
+		return c.stop(NoKeys, "no TLS 1.3 handshake secrets for the session in the key log")
+	}
+	for dir, secret := range [][]byte{sess.ClientHandshake, sess.ServerHandshake} {
+		d := &c.dirs[dir]
+		d.encrypted = true
+		d.hs = d.hs[:0]
+		if err := c.useSecret(d, secret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supportedVersion reads the supported_versions extension (43) of a
+// ServerHello's extensions block.
+func supportedVersion(b []byte) (uint16, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	if n < len(b) {
+		b = b[:n]
+	}
+	for len(b) >= 4 {
+		typ, l := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+		if len(b) < 4+l {
+			return 0, false
+		}
+		if typ == 43 && l == 2 {
+			return binary.BigEndian.Uint16(b[4:]), true
+		}
+		b = b[4+l:]
+	}
+	return 0, false
+}
+
+// useSecret switches a direction to a TLS 1.3 traffic secret.
+func (c *Conn) useSecret(d *dirState, secret []byte) error {
+	key, iv, err := c.suite.trafficKeys(secret)
+	if err == nil {
+		d.aead, err = c.suite.aead(key)
+	}
+	if err != nil {
+		return c.stop(Failed, err.Error())
+	}
+	d.iv, d.seq, d.secret = iv, 0, bytes.Clone(secret)
+	return nil
+}
+
+// startTLS12 switches a direction to the TLS 1.2 key block at its
+// ChangeCipherSpec.
+func (c *Conn) startTLS12(dir Direction) error {
+	if c.suite == nil || !c.haveClient || !c.haveServer {
+		return c.stop(NoKeys, "ChangeCipherSpec before both hellos were seen (the capture began after them)")
+	}
+	sess, ok := c.keys.Lookup(c.clientRandom)
+	if !ok || sess.Master == nil {
+		return c.stop(NoKeys, "no master secret for the session in the key log")
+	}
+	ck, sk, civ, siv := c.suite.keyBlock(sess.Master, c.clientRandom[:], c.serverRandom[:])
+	key, iv := ck, civ
+	if dir == ServerToClient {
+		key, iv = sk, siv
+	}
+	d := &c.dirs[dir]
+	aead, err := c.suite.aead(key)
+	if err != nil {
+		return c.stop(Failed, err.Error())
+	}
+	d.aead, d.iv, d.seq, d.encrypted = aead, iv, 0, true
+	d.hs = d.hs[:0]
+	return nil
+}

@@ -1,0 +1,237 @@
+package tlsdecrypt
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/tlskeys"
+)
+
+// chunk is what one side wrote to the socket.
+type chunk struct {
+	dir  Direction
+	data []byte
+}
+
+// tapConn records the client's socket: what it writes (client to server)
+// and what it reads (server to client), in order.
+type tapConn struct {
+	net.Conn
+	mu     *sync.Mutex
+	chunks *[]chunk
+}
+
+func (t tapConn) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	*t.chunks = append(*t.chunks, chunk{ClientToServer, bytes.Clone(b)})
+	t.mu.Unlock()
+	return t.Conn.Write(b)
+}
+
+func (t tapConn) Read(b []byte) (int, error) {
+	n, err := t.Conn.Read(b)
+	t.mu.Lock()
+	*t.chunks = append(*t.chunks, chunk{ServerToClient, bytes.Clone(b[:n])})
+	t.mu.Unlock()
+	return n, err
+}
+
+// conversation is a real TLS conversation between Go's crypto/tls client
+// and server over loopback: the wire bytes both ways, the key log the
+// client wrote, and the plaintext each side sent.
+type conversation struct {
+	chunks             []chunk
+	keyLog             []byte
+	toServer, toClient []byte
+}
+
+func converse(t *testing.T, client *tls.Config, server *tls.Config) conversation {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kscope"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conv conversation
+	// Requests of growing size, each answered by a longer response: many
+	// records, some split over several reads.
+	for i := range 40 {
+		conv.toServer = append(conv.toServer, bytes.Repeat([]byte{byte('a' + i%26)}, 100*i+1)...)
+	}
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		s := tls.Server(c, server)
+		defer s.Close()
+		buf := make([]byte, len(conv.toServer))
+		if _, err := io.ReadFull(s, buf); err != nil {
+			done <- err
+			return
+		}
+		_, err = s.Write(bytes.Repeat(buf, 3))
+		done <- err
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var kl bytes.Buffer
+	client.KeyLogWriter, client.InsecureSkipVerify = &kl, true
+	c := tls.Client(tapConn{raw, &mu, &conv.chunks}, client)
+	if _, err := c.Write(conv.toServer); err != nil {
+		t.Fatal(err)
+	}
+	want := 3 * len(conv.toServer)
+	got := make([]byte, want)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	conv.toClient, conv.keyLog = got, kl.Bytes()
+	return conv
+}
+
+func keysOf(t *testing.T, log []byte) *tlskeys.Keys {
+	t.Helper()
+	k := tlskeys.New()
+	if err := k.Read(bytes.NewReader(log), "keylog"); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestDecryptRealConversations: what Go's crypto/tls sent, both ways,
+// comes back exactly, for TLS 1.3 and for TLS 1.2 with each AEAD suite.
+func TestDecryptRealConversations(t *testing.T) {
+	tests := []struct {
+		name    string
+		version uint16
+		suite   uint16
+		want    string
+	}{
+		{"TLS 1.3", tls.VersionTLS13, 0, "TLS_AES_128_GCM_SHA256"},
+		{"TLS 1.2 ECDHE-ECDSA AES-128-GCM", tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
+		{"TLS 1.2 ECDHE-ECDSA AES-256-GCM", tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
+		{"TLS 1.2 ECDHE-ECDSA ChaCha20-Poly1305", tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &tls.Config{MinVersion: tt.version, MaxVersion: tt.version}
+			if tt.suite != 0 {
+				cfg.CipherSuites = []uint16{tt.suite}
+			}
+			conv := converse(t, cfg, &tls.Config{MinVersion: tt.version, MaxVersion: tt.version})
+			c := New(keysOf(t, conv.keyLog))
+			var got [2][]byte
+			for _, ch := range conv.chunks {
+				if err := c.Feed(ch.dir, ch.data, func(dir Direction, p []byte) { got[dir] = append(got[dir], p...) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.Status() != Decrypting || c.Suite() != tt.want && !(tt.version == tls.VersionTLS13 && strings.HasPrefix(c.Suite(), "TLS_")) {
+				t.Fatalf("status %s (%s), suite %s", c.Status(), c.Reason(), c.Suite())
+			}
+			if !bytes.Equal(got[ClientToServer], conv.toServer) || !bytes.Equal(got[ServerToClient], conv.toClient) {
+				t.Errorf("decrypted %d and %d bytes, want %d and %d, equal", len(got[0]), len(got[1]), len(conv.toServer), len(conv.toClient))
+			}
+		})
+	}
+}
+
+// TestDecryptWithoutKeys: the same conversation with no key log, or
+// another session's, is NoKeys or Failed with a reason, and nothing is
+// emitted.
+func TestDecryptWithoutKeys(t *testing.T) {
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		conv := converse(t, &tls.Config{MinVersion: version, MaxVersion: version}, &tls.Config{})
+		other := converse(t, &tls.Config{MinVersion: version, MaxVersion: version}, &tls.Config{})
+		// Another session's secrets under this session's client random: a
+		// wrong key.
+		wrong := bytes.Clone(other.keyLog)
+		for _, line := range strings.Split(strings.TrimSpace(string(conv.keyLog)), "\n") {
+			f := strings.Fields(line)
+			for _, oline := range strings.Split(strings.TrimSpace(string(other.keyLog)), "\n") {
+				o := strings.Fields(oline)
+				if o[0] == f[0] {
+					wrong = append(wrong, []byte(o[0]+" "+f[1]+" "+o[2]+"\n")...)
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name string
+			log  []byte
+			want Status
+		}{{"no key log", nil, NoKeys}, {"a wrong key", wrong, Failed}} {
+			c := New(keysOf(t, tc.log))
+			emitted := 0
+			var err error
+			for _, ch := range conv.chunks {
+				if err = c.Feed(ch.dir, ch.data, func(Direction, []byte) { emitted++ }); err != nil {
+					break
+				}
+			}
+			if c.Status() != tc.want || err == nil || emitted != 0 || c.Reason() == "" {
+				t.Errorf("TLS %#x, %s: status %s (%q), error %v, %d emitted; want %s, an error, nothing", version, tc.name, c.Status(), c.Reason(), err, emitted, tc.want)
+			}
+		}
+	}
+}
+
+func TestNotTLS(t *testing.T) {
+	c := New(tlskeys.New())
+	err := c.Feed(ClientToServer, []byte("\x00\x00\x00\x10kafka request..."), func(Direction, []byte) {})
+	if err == nil || c.Status() != NotTLS {
+		t.Errorf("status %s, error %v", c.Status(), err)
+	}
+}
+
+func FuzzConn(f *testing.F) {
+	f.Add([]byte{22, 3, 1, 0, 5, 1, 0, 0, 1, 0}, false)
+	f.Add([]byte{23, 3, 3, 0, 2, 0, 0}, true)
+	f.Fuzz(func(t *testing.T, data []byte, server bool) {
+		c := New(tlskeys.New())
+		dir := ClientToServer
+		if server {
+			dir = ServerToClient
+		}
+		for len(data) > 0 {
+			n := min(len(data), 7)
+			if c.Feed(dir, data[:n], func(Direction, []byte) { t.Fatal("plaintext without keys") }) != nil {
+				return
+			}
+			data = data[n:]
+			dir = 1 - dir
+		}
+	})
+}
