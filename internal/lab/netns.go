@@ -65,7 +65,7 @@ func newClusterNet(n int) (*clusterNet, error) {
 	if n > MaxNetnsNodes {
 		return nil, fmt.Errorf("lab: Netns: %d nodes, at most %d", n, MaxNetnsNodes)
 	}
-	prefix, err := freeSubnet24()
+	prefix, err := FreeSubnet(24)
 	if err != nil {
 		return nil, err
 	}
@@ -266,20 +266,23 @@ func LinkCounters(ifname string) (rx, tx uint64, err error) {
 	return rx, tx, err
 }
 
-// freeSubnet24 picks a random 10.X.Y.0/24 (X in 64..253, clear of the
-// ranges people configure by hand) that no route in any table and no
-// address overlaps.
-func freeSubnet24() (netip.Prefix, error) {
+// FreeSubnet picks a random 10.X.Y.0/bits (bits 16..30; X in 64..253,
+// clear of the ranges people configure by hand) that no route in any
+// table and no address overlaps: for a lab's namespaces, and a test's.
+func FreeSubnet(bits int) (netip.Prefix, error) {
+	if bits < 16 || bits > 30 {
+		return netip.Prefix{}, fmt.Errorf("lab: subnet /%d: want /16 to /30", bits)
+	}
 	used, err := usedPrefixes()
 	if err != nil {
 		return netip.Prefix{}, err
 	}
 	for range 200 {
-		var b [2]byte
+		var b [3]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return netip.Prefix{}, fmt.Errorf("lab: Netns subnet: %w", err)
+			return netip.Prefix{}, fmt.Errorf("lab: subnet: %w", err)
 		}
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(64 + int(b[0])%190), b[1], 0}), 24)
+		p, _ := netip.AddrFrom4([4]byte{10, byte(64 + int(b[0])%190), b[1], b[2]}).Prefix(bits)
 		free := true
 		for _, u := range used {
 			free = free && !u.Overlaps(p)
@@ -288,7 +291,7 @@ func freeSubnet24() (netip.Prefix, error) {
 			return p, nil
 		}
 	}
-	return netip.Prefix{}, errors.New("lab: Netns: no free 10.x.y.0/24 found")
+	return netip.Prefix{}, fmt.Errorf("lab: no free 10.x.y.z/%d found", bits)
 }
 
 // usedPrefixes lists the destinations of all IPv4 routes in every table

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/lab"
 )
 
 // Netns is a network namespace joined to the root namespace by a veth
@@ -74,7 +76,7 @@ func NewNetns(t testing.TB) *Netns {
 			t:      t,
 			ip:     ipBin,
 		}
-		prefix, err := freeSubnet(ipBin)
+		prefix, err := lab.FreeSubnet(30)
 		if err != nil {
 			t.Fatalf("labtest: netns: %v", err)
 		}
@@ -196,81 +198,6 @@ func (n *Netns) Recreate() error {
 		return err
 	}
 	return n.createLink()
-}
-
-// freeSubnet picks a random 10.x.y.0/30 (x in 64..253) that no route in
-// any table and no address overlaps.
-func freeSubnet(ipBin string) (netip.Prefix, error) {
-	used, err := usedPrefixes(ipBin)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	for range 100 {
-		var b [2]byte
-		_, _ = rand.Read(b[:])
-		x := 64 + int(b[0])%190
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(x), b[1], 0}), 30)
-		free := true
-		for _, u := range used {
-			if u.Overlaps(p) {
-				free = false
-				break
-			}
-		}
-		if free {
-			return p, nil
-		}
-	}
-	return netip.Prefix{}, errors.New("no free 10.x.y.0/30 found")
-}
-
-// usedPrefixes lists the destinations of all IPv4 routes (default routes
-// excepted) and the IPv4 addresses of all interfaces.
-func usedPrefixes(ipBin string) ([]netip.Prefix, error) {
-	var used []netip.Prefix
-	out, err := runIP(ipBin, "-4", "route", "show", "table", "all")
-	if err != nil {
-		return nil, err
-	}
-	routeTypes := map[string]bool{"unicast": true, "local": true, "broadcast": true, "multicast": true,
-		"throw": true, "unreachable": true, "prohibit": true, "blackhole": true, "nat": true, "anycast": true}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && routeTypes[f[0]] {
-			f = f[1:]
-		}
-		if len(f) == 0 || f[0] == "default" {
-			continue
-		}
-		if p, ok := parsePrefix(f[0]); ok && p.Bits() > 0 {
-			used = append(used, p)
-		}
-	}
-	out, err = runIP(ipBin, "-4", "-o", "addr", "show")
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		for i := 0; i+1 < len(f); i++ {
-			if f[i] == "inet" {
-				if p, ok := parsePrefix(f[i+1]); ok {
-					used = append(used, p.Masked())
-				}
-			}
-		}
-	}
-	return used, nil
-}
-
-func parsePrefix(s string) (netip.Prefix, bool) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), true
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return netip.PrefixFrom(a, a.BitLen()), true
-	}
-	return netip.Prefix{}, false
 }
 
 // removeStaleNetns deletes namespaces named by NewNetns whose creating
