@@ -378,6 +378,7 @@ func minTime(a, b time.Time) time.Time {
 // written yet, and adds them all to job (when not nil).
 func (s *slowLog) writeEvents(from, to time.Time, job *slowJob) error {
 	var errs []error
+	h := s.seg.Handlers()
 	for i := s.firstEndingAfter(from); i < len(s.io); i++ {
 		it := &s.io[i]
 		if it.end.Before(from) || it.start.After(to) {
@@ -390,23 +391,8 @@ func (s *slowLog) writeEvents(from, to time.Time, job *slowJob) error {
 			continue
 		}
 		it.written = true
-		switch ev := it.ev.(type) {
-		case *event.Write:
-			errs = append(errs, s.seg.Write(ev))
-		case *event.JournalCommit:
-			errs = append(errs, s.seg.Commit(ev))
-		case *event.FileSync:
-			errs = append(errs, s.seg.Sync(ev))
-		case *event.BlockIO:
-			errs = append(errs, s.seg.Block(ev))
-		case *event.KernelWait:
-			errs = append(errs, s.seg.Wait(ev))
-		case *event.RunDelay:
-			errs = append(errs, s.seg.RunDelay(ev))
-		case *event.Wakeup:
-			errs = append(errs, s.seg.Wakeup(ev))
-		case *event.CPUThrottle:
-			errs = append(errs, s.seg.Throttle(ev))
+		if err := h.Handle(it.ev); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

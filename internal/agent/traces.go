@@ -27,24 +27,7 @@ func explainSlow(cfg explain.Config, x *traceexport.Exporter, jobs []slowJob) {
 		idx := explain.NewIndex()
 		h := idx.Handlers()
 		for _, ev := range j.events {
-			switch ev := ev.(type) {
-			case *event.Write:
-				_ = h.Write(ev)
-			case *event.JournalCommit:
-				_ = h.Commit(ev)
-			case *event.FileSync:
-				_ = h.Sync(ev)
-			case *event.BlockIO:
-				_ = h.Block(ev)
-			case *event.KernelWait:
-				_ = h.Wait(ev)
-			case *event.RunDelay:
-				_ = h.RunDelay(ev)
-			case *event.Wakeup:
-				_ = h.Wakeup(ev)
-			case *event.CPUThrottle:
-				_ = h.Throttle(ev)
-			}
+			_ = h.Handle(ev)
 		}
 		if j.conn != nil {
 			_ = h.ConnThread(j.conn)

@@ -321,6 +321,12 @@ func (w *Writer) JVMPause(p *event.JVMPause) error { return w.encodeSched(p) }
 
 // encodeSched appends v to sched.jsonl, creating it on first use; safe for
 // concurrent use.
+// Handlers write every kind of event to the recording.
+func (w *Writer) Handlers() IOHandlers {
+	return IOHandlers{Write: w.Write, Commit: w.Commit, Sync: w.Sync, Block: w.Block, Wait: w.Wait, Steal: w.Steal,
+		RunDelay: w.RunDelay, Wakeup: w.Wakeup, ConnThread: w.ConnThread, Throttle: w.Throttle, JVMPause: w.JVMPause}
+}
+
 func (w *Writer) encodeSched(v any) error {
 	w.schedMu.Lock()
 	defer w.schedMu.Unlock()
@@ -555,6 +561,43 @@ type IOHandlers struct {
 	ConnThread func(*event.ConnThread) error
 	Throttle   func(*event.CPUThrottle) error
 	JVMPause   func(*event.JVMPause) error
+}
+
+// Handle passes one event, of any of the kinds IOHandlers take, to its
+// handler; a kind without one (or of no kind here) is left out.
+func (h IOHandlers) Handle(ev any) error {
+	switch ev := ev.(type) {
+	case *event.Write:
+		return call(h.Write, ev)
+	case *event.JournalCommit:
+		return call(h.Commit, ev)
+	case *event.FileSync:
+		return call(h.Sync, ev)
+	case *event.BlockIO:
+		return call(h.Block, ev)
+	case *event.KernelWait:
+		return call(h.Wait, ev)
+	case *event.CPUSteal:
+		return call(h.Steal, ev)
+	case *event.RunDelay:
+		return call(h.RunDelay, ev)
+	case *event.Wakeup:
+		return call(h.Wakeup, ev)
+	case *event.ConnThread:
+		return call(h.ConnThread, ev)
+	case *event.CPUThrottle:
+		return call(h.Throttle, ev)
+	case *event.JVMPause:
+		return call(h.JVMPause, ev)
+	}
+	return nil
+}
+
+func call[T any](f func(T) error, v T) error {
+	if f == nil {
+		return nil
+	}
+	return f(v)
 }
 
 // ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or

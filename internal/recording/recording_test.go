@@ -205,3 +205,25 @@ func TestSchedFile(t *testing.T) {
 		t.Errorf("meta.json files %v (%v): want %s listed", meta.Files, err, SchedFile)
 	}
 }
+
+// TestHandle: each kind of event goes to its handler, kinds without one
+// are left out.
+func TestHandle(t *testing.T) {
+	var got []string
+	h := IOHandlers{
+		Write:    func(*event.Write) error { got = append(got, "write"); return nil },
+		RunDelay: func(*event.RunDelay) error { got = append(got, "run_delay"); return nil },
+		JVMPause: func(*event.JVMPause) error { return errors.New("refused") },
+	}
+	for _, ev := range []any{&event.Write{}, &event.JournalCommit{}, &event.RunDelay{}, "not an event"} {
+		if err := h.Handle(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Handle(&event.JVMPause{}); err == nil {
+		t.Error("a handler's error was not returned")
+	}
+	if strings.Join(got, ",") != "write,run_delay" {
+		t.Errorf("handled %v", got)
+	}
+}
