@@ -1,9 +1,6 @@
 package explain
 
 import (
-	"bytes"
-	"strconv"
-
 	"github.com/kscope-dev/kscope/internal/clockalign"
 )
 
@@ -133,52 +130,6 @@ func ClockOffset(a, b *Scan, aID, bID int32) (clockalign.Estimate, bool) {
 		}
 	}
 	return est.Estimate()
-}
-
-// scanString reads a top-level string field that JSON does not escape
-// (an address) from a request line as kscope writes it.
-func scanString(line []byte, key string) ([]byte, bool) {
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
-		return nil, false
-	}
-	v := line[i+len(key):]
-	j := bytes.IndexByte(v, '"')
-	if j < 0 || bytes.IndexByte(v[:j], '\\') >= 0 {
-		return nil, false
-	}
-	return v[:j], true
-}
-
-func scanNumber(line []byte, key string) ([]byte, bool) {
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
-		return nil, false
-	}
-	v := line[i+len(key):]
-	j := bytes.IndexAny(v, ",}")
-	if j <= 0 {
-		return nil, false
-	}
-	return v[:j], true
-}
-
-func scanInt(line []byte, key string) (int64, bool) {
-	v, ok := scanNumber(line, key)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(v), 10, 32)
-	return n, err == nil
-}
-
-func scanFloat(line []byte, key string) (float64, bool) {
-	v, ok := scanNumber(line, key)
-	if !ok {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	return f, err == nil
 }
 
 // ClusterClocks aligns the clocks of several recordings' scans (ids:

@@ -287,18 +287,8 @@ func scanTimes(line []byte) (arrival, end int64, ok bool) {
 // scanReplica reads a Fetch request line's replica_id: -1 when absent (a
 // consumer, or a line from before kscope decoded it) or odd.
 func scanReplica(line []byte) int32 {
-	const key = `"replica_id":`
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
-		return -1
-	}
-	v := line[i+len(key):]
-	j := bytes.IndexAny(v, ",}")
-	if j <= 0 {
-		return -1
-	}
-	id, err := strconv.ParseInt(string(v[:j]), 10, 32)
-	if err != nil {
+	id, ok := scanInt(line, `"replica_id":`)
+	if !ok {
 		return -1
 	}
 	return int32(id)
@@ -312,21 +302,9 @@ func scanReplica(line []byte) int32 {
 // false when a field is missing or odd: the caller then
 // decodes the line properly.
 func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, client []byte, ok bool) {
-	num := func(key string) ([]byte, bool) {
-		i := bytes.Index(line, []byte(key))
-		if i < 0 {
-			return nil, false
-		}
-		v := line[i+len(key):]
-		j := bytes.IndexAny(v, ",}")
-		if j <= 0 {
-			return nil, false
-		}
-		return v[:j], true
-	}
-	k, ok1 := num(`"api_key":`)
-	a, ok2 := num(`"answered":`)
-	l, ok3 := num(`"latency_ms":`)
+	k, ok1 := scanNumber(line, `"api_key":`)
+	a, ok2 := scanNumber(line, `"answered":`)
+	l, ok3 := scanNumber(line, `"latency_ms":`)
 	if !ok1 || !ok2 || !ok3 {
 		return 0, false, 0, nil, false
 	}
@@ -346,17 +324,11 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 		return 0, false, 0, nil, false
 	}
 	// "ip:port" has no character JSON escapes: it ends at the next quote.
-	const ck = `"client":"`
-	i := bytes.Index(line, []byte(ck))
-	if i < 0 {
+	c, ok := scanString(line, `"client":"`)
+	if !ok {
 		return 0, false, 0, nil, false
 	}
-	c := line[i+len(ck):]
-	j := bytes.IndexByte(c, '"')
-	if j < 0 || bytes.IndexByte(c[:j], '\\') >= 0 {
-		return 0, false, 0, nil, false
-	}
-	return key, answered, lat, c[:j], true
+	return key, answered, lat, c, true
 }
 
 // Run explains the slow produce requests of a scanned file against the
@@ -517,4 +489,52 @@ func SegmentLookup(logDirs []string, header string) IDLookup {
 		}
 		return ids, err
 	}
+}
+
+// scanString reads a top-level string field that JSON does not escape
+// (an address) from a request line as kscope writes it.
+func scanString(line []byte, key string) ([]byte, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	v := line[i+len(key):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 || bytes.IndexByte(v[:j], '\\') >= 0 {
+		return nil, false
+	}
+	return v[:j], true
+}
+
+// scanNumber reads a top-level number (or true/false) field: up to the
+// next comma or closing brace.
+func scanNumber(line []byte, key string) ([]byte, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	v := line[i+len(key):]
+	j := bytes.IndexAny(v, ",}")
+	if j <= 0 {
+		return nil, false
+	}
+	return v[:j], true
+}
+
+func scanInt(line []byte, key string) (int64, bool) {
+	v, ok := scanNumber(line, key)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 32)
+	return n, err == nil
+}
+
+func scanFloat(line []byte, key string) (float64, bool) {
+	v, ok := scanNumber(line, key)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return f, err == nil
 }
