@@ -2,10 +2,10 @@ package explain
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +61,8 @@ func indexOf(t *testing.T, evs ...any) *Index {
 	return idx
 }
 
-// runFile has e explain reqs written as a requests.jsonl, as kscope
-// explain runs: the findings in file order, and the summary.
-func runFile(t *testing.T, e *Explainer, reqs []*event.Request) ([]*Finding, *Summary) {
+// scanOf scans reqs written as a requests.jsonl.
+func scanOf(t *testing.T, reqs []*event.Request) *Scan {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
 	f, err := os.Create(path)
@@ -79,10 +78,18 @@ func runFile(t *testing.T, e *Explainer, reqs []*event.Request) ([]*Finding, *Su
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	scan, err := ScanRequests(path, nil)
+	s, err := ScanRequests(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// runFile has e explain reqs written as a requests.jsonl, as kscope
+// explain runs: the findings in file order, and the summary.
+func runFile(t *testing.T, e *Explainer, reqs []*event.Request) ([]*Finding, *Summary) {
+	t.Helper()
+	scan := scanOf(t, reqs)
 	var got []*Finding
 	sum, err := e.Run(scan, RunOptions{}, func(f *Finding) error { got = append(got, f); return nil })
 	if err != nil {

@@ -1,9 +1,6 @@
 package explain
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,30 +8,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/clockalign"
 	"github.com/kscope-dev/kscope/internal/event"
 )
-
-// scanOf scans reqs written as a requests.jsonl.
-func scanOf(t *testing.T, reqs []*event.Request) *Scan {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
-	for _, r := range reqs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := ScanRequests(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // seen moves a fetch's times as another capture saw it: its request left
 // sent ms after t0 and its response's first and last bytes arrived at
