@@ -2,10 +2,10 @@ package explain
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
