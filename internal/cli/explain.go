@@ -204,11 +204,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if only != nil {
 		return explainOne(stdout, e, scan, o.format)
 	}
-	w, err := explainout.NewWriter(stdout, o.format, !o.summary)
-	if err != nil {
-		return badInput(err)
-	}
-	w, tracesDone, err := o.withTraces(w)
+	w, tracesDone, err := o.writer(stdout)
 	if err != nil {
 		return err
 	}
@@ -309,9 +305,12 @@ func (t tracesWriter) Finding(f *explain.Finding) error {
 	return t.Writer.Finding(f)
 }
 
-// withTraces wraps w to export findings to --otlp-endpoint, if given;
-// done flushes and stops the exporter.
-func (o *explainOptions) withTraces(w explainout.Writer) (explainout.Writer, func() error, error) {
+// writer is the findings' writer for --format, which also exports them
+// to --otlp-endpoint when given; done flushes and stops the exporter.
+func (o *explainOptions) writer(stdout io.Writer) (w explainout.Writer, done func() error, err error) {
+	if w, err = explainout.NewWriter(stdout, o.format, !o.summary); err != nil {
+		return nil, nil, badInput(err)
+	}
 	if o.otlp == "" {
 		return w, func() error { return nil }, nil
 	}
@@ -362,11 +361,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 	if err != nil {
 		return badInput(err)
 	}
-	w, err := explainout.NewWriter(stdout, o.format, !o.summary)
-	if err != nil {
-		return badInput(err)
-	}
-	w, tracesDone, err := o.withTraces(w)
+	w, tracesDone, err := o.writer(stdout)
 	if err != nil {
 		return err
 	}
