@@ -2,13 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/lab"
@@ -170,56 +166,9 @@ func stopFollower(t *testing.T, pid int, d time.Duration) freezeWindow {
 // partition is led by leaderID with both replicas in sync.
 func createLedTopic(ctx context.Context, t *testing.T, leader *lab.Broker, topic string, partitions int, leaderID, followerID int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.Addr()), kgo.ClientID("kscope-e2e-admin"))
-	if err != nil {
-		t.Fatal(err)
+	assignment := make([][]int32, partitions)
+	for p := range assignment {
+		assignment[p] = []int32{leaderID, followerID}
 	}
-	defer cl.Close()
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
-	for p := range int32(partitions) {
-		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		ra.Partition, ra.Replicas = p, []int32{leaderID, followerID}
-		ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
-	}
-	create.Topics = append(create.Topics, ct)
-	create.TimeoutMillis = 30000
-	resp, err := create.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-	if e := resp.Topics[0].ErrorCode; e != 0 {
-		t.Fatalf("create %s: error %d %v", topic, e, resp.Topics[0].ErrorMessage)
-	}
-	var state string
-	for ctx.Err() == nil {
-		if state = ledInSync(ctx, cl, topic, partitions, leaderID); state == "" {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s not led by node %d with both replicas in sync: %s", topic, leaderID, state)
-}
-
-// ledInSync returns "" when every partition of topic is led by leaderID
-// with two in-sync replicas, else what is not.
-func ledInSync(ctx context.Context, cl *kgo.Client, topic string, partitions int, leaderID int32) string {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err.Error()
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != partitions {
-		return fmt.Sprintf("metadata: %d topics", len(resp.Topics))
-	}
-	for _, p := range resp.Topics[0].Partitions {
-		if p.ErrorCode != 0 || p.Leader != leaderID || len(p.ISR) != 2 {
-			return fmt.Sprintf("partition %d: error %d, leader %d, isr %v", p.Partition, p.ErrorCode, p.Leader, p.ISR)
-		}
-	}
-	return ""
+	createAssignedTopic(ctx, t, leader.Addr(), topic, assignment, nil)
 }
