@@ -113,9 +113,9 @@ func (e *Explainer) followerWait(leader string, rf *ReplicaFetch, ownEnd int64) 
 	var leaderIvs, netIvs, followerIvs []interval
 	unmatched := 0
 	for k, x := range conn {
-		leaderIvs = append(leaderIvs, clip(interval{x.arrA, x.respA}, w))
+		leaderIvs = append(leaderIvs, interval{x.arrA, x.respA})
 		if x.matched {
-			netIvs = append(netIvs, clip(interval{x.respA, x.endF}, w), clip(interval{x.sentF, x.arrA}, w))
+			netIvs = append(netIvs, interval{x.respA, x.endF}, interval{x.sentF, x.arrA})
 		} else {
 			unmatched++
 		}
@@ -123,14 +123,15 @@ func (e *Explainer) followerWait(leader string, rf *ReplicaFetch, ownEnd int64) 
 			continue
 		}
 		if prev := conn[k-1]; prev.matched && x.matched {
-			followerIvs = append(followerIvs, clip(interval{prev.endF, x.sentF}, w))
+			followerIvs = append(followerIvs, interval{prev.endF, x.sentF})
 		}
 	}
 	if unmatched > 0 {
 		fw.Unmatched = fmt.Sprintf("%d of %d fetches not in broker %d's capture", unmatched, len(conn), rf.Replica)
 	}
-	followerIvs = nonEmpty(followerIvs)
-	fw.LeaderMs, fw.NetworkMs, fw.FollowerMs = ms(unionLen(nonEmpty(leaderIvs))), ms(unionLen(nonEmpty(netIvs))), ms(unionLen(followerIvs))
+	// Each part within the wait.
+	leaderIvs, netIvs, followerIvs = clipAll(leaderIvs, w), clipAll(netIvs, w), clipAll(followerIvs, w)
+	fw.LeaderMs, fw.NetworkMs, fw.FollowerMs = ms(unionLen(leaderIvs)), ms(unionLen(netIvs)), ms(unionLen(followerIvs))
 	e.followerEvidence(peer, fw, rf, followerIvs)
 	fw.Cause = followerCause(fw, e.cfg.Share)
 	return fw
@@ -310,16 +311,6 @@ func isFreezeWait(stack []string) bool {
 		}
 	}
 	return false
-}
-
-func nonEmpty(ivs []interval) []interval {
-	out := ivs[:0]
-	for _, iv := range ivs {
-		if iv.b > iv.a {
-			out = append(out, iv)
-		}
-	}
-	return out
 }
 
 // setFollower names the follower a replication finding waited for, and

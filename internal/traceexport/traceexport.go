@@ -16,6 +16,7 @@ package traceexport
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ func (x *Exporter) Finding(f *explain.Finding) {
 func rootName(f *explain.Finding) string {
 	topics := make([]string, 0, len(f.Partitions))
 	for _, p := range f.Partitions {
-		if p.Topic != "" && !contains(topics, p.Topic) {
+		if p.Topic != "" && !slices.Contains(topics, p.Topic) {
 			topics = append(topics, p.Topic)
 		}
 	}
@@ -117,15 +118,6 @@ func rootName(f *explain.Finding) string {
 		return "produce"
 	}
 	return "produce " + strings.Join(topics, ",")
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func rootAttributes(f *explain.Finding) []attribute.KeyValue {
