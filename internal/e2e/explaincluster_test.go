@@ -442,12 +442,7 @@ func checkFollower(t *testing.T, findings []*explain.Finding, windows []freezeWi
 }
 
 func duringAny(f *explain.Finding, windows []freezeWindow) bool {
-	for _, w := range windows {
-		if w.overlaps(f.Arrival, f.End, 0) {
-			return true
-		}
-	}
-	return false
+	return duringAnyWindow(f.Arrival, f.End, windows)
 }
 
 // leaderOf is the node a finding's request was sent to, by the
