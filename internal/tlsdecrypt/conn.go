@@ -11,6 +11,13 @@
 // stops the connection's decryption with a reason (Status, Reason), and
 // nothing after that is invented. A connection whose session is not in
 // the key log is NoKeys, not garbage.
+//
+// A key log may still be growing while a live capture is read (the
+// broker's agent writes a session's secrets as it derives them, which for
+// a TLS 1.2 client's ChangeCipherSpec is after the capture saw it): a
+// connection whose secrets are missing waits for them, holding its
+// records up to maxAwait bytes, and asks its KeySource again at every
+// Feed. Close ends the wait.
 package tlsdecrypt
 
 import (
@@ -49,17 +56,40 @@ const (
 	Failed
 	// NotTLS: the bytes are not TLS records.
 	NotTLS
+	// Lost: the capture lost bytes of the connection; records after a
+	// gap cannot be decrypted (their sequence numbers are unknown).
+	Lost
 )
 
 func (s Status) String() string {
-	return [...]string{"handshaking", "decrypting", "no-keys", "failed", "not-tls"}[s]
+	return [...]string{"handshaking", "decrypting", "no-keys", "failed", "not-tls", "lost"}[s]
 }
+
+// KeySource finds the secrets of a session by its client random: a
+// *tlskeys.Keys, or a *tlskeys.File that reads what a growing key log
+// added since.
+type KeySource interface {
+	Lookup(tlskeys.ClientRandom) (tlskeys.Session, bool)
+}
+
+// Record says where a decrypted record lay in its direction's stream: the
+// offsets (bytes fed before it) of its header and of its end, so that a
+// caller can give its plaintext the capture times of its packets.
+type Record struct {
+	Start, End int64
+}
+
+// EmitFunc receives a record's application data, valid until it returns.
+type EmitFunc func(dir Direction, plain []byte, rec Record)
 
 // Limits on untrusted lengths: TLS 1.2 allows a ciphertext of 2^14+2048
 // bytes; a handshake message (certificate chains) is bounded here.
 const (
 	maxRecord    = 1<<14 + 2048
 	maxHandshake = 256 << 10
+	// maxAwait bounds the bytes held while a connection waits for its
+	// secrets to appear in the key log.
+	maxAwait = 256 << 10
 )
 
 // TLS record content types and handshake message types.
@@ -87,7 +117,7 @@ var helloRetryRandom = sha256.Sum256([]byte("HelloRetryRequest"))
 // Conn decrypts one connection. Feed it each direction's stream bytes in
 // capture order.
 type Conn struct {
-	keys         *tlskeys.Keys
+	keys         KeySource
 	clientRandom tlskeys.ClientRandom
 	serverRandom [32]byte
 	haveClient   bool
@@ -97,11 +127,23 @@ type Conn struct {
 	status       Status
 	reason       string
 	dirs         [2]dirState
+	// await is the secret lookup the connection waits for (nil when
+	// it waits for nothing).
+	await *await
+}
+
+// await is a lookup that found no secrets yet: install is tried again
+// with the session's secrets until it reports that they were there.
+type await struct {
+	dir     Direction // the direction blocked
+	reason  string    // why, if the secrets never come
+	install func(tlskeys.Session) (bool, error)
 }
 
 // dirState is one direction's record layer.
 type dirState struct {
 	buf       []byte // stream bytes not yet a whole record
+	bufStart  int64  // stream offset of buf[0]
 	hs        []byte // handshake bytes not yet a whole message
 	encrypted bool
 	aead      cipher.AEAD
@@ -113,8 +155,10 @@ type dirState struct {
 	aad       [13]byte
 }
 
-// New starts decrypting a connection with the secrets in keys.
-func New(keys *tlskeys.Keys) *Conn { return &Conn{keys: keys} }
+// New starts decrypting a connection with the secrets in keys; with nil
+// keys (no key log) it only follows the handshake, to say whether the
+// connection needed keys.
+func New(keys KeySource) *Conn { return &Conn{keys: keys} }
 
 // Status and Reason say how far decryption got, and why it stopped.
 func (c *Conn) Status() Status { return c.status }
@@ -138,17 +182,61 @@ func (c *Conn) Suite() string {
 var errStopped = errors.New("tls: connection not decrypted")
 
 // Feed reads stream bytes of one direction and calls emit with each
-// piece of application data they complete (valid until emit returns).
-// After a NoKeys, Failed or NotTLS status it does nothing and returns an
+// piece of application data they complete (in either direction: records
+// held while waiting for secrets are emitted when they come). After a
+// NoKeys, Failed, NotTLS or Lost status it does nothing and returns an
 // error saying why.
-func (c *Conn) Feed(dir Direction, data []byte, emit func(dir Direction, plain []byte)) error {
+func (c *Conn) Feed(dir Direction, data []byte, emit EmitFunc) error {
 	if c.status > Decrypting {
 		return fmt.Errorf("%w: %s: %s", errStopped, c.status, c.reason)
 	}
 	d := &c.dirs[dir]
 	d.buf = append(d.buf, data...)
+	first := dir
+	if c.await != nil {
+		if len(c.dirs[0].buf)+len(c.dirs[1].buf) > maxAwait {
+			return c.stop(NoKeys, c.await.reason)
+		}
+		if ok, err := c.retry(); err != nil || !ok {
+			return err
+		}
+		first = c.await.dir
+		c.await = nil
+	}
+	if err := c.records(first, emit); err != nil {
+		return err
+	}
+	return c.records(1-first, emit)
+}
+
+// retry looks the secrets the connection waits for up again.
+func (c *Conn) retry() (bool, error) {
+	sess, ok := c.keys.Lookup(c.clientRandom)
+	if !ok {
+		return false, nil
+	}
+	return c.await.install(sess)
+}
+
+// withKeys installs the session's secrets now, or waits for them.
+func (c *Conn) withKeys(dir Direction, reason string, install func(tlskeys.Session) (bool, error)) error {
+	if c.keys == nil {
+		return c.stop(NoKeys, "no TLS key log given")
+	}
+	c.await = &await{dir: dir, reason: reason, install: install}
+	ok, err := c.retry()
+	if ok || err != nil {
+		c.await = nil
+	}
+	return err
+}
+
+// records handles the whole records buffered in one direction, until one
+// needs secrets the key log does not have yet.
+func (c *Conn) records(dir Direction, emit EmitFunc) error {
+	d := &c.dirs[dir]
 	rest := d.buf
-	for len(rest) >= 5 {
+	for len(rest) >= 5 && c.await == nil {
 		typ, ver, n := rest[0], binary.BigEndian.Uint16(rest[1:3]), int(binary.BigEndian.Uint16(rest[3:5]))
 		if typ < recordCCS || typ > recordAppData || ver>>8 != 3 || n > maxRecord {
 			return c.stop(NotTLS, fmt.Sprintf("%s: record header %x is not TLS", dir, rest[:5]))
@@ -156,19 +244,48 @@ func (c *Conn) Feed(dir Direction, data []byte, emit func(dir Direction, plain [
 		if len(rest) < 5+n {
 			break
 		}
-		if err := c.record(dir, rest[:5], rest[5:5+n], emit); err != nil {
+		start := d.bufStart + int64(len(d.buf)-len(rest))
+		rec := Record{Start: start, End: start + 5 + int64(n)}
+		if err := c.record(dir, rest[:5], rest[5:5+n], rec, emit); err != nil {
 			return err
 		}
 		rest = rest[5+n:]
 	}
+	d.bufStart += int64(len(d.buf) - len(rest))
 	d.buf = append(d.buf[:0], rest...)
 	return nil
 }
 
+// Close ends the connection: one still waiting for its secrets is NoKeys.
+func (c *Conn) Close() {
+	if c.await != nil && c.status <= Decrypting {
+		_ = c.stop(NoKeys, c.await.reason)
+	}
+}
+
+// Gap says that the capture lost n bytes of dir's stream: nothing after
+// them can be decrypted.
+// A negative n says the capture began after the connection did: without
+// its handshake there is no client random to find the secrets by.
+func (c *Conn) Gap(dir Direction, n int) {
+	switch {
+	case c.status > Decrypting:
+	case n < 0:
+		_ = c.stop(NoKeys, "the capture began after the connection's handshake")
+	default:
+		_ = c.stop(Lost, fmt.Sprintf("%s: the capture lost %d bytes; the records after them cannot be decrypted", dir, n))
+	}
+}
+
+// Held is the stream offset of the first byte of dir not yet decrypted:
+// a caller may forget the capture times of the bytes before it.
+func (c *Conn) Held(dir Direction) int64 { return c.dirs[dir].bufStart }
+
 func (c *Conn) stop(s Status, reason string) error {
 	c.status, c.reason = s, reason
+	c.await = nil
 	for i := range c.dirs {
-		c.dirs[i] = dirState{}
+		c.dirs[i] = dirState{bufStart: c.dirs[i].bufStart + int64(len(c.dirs[i].buf))}
 	}
 	return fmt.Errorf("%w: %s: %s", errStopped, s, reason)
 }
@@ -181,7 +298,7 @@ func (dir Direction) String() string {
 }
 
 // record handles one whole record.
-func (c *Conn) record(dir Direction, hdr, body []byte, emit func(Direction, []byte)) error {
+func (c *Conn) record(dir Direction, hdr, body []byte, rec Record, emit EmitFunc) error {
 	d := &c.dirs[dir]
 	typ := hdr[0]
 	if !d.encrypted {
@@ -209,7 +326,7 @@ func (c *Conn) record(dir Direction, hdr, body []byte, emit func(Direction, []by
 	switch inner {
 	case recordAppData:
 		c.status = Decrypting
-		emit(dir, plain)
+		emit(dir, plain, rec)
 	case recordHandshake:
 		return c.handshake(dir, plain)
 	}
@@ -289,6 +406,9 @@ func (c *Conn) handshake(dir Direction, b []byte) error {
 			return nil
 		}
 		rest = rest[4+n:]
+		if c.await != nil {
+			break // the rest waits with the records after it
+		}
 	}
 	if len(d.hs) > 0 {
 		d.hs = append(d.hs[:0], rest...)
@@ -310,15 +430,17 @@ func (c *Conn) message(dir Direction, typ byte, m []byte) error {
 		return c.serverHello(m)
 	case typ == hsFinished && c.version == versionTLS13 && d.encrypted:
 		// The sender's next records use its application traffic secret.
-		s, _ := c.keys.Lookup(c.clientRandom)
-		secret := s.ClientTraffic
-		if dir == ServerToClient {
-			secret = s.ServerTraffic
-		}
-		if secret == nil {
-			return c.stop(NoKeys, fmt.Sprintf("no %s application traffic secret for the session", dir))
-		}
-		return c.useSecret(d, secret)
+		return c.withKeys(dir, fmt.Sprintf("no %s application traffic secret for the session in the key log", dir),
+			func(s tlskeys.Session) (bool, error) {
+				secret := s.ClientTraffic
+				if dir == ServerToClient {
+					secret = s.ServerTraffic
+				}
+				if secret == nil {
+					return false, nil
+				}
+				return true, c.useSecret(d, secret)
+			})
 	case typ == hsKeyUpdate && c.version == versionTLS13 && d.encrypted && d.secret != nil:
 		next, err := c.suite.nextSecret(d.secret)
 		if err != nil {
@@ -364,19 +486,21 @@ func (c *Conn) serverHello(m []byte) error {
 	if !c.haveClient {
 		return c.stop(NoKeys, "no ClientHello seen (the capture began after it)")
 	}
-	sess, ok := c.keys.Lookup(c.clientRandom)
-	if !ok || sess.ClientHandshake == nil || sess.ServerHandshake == nil {
-		return c.stop(NoKeys, "no TLS 1.3 handshake secrets for the session in the key log")
-	}
-	for dir, secret := range [][]byte{sess.ClientHandshake, sess.ServerHandshake} {
-		d := &c.dirs[dir]
-		d.encrypted = true
-		d.hs = d.hs[:0]
-		if err := c.useSecret(d, secret); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.withKeys(ServerToClient, "no TLS 1.3 handshake secrets for the session in the key log",
+		func(sess tlskeys.Session) (bool, error) {
+			if sess.ClientHandshake == nil || sess.ServerHandshake == nil {
+				return false, nil
+			}
+			for dir, secret := range [][]byte{sess.ClientHandshake, sess.ServerHandshake} {
+				d := &c.dirs[dir]
+				d.encrypted = true
+				d.hs = d.hs[:0]
+				if err := c.useSecret(d, secret); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
 }
 
 // supportedVersion reads the supported_versions extension (43) of a
@@ -422,21 +546,23 @@ func (c *Conn) startTLS12(dir Direction) error {
 	if c.suite == nil || !c.haveClient || !c.haveServer {
 		return c.stop(NoKeys, "ChangeCipherSpec before both hellos were seen (the capture began after them)")
 	}
-	sess, ok := c.keys.Lookup(c.clientRandom)
-	if !ok || sess.Master == nil {
-		return c.stop(NoKeys, "no master secret for the session in the key log")
-	}
-	ck, sk, civ, siv := c.suite.keyBlock(sess.Master, c.clientRandom[:], c.serverRandom[:])
-	key, iv := ck, civ
-	if dir == ServerToClient {
-		key, iv = sk, siv
-	}
-	d := &c.dirs[dir]
-	aead, err := c.suite.aead(key)
-	if err != nil {
-		return c.stop(Failed, err.Error())
-	}
-	d.aead, d.iv, d.seq, d.encrypted = aead, iv, 0, true
-	d.hs = d.hs[:0]
-	return nil
+	return c.withKeys(dir, "no master secret for the session in the key log",
+		func(sess tlskeys.Session) (bool, error) {
+			if sess.Master == nil {
+				return false, nil
+			}
+			ck, sk, civ, siv := c.suite.keyBlock(sess.Master, c.clientRandom[:], c.serverRandom[:])
+			key, iv := ck, civ
+			if dir == ServerToClient {
+				key, iv = sk, siv
+			}
+			d := &c.dirs[dir]
+			aead, err := c.suite.aead(key)
+			if err != nil {
+				return false, c.stop(Failed, err.Error())
+			}
+			d.aead, d.iv, d.seq, d.encrypted = aead, iv, 0, true
+			d.hs = d.hs[:0]
+			return true, nil
+		})
 }

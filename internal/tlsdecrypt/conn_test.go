@@ -155,7 +155,7 @@ func TestDecryptRealConversations(t *testing.T) {
 			c := New(keysOf(t, conv.keyLog))
 			var got [2][]byte
 			for _, ch := range conv.chunks {
-				if err := c.Feed(ch.dir, ch.data, func(dir Direction, p []byte) { got[dir] = append(got[dir], p...) }); err != nil {
+				if err := c.Feed(ch.dir, ch.data, func(dir Direction, p []byte, _ Record) { got[dir] = append(got[dir], p...) }); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -195,22 +195,99 @@ func TestDecryptWithoutKeys(t *testing.T) {
 		}{{"no key log", nil, NoKeys}, {"a wrong key", wrong, Failed}} {
 			c := New(keysOf(t, tc.log))
 			emitted := 0
-			var err error
 			for _, ch := range conv.chunks {
-				if err = c.Feed(ch.dir, ch.data, func(Direction, []byte) { emitted++ }); err != nil {
+				if c.Feed(ch.dir, ch.data, func(Direction, []byte, Record) { emitted++ }) != nil {
 					break
 				}
 			}
-			if c.Status() != tc.want || err == nil || emitted != 0 || c.Reason() == "" {
-				t.Errorf("TLS %#x, %s: status %s (%q), error %v, %d emitted; want %s, an error, nothing", version, tc.name, c.Status(), c.Reason(), err, emitted, tc.want)
+			c.Close()
+			if c.Status() != tc.want || emitted != 0 || c.Reason() == "" {
+				t.Errorf("TLS %#x, %s: status %s (%q), %d emitted; want %s, a reason, nothing", version, tc.name, c.Status(), c.Reason(), emitted, tc.want)
 			}
+		}
+	}
+}
+
+// TestKeysArriveLate: a key log that gets a session's secrets only after
+// the capture has read part of its encrypted records (a live capture
+// racing the broker's agent) still yields every byte, in order, once they
+// are there.
+func TestKeysArriveLate(t *testing.T) {
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		conv := converse(t, &tls.Config{MinVersion: version, MaxVersion: version}, &tls.Config{})
+		held := 0
+		for late := range len(conv.chunks) {
+			if held > maxAwait/2 {
+				break // longer waits give up (TestKeysNeverArrive)
+			}
+			held += len(conv.chunks[late].data)
+			keys := tlskeys.New()
+			c := New(keys)
+			var got [2][]byte
+			var ends [2]int64
+			for i, ch := range conv.chunks {
+				if i == late {
+					if err := keys.Read(bytes.NewReader(conv.keyLog), "late"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := c.Feed(ch.dir, ch.data, func(dir Direction, p []byte, rec Record) {
+					if rec.Start < ends[dir] || rec.End <= rec.Start {
+						t.Errorf("record %+v after one that ended at %d", rec, ends[dir])
+					}
+					ends[dir] = rec.End
+					got[dir] = append(got[dir], p...)
+				})
+				if err != nil {
+					t.Fatalf("TLS %#x, keys at chunk %d: %v", version, late, err)
+				}
+			}
+			if !bytes.Equal(got[ClientToServer], conv.toServer) || !bytes.Equal(got[ServerToClient], conv.toClient) {
+				t.Errorf("TLS %#x, keys at chunk %d of %d: decrypted %d and %d bytes, want %d and %d", version, late, len(conv.chunks), len(got[0]), len(got[1]), len(conv.toServer), len(conv.toClient))
+			}
+		}
+	}
+}
+
+// TestKeysNeverArrive: waiting for secrets holds at most maxAwait bytes.
+func TestKeysNeverArrive(t *testing.T) {
+	conv := converse(t, &tls.Config{MinVersion: tls.VersionTLS13}, &tls.Config{})
+	c := New(tlskeys.New())
+	var err error
+	fed := 0
+	for _, ch := range conv.chunks {
+		fed += len(ch.data)
+		if err = c.Feed(ch.dir, ch.data, func(Direction, []byte, Record) { t.Fatal("plaintext without keys") }); err != nil {
+			break
+		}
+	}
+	if fed <= maxAwait || err == nil || c.Status() != NoKeys || !strings.Contains(c.Reason(), "key log") {
+		t.Errorf("after %d bytes: %v, status %s (%q); want NoKeys after %d", fed, err, c.Status(), c.Reason(), maxAwait)
+	}
+}
+
+// TestNoKeyLog: without a key log a connection stops at the first secret
+// it needs, holding nothing.
+func TestNoKeyLog(t *testing.T) {
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		conv := converse(t, &tls.Config{MinVersion: version, MaxVersion: version}, &tls.Config{})
+		c := New(nil)
+		fed, stoppedAt := 0, 0
+		for _, ch := range conv.chunks {
+			fed += len(ch.data)
+			if c.Feed(ch.dir, ch.data, func(Direction, []byte, Record) { t.Fatal("plaintext without keys") }) != nil && stoppedAt == 0 {
+				stoppedAt = fed
+			}
+		}
+		if c.Status() != NoKeys || c.Reason() != "no TLS key log given" || stoppedAt == 0 || stoppedAt > 16<<10 {
+			t.Errorf("TLS %#x: status %s (%q) after %d bytes", version, c.Status(), c.Reason(), stoppedAt)
 		}
 	}
 }
 
 func TestNotTLS(t *testing.T) {
 	c := New(tlskeys.New())
-	err := c.Feed(ClientToServer, []byte("\x00\x00\x00\x10kafka request..."), func(Direction, []byte) {})
+	err := c.Feed(ClientToServer, []byte("\x00\x00\x00\x10kafka request..."), func(Direction, []byte, Record) {})
 	if err == nil || c.Status() != NotTLS {
 		t.Errorf("status %s, error %v", c.Status(), err)
 	}
@@ -227,7 +304,7 @@ func FuzzConn(f *testing.F) {
 		}
 		for len(data) > 0 {
 			n := min(len(data), 7)
-			if c.Feed(dir, data[:n], func(Direction, []byte) { t.Fatal("plaintext without keys") }) != nil {
+			if c.Feed(dir, data[:n], func(Direction, []byte, Record) { t.Fatal("plaintext without keys") }) != nil {
 				return
 			}
 			data = data[n:]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/tlsdecrypt"
 )
 
 // Config sets what the decoder accepts and keeps.
@@ -47,6 +48,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxBufferedPages bounds reassembly memory (pages of 1900 bytes).
 	MaxBufferedPages int
+	// TLSKeys are the session secrets for connections to TLS listeners
+	// (a key log: *tlskeys.File, *tlskeys.Keys). nil: TLS connections
+	// are recognised and counted, not decrypted.
+	TLSKeys tlsdecrypt.KeySource
 }
 
 // DefaultConfig returns the defaults used by kscope requests.
@@ -80,6 +85,8 @@ type Decoder struct {
 	// streams finds a connection's stream from a packet, to look at its
 	// state before reassembly sees the packet.
 	streams map[connKey]*stream
+	// tlsProblems are the first TLS connections not decrypted.
+	tlsProblems []TLSProblem
 }
 
 // NewDecoder returns a decoder that calls emit for every request, in the
@@ -287,8 +294,12 @@ type stream struct {
 	requestDir reassembly.TCPFlowDirection
 	seen       [2]bool // first packet of each direction seen
 	counted    bool    // counted in Stats.Connections (once it carried data)
-	times      [2]seqTimes
-	ts         chunkTime
+	// tls decrypts the connection's TLS records; nil on a plaintext
+	// connection, or before its first data says which it is.
+	tls     *tlsLayer
+	decided bool // the first data was seen: tls is set or never will be
+	times   [2]seqTimes
+	ts      chunkTime
 }
 
 // sigIndex is conn.signals' index for dir: 0 client to broker, 1 broker
@@ -353,22 +364,40 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 	times := &s.times[dirIndex(dir)]
 	times.deliver(skip)
 	s.ts.times, s.ts.fallback = times, ac.GetCaptureInfo().Timestamp
-	if skip != 0 {
-		parser.gap(skip, s.ts.fallback)
-	}
+	var data []byte
 	if length > 0 {
+		data = sg.Fetch(length)
 		if !s.counted {
 			// Counted on data, not on New: reassembly also makes
 			// streams of the stray ACKs that follow a close.
 			s.counted = true
 			s.d.stats.Connections++
 		}
-		parser.feed(sg.Fetch(length), &s.ts)
+		if !s.decided {
+			s.decided = true
+			if looksLikeTLS(data) {
+				s.tls = newTLSLayer(s, s.d.cfg.TLSKeys)
+			}
+		}
+	}
+	switch {
+	case s.tls != nil:
+		s.tls.feed(s.sigIndex(dir), skip, data, &s.ts)
+	default:
+		if skip != 0 {
+			parser.gap(skip, s.ts.fallback)
+		}
+		if length > 0 {
+			parser.feed(data, &s.ts)
+		}
 	}
 	times.done(length)
 }
 
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
+	if s.tls != nil {
+		s.tls.close()
+	}
 	s.conn.close()
 	if s.d.streams[s.key] == s {
 		delete(s.d.streams, s.key)

@@ -22,7 +22,23 @@ type Stats struct {
 	BatchErrors  int64 `json:"batch_errors"`  // record batch sequences that failed to decode
 	Oversized    int64 `json:"oversized"`     // frames larger than the keep limit: not decoded
 	Evicted      int64 `json:"evicted"`       // requests dropped from a full in-flight table
+
+	// TLS listeners: connections whose bytes are TLS records, and how
+	// each ended. TLSConnections = TLSDecrypted + TLSHandshakeOnly +
+	// TLSNoKeys + TLSFailed + TLSLost once every connection is closed.
+	TLSConnections   int64 `json:"tls_connections,omitempty"`
+	TLSDecrypted     int64 `json:"tls_decrypted,omitempty"`      // application data decrypted
+	TLSHandshakeOnly int64 `json:"tls_handshake_only,omitempty"` // closed before any application data
+	TLSNoKeys        int64 `json:"tls_no_keys,omitempty"`        // no key log, no secrets for the session, or no handshake in the capture
+	TLSFailed        int64 `json:"tls_failed,omitempty"`         // records that did not decrypt (a wrong key), or a suite not decrypted
+	TLSLost          int64 `json:"tls_lost,omitempty"`           // the capture lost bytes: records after them cannot be decrypted
+	// TLSUndecryptedBytes are TLS bytes not decrypted, not counted in
+	// SkippedBytes.
+	TLSUndecryptedBytes int64 `json:"tls_undecrypted_bytes,omitempty"`
 }
+
+// TLSUndecrypted counts the TLS connections that could not be decrypted.
+func (s Stats) TLSUndecrypted() int64 { return s.TLSNoKeys + s.TLSFailed + s.TLSLost }
 
 // Add adds o's counters to s: totals over several decoders (a live
 // capture opened again).
@@ -44,4 +60,11 @@ func (s *Stats) Add(o Stats) {
 	s.BatchErrors += o.BatchErrors
 	s.Oversized += o.Oversized
 	s.Evicted += o.Evicted
+	s.TLSConnections += o.TLSConnections
+	s.TLSDecrypted += o.TLSDecrypted
+	s.TLSHandshakeOnly += o.TLSHandshakeOnly
+	s.TLSNoKeys += o.TLSNoKeys
+	s.TLSFailed += o.TLSFailed
+	s.TLSLost += o.TLSLost
+	s.TLSUndecryptedBytes += o.TLSUndecryptedBytes
 }

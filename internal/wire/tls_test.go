@@ -1,0 +1,226 @@
+package wire
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/kscope-dev/kscope/internal/capture"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/tlsdecrypt"
+	"github.com/kscope-dev/kscope/internal/tlskeys"
+)
+
+// tlsWrite is one write of a TLS connection's bytes, in the order the
+// writes began.
+type tlsWrite struct {
+	fromClient bool
+	data       []byte
+}
+
+// tapConn logs what is written to it.
+type tapConn struct {
+	net.Conn
+	fromClient bool
+	mu         *sync.Mutex
+	log        *[]tlsWrite
+}
+
+func (c tapConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	*c.log = append(*c.log, tlsWrite{c.fromClient, bytes.Clone(b)})
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// kafkaOverTLS runs n produce requests, one at a time, between Go's TLS
+// client and server over a pipe, the server answering each, and returns
+// the TLS bytes written both ways and the client's key log.
+func kafkaOverTLS(t *testing.T, version uint16, n int) ([]tlsWrite, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log []tlsWrite
+	var keyLog bytes.Buffer
+	cp, sp := net.Pipe()
+	server := tls.Server(tapConn{sp, false, &mu, &log}, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	client := tls.Client(tapConn{cp, true, &mu, &log}, &tls.Config{InsecureSkipVerify: true, MinVersion: version, MaxVersion: version, KeyLogWriter: &keyLog})
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			var size [4]byte
+			if _, err := io.ReadFull(server, size[:]); err != nil {
+				done <- err
+				return
+			}
+			body := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(server, body); err != nil {
+				done <- err
+				return
+			}
+			corr := int32(binary.BigEndian.Uint32(body[4:8]))
+			if _, err := server.Write(responseFrame(produceResponse("t", 0), 9, corr)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range n {
+		req := produceRequest("t", 0, -1, fmt.Sprintf("m-%d", i), strings.Repeat("x", 3000*(i%4)))
+		if _, err := client.Write(requestFrame(req, 9, int32(i+1), "tls-client")); err != nil {
+			t.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(client, size[:]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(io.Discard, client, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Not tls.Conn.Close: its close_notify would wait for a reader.
+	cp.Close()
+	sp.Close()
+	return log, keyLog.Bytes()
+}
+
+// brokerWait is how long the test's broker takes to answer: every
+// response is captured this long after the write before it.
+const brokerWait = 7 * time.Millisecond
+
+// tlsSegments turns a TLS conversation into captured TCP segments: the
+// client's writes 100µs a segment apart, each of the broker's first
+// writes brokerWait after the previous write.
+func tlsSegments(writes []tlsWrite) []testSegment {
+	c := newConversation(40000)
+	c.handshake()
+	for _, w := range writes {
+		if !w.fromClient {
+			c.now = c.now.Add(brokerWait)
+		}
+		c.send(w.fromClient, w.data, 1448, 100*time.Microsecond)
+	}
+	return c.segs
+}
+
+func decodeWith(segs []testSegment, keys tlsdecrypt.KeySource) ([]*event.Request, *Decoder) {
+	var out []*event.Request
+	cfg := DefaultConfig()
+	cfg.TLSKeys = keys
+	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { out = append(out, r) })
+	pd := capture.NewDecoder()
+	for _, s := range segs {
+		seg, ok := pd.Decode(s.data, layers.LinkTypeRaw)
+		if !ok {
+			panic("test packet did not decode")
+		}
+		d.Packet(seg, s.ci)
+	}
+	d.Close()
+	return out, d
+}
+
+// TestTLSDecrypted: Kafka over TLS 1.2 and 1.3, with the key log, is
+// decoded as completely as plaintext: every request, its correlation id,
+// partitions and message ids, with latencies from the packets that
+// carried its records.
+func TestTLSDecrypted(t *testing.T) {
+	const n = 12
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		t.Run(tls.VersionName(version), func(t *testing.T) {
+			writes, keyLog := kafkaOverTLS(t, version, n)
+			keys := tlskeys.New()
+			if err := keys.Read(bytes.NewReader(keyLog), "keylog"); err != nil {
+				t.Fatal(err)
+			}
+			reqs, d := decodeWith(tlsSegments(writes), keys)
+			st := d.Stats()
+			if len(reqs) != n || st.TLSConnections != 1 || st.TLSDecrypted != 1 || st.SkippedBytes != 0 || st.Requests != n || st.Responses != n {
+				t.Fatalf("%d requests, stats %+v; want %d, one decrypted connection", len(reqs), st, n)
+			}
+			for i, r := range reqs {
+				p := r.Partitions
+				if r.API != "Produce" || r.CorrelationID != int32(i+1) || !r.Answered || r.ClientID != "tls-client" ||
+					len(p) != 1 || p[0].Topic != "t" || len(p[0].MessageIDs) != 2 || p[0].MessageIDs[0] != fmt.Sprintf("m-%d", i) {
+					t.Errorf("request %d: %s corr %d answered %v client %q partitions %+v", i, r.API, r.CorrelationID, r.Answered, r.ClientID, p)
+				}
+				// The response's record is captured brokerWait after the
+				// request's last segment, in one segment.
+				if r.BrokerMs < ms(brokerWait) || r.BrokerMs > ms(brokerWait)+0.2 {
+					t.Errorf("request %d: broker %.3f ms, want %.3f", i, r.BrokerMs, ms(brokerWait))
+				}
+				if r.LatencyMs < r.BrokerMs || r.LatencyMs > r.BrokerMs+0.1*float64(r.RequestBytes/1448+2) {
+					t.Errorf("request %d (%d bytes): latency %.3f ms, broker %.3f ms", i, r.RequestBytes, r.LatencyMs, r.BrokerMs)
+				}
+			}
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TestTLSNotDecrypted: the same captures without the key log, or with
+// another session's secrets, give no requests, one problem per
+// connection with its reason, and no skipped (garbage) bytes.
+func TestTLSNotDecrypted(t *testing.T) {
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		writes, keyLog := kafkaOverTLS(t, version, 3)
+		_, otherLog := kafkaOverTLS(t, version, 1)
+		// The other session's secrets under this session's client random.
+		mine := strings.Fields(string(keyLog))[1]
+		var wrong bytes.Buffer
+		for _, line := range strings.Split(strings.TrimSpace(string(otherLog)), "\n") {
+			f := strings.Fields(line)
+			fmt.Fprintf(&wrong, "%s %s %s\n", f[0], mine, f[2])
+		}
+		wrongKeys := tlskeys.New()
+		if err := wrongKeys.Read(&wrong, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name   string
+			keys   tlsdecrypt.KeySource
+			status string
+		}{
+			{"no key log", nil, "no-keys"},
+			{"empty key log", tlskeys.New(), "no-keys"},
+			{"wrong key", wrongKeys, "failed"},
+		} {
+			reqs, d := decodeWith(tlsSegments(writes), tc.keys)
+			st, probs := d.Stats(), d.TLSProblems()
+			if len(reqs) != 0 || st.TLSConnections != 1 || st.TLSUndecrypted() != 1 || st.SkippedBytes != 0 || st.TLSUndecryptedBytes == 0 ||
+				len(probs) != 1 || probs[0].Status != tc.status || probs[0].Reason == "" || probs[0].Client != "127.0.0.2:40000" {
+				t.Errorf("%s, %s: %d requests, stats %+v, problems %+v", tls.VersionName(version), tc.name, len(reqs), st, probs)
+			}
+		}
+	}
+}
