@@ -42,6 +42,10 @@ type Config struct {
 	// Interface to capture on ("any": all); Wire.Ports are the broker ports.
 	Interface string
 	Wire      wire.Config
+	// TLSKeyLog is the NSS key log of the broker's TLS listeners (its
+	// key-log agent appends to it as handshakes happen): connections to
+	// them are decrypted with it. The keys are never exported.
+	TLSKeyLog string
 	// PID is the broker to trace; 0 finds the one kafka.Kafka JVM, waits
 	// for one while there is none, and follows it across restarts.
 	PID int
@@ -289,7 +293,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 	}
 	opened := false
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports},
-		source.Options{Wire: a.cfg.Wire, Topics: a.topics, Tick: func(r source.Result, g wire.Gauges) {
+		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
 			a.mu.Lock()
@@ -548,6 +552,8 @@ func (a *Agent) Health() metrics.Health {
 		SlowRequests:  slow.Written,
 		SlowDropped:   slow.Dropped,
 		SlowLogErrors: slow.Errors,
+		TLSConnections: map[string]int64{"decrypted": tot.Wire.TLSDecrypted, "handshake_only": tot.Wire.TLSHandshakeOnly,
+			"no_keys": tot.Wire.TLSNoKeys, "failed": tot.Wire.TLSFailed, "lost": tot.Wire.TLSLost},
 	}
 	if !a.trace.Up {
 		h.BrokerPID = 0

@@ -45,6 +45,7 @@ type File struct {
 	counter *countingReader
 	r       packetReader
 	ng      *pcapgo.NgReader
+	guard   *ngGuard
 	link    layers.LinkType
 	packets int64
 }
@@ -92,15 +93,29 @@ func newFile(path string, f *os.File) (*File, error) {
 	case 0x0a0d0d0a:
 		// The guard checks every block's lengths before pcapgo sizes a
 		// buffer from them.
-		r, err := pcapgo.NewNgReader(&ngGuard{r: br}, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		guard := &ngGuard{r: br}
+		r, err := pcapgo.NewNgReader(guard, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
 			return nil, fmt.Errorf("%s: pcapng header: %w", path, err)
 		}
-		cf.Format, cf.r, cf.ng, cf.link = FormatPcapNG, r, r, r.LinkType()
+		cf.Format, cf.r, cf.ng, cf.guard, cf.link = FormatPcapNG, r, r, guard, r.LinkType()
 	default:
 		return nil, fmt.Errorf("%s: %w (magic %#08x)", path, ErrNotCapture, binary.BigEndian.Uint32(magic))
 	}
 	return cf, nil
+}
+
+// Secrets returns the TLS key log lines (NSS format) of the pcapng
+// Decryption Secrets Blocks read since the last call, or nil. Blocks are
+// read ahead of the packets Next returns, so secrets come no later than
+// the packets after them.
+func (cf *File) Secrets() []byte {
+	if cf.guard == nil || len(cf.guard.secrets) == 0 {
+		return nil
+	}
+	s := cf.guard.secrets
+	cf.guard.secrets = nil
+	return s
 }
 
 // Close closes the file.

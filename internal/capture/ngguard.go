@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -20,14 +21,22 @@ type ngGuard struct {
 	hdrLen    int // bytes buffered in hdr, to be handed out before more reads
 	hdrOff    int
 	pos       int64
+	// secrets are the TLS key logs of the Decryption Secrets Blocks
+	// read since File.Secrets last took them. The guard consumes those
+	// blocks: pcapgo never sees them.
+	secrets []byte
 }
 
 const (
-	ngMaxBlock   = MaxPacketBytes + 64*1024
-	ngSHB        = 0x0a0d0d0a
-	ngEPB        = 0x00000006
-	ngByteMagic  = 0x1a2b3c4d
-	ngHeaderPeek = 28 // type, length, and an EPB's fields up to the captured length
+	ngMaxBlock = MaxPacketBytes + 64*1024
+	ngSHB      = 0x0a0d0d0a
+	ngEPB      = 0x00000006
+	ngDSB      = 0x0000000a
+	// SecretsTLSKeyLog is a Decryption Secrets Block's secrets type for
+	// an NSS key log ("TLSK").
+	SecretsTLSKeyLog = 0x544c534b
+	ngByteMagic      = 0x1a2b3c4d
+	ngHeaderPeek     = 28 // type, length, and an EPB's fields up to the captured length
 )
 
 func (g *ngGuard) Read(p []byte) (int, error) {
@@ -87,6 +96,12 @@ func (g *ngGuard) nextBlock() error {
 		g.hdrLen = 0
 		return fmt.Errorf("pcapng block at byte offset %d: length %d is out of range", blockStart, length)
 	}
+	if typ == ngDSB {
+		if err := g.decryptionSecrets(length, order); err != nil {
+			return err
+		}
+		return g.nextBlock()
+	}
 	if typ == ngEPB {
 		if length < 32 {
 			g.hdrLen = 0
@@ -113,4 +128,32 @@ func (g *ngGuard) order() binary.ByteOrder {
 		return binary.BigEndian
 	}
 	return binary.LittleEndian
+}
+
+// decryptionSecrets reads a Decryption Secrets Block (its type and length
+// are in hdr) and keeps its TLS key log: secrets type, secrets length,
+// the secrets padded to 4 bytes, options, and the length again.
+func (g *ngGuard) decryptionSecrets(length int64, order binary.ByteOrder) error {
+	start := g.pos
+	var body bytes.Buffer // grows with the bytes that really come
+	if _, err := io.CopyN(&body, g.r, length-8); err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	g.pos += length
+	g.hdrLen = 0
+	b := body.Bytes()
+	if len(b) < 12 {
+		return fmt.Errorf("pcapng decryption secrets block at byte offset %d: length %d is too short", start, length)
+	}
+	kind, n := order.Uint32(b[0:4]), int64(order.Uint32(b[4:8]))
+	if n > int64(len(b))-12 {
+		return fmt.Errorf("pcapng decryption secrets block at byte offset %d: secrets length %d exceeds block length %d", start, n, length)
+	}
+	if kind == SecretsTLSKeyLog {
+		g.secrets = append(g.secrets, b[8:8+n]...)
+		if len(g.secrets) > 0 && g.secrets[len(g.secrets)-1] != '\n' {
+			g.secrets = append(g.secrets, '\n')
+		}
+	}
+	return nil
 }

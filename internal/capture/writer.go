@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 // --pcap`. It buffers: call Flush before closing the underlying writer.
 type PcapNGWriter struct {
 	w       *pcapgo.NgWriter
+	out     io.Writer // under w: blocks pcapgo does not write
 	snapLen int
 }
 
@@ -36,7 +38,7 @@ func NewPcapNGWriter(w io.Writer, link layers.LinkType, snapLen int) (*PcapNGWri
 	if err != nil {
 		return nil, fmt.Errorf("capture: pcapng header: %w", err)
 	}
-	return &PcapNGWriter{w: nw, snapLen: max(snapLen, 0)}, nil
+	return &PcapNGWriter{w: nw, out: w, snapLen: max(snapLen, 0)}, nil
 }
 
 // WritePacket writes one packet. Only ci.Timestamp and ci.Length are
@@ -62,6 +64,32 @@ func (pw *PcapNGWriter) WritePacket(ci gopacket.CaptureInfo, data []byte) error 
 func (pw *PcapNGWriter) Flush() error {
 	if err := pw.w.Flush(); err != nil {
 		return fmt.Errorf("capture: flush pcapng: %w", err)
+	}
+	return nil
+}
+
+// WriteSecrets writes a Decryption Secrets Block holding TLS key log
+// lines (NSS format), as Wireshark's editcap --inject-secrets does: the
+// capture then carries the keys of the connections in the packets after
+// it. keyLog should be whole lines.
+func (pw *PcapNGWriter) WriteSecrets(keyLog []byte) error {
+	if len(keyLog) == 0 {
+		return nil
+	}
+	if err := pw.w.Flush(); err != nil {
+		return fmt.Errorf("capture: flush pcapng: %w", err)
+	}
+	padded := (len(keyLog) + 3) &^ 3
+	total := 8 + 8 + padded + 4
+	block := make([]byte, total)
+	binary.LittleEndian.PutUint32(block[0:], ngDSB)
+	binary.LittleEndian.PutUint32(block[4:], uint32(total))
+	binary.LittleEndian.PutUint32(block[8:], SecretsTLSKeyLog)
+	binary.LittleEndian.PutUint32(block[12:], uint32(len(keyLog)))
+	copy(block[16:], keyLog)
+	binary.LittleEndian.PutUint32(block[total-4:], uint32(total))
+	if _, err := pw.out.Write(block); err != nil {
+		return fmt.Errorf("capture: write pcapng secrets: %w", err)
 	}
 	return nil
 }

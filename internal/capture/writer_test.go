@@ -2,10 +2,12 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +90,82 @@ func TestPcapNGWriterRoundTrip(t *testing.T) {
 		if seg, ok := dec.Decode(data, link); !ok || seg.TCP.DstPort != 9092 {
 			t.Errorf("packet %d does not decode to TCP to 9092", i)
 		}
+	}
+}
+
+// TestPcapNGSecretsRoundTrip: Decryption Secrets Blocks written between
+// packets come back, in order, as the packets after them are read; the
+// packets are not disturbed.
+func TestPcapNGSecretsRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewPcapNGWriter(&buf, layers.LinkTypeEthernet, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := []string{"CLIENT_RANDOM " + strings.Repeat("ab", 32) + " " + strings.Repeat("cd", 48) + "\n", "# odd length\n", "SERVER_TRAFFIC_SECRET_0 x y\n"}
+	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for i := range 6 {
+		if i%2 == 0 {
+			if err := w.WriteSecrets([]byte(logs[i/2])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data := buildFrame(t, frameSpec{src: 40000, dst: 9092, payload: i})
+		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(data), Length: len(data)}, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "secrets.pcapng")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	var got []string
+	packets := 0
+	for {
+		_, _, _, err := cf.Next()
+		if s := cf.Secrets(); s != nil {
+			got = append(got, string(s))
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		packets++
+	}
+	if packets != 6 || strings.Join(got, "") != strings.Join(logs, "") {
+		t.Errorf("%d packets, secrets %q; want 6, %q", packets, got, logs)
+	}
+
+	// A block whose secrets length exceeds it is an error naming where.
+	bad := bytes.Clone(buf.Bytes())
+	i := bytes.Index(bad, []byte{0x0a, 0, 0, 0})
+	for ; i >= 0; i = bytes.Index(bad[i+1:], []byte{0x0a, 0, 0, 0}) + i + 1 {
+		if i%4 == 0 && i > 0 && binary.LittleEndian.Uint32(bad[i+8:]) == SecretsTLSKeyLog {
+			break
+		}
+	}
+	binary.LittleEndian.PutUint32(bad[i+12:], 1<<20)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf2, err := OpenFile(path)
+	if err == nil {
+		defer cf2.Close()
+		for err == nil {
+			_, _, _, err = cf2.Next()
+		}
+	}
+	if err == nil || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "secrets length") {
+		t.Errorf("a damaged secrets block: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ type agentOptions struct {
 	iface           string
 	pid             string
 	logDirs         []string
+	tlsKeyLog       string
 	brokerID        string
 	otlp            string
 	clusterID       string
@@ -120,6 +121,7 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
+	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
 	return cmd
 }
 
@@ -144,7 +146,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		}
 	}
 	ac := agent.Config{
-		Interface: o.iface, Wire: cfg, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
+		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
 		Sched: o.sched, RunQueueMin: o.runqMin, Identity: agent.Identity{BrokerID: o.brokerID, ClusterID: o.clusterID},
 		Traces: traceexport.Config{Endpoint: o.otlp},
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,

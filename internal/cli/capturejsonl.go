@@ -20,6 +20,7 @@ type captureInput struct {
 	ports           []uint
 	messageIDHeader string
 	logDirs         []string // name topics given only by id
+	tlsKeyLog       string
 }
 
 // decoded is a capture decoded into a requests file.
@@ -73,7 +74,7 @@ func decodeToJSONL(w io.Writer, in captureInput, stderr io.Writer, quiet bool) (
 	}
 	j := output.NewJSONLines(w)
 	var writeErr error
-	res, err := source.ReadFiles(in.pcaps, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
+	res, err := source.ReadFiles(in.pcaps, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: in.tlsKeyLog}, func(r *event.Request) {
 		if d.start.IsZero() || r.Arrival.Before(d.start) {
 			d.start = r.Arrival
 		}
@@ -91,9 +92,7 @@ func decodeToJSONL(w io.Writer, in captureInput, stderr io.Writer, quiet bool) (
 		writeErr = ferr
 	}
 	if !quiet {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
-		}
+		printCaptureWarnings(stderr, res)
 	}
 	return d, writeErr
 }

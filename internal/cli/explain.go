@@ -32,6 +32,7 @@ type slowRequestInputs struct {
 	logDirs         []string
 	noSegments      bool
 	messageIDHeader string
+	tlsKeyLog       string
 	slow            time.Duration
 	percentile      float64
 
@@ -48,6 +49,7 @@ func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string)
 	f.StringSliceVar(&in.logDirs, "log-dirs", nil, "the broker's log dirs: topic names and exact matching by message id (default: from meta.json)")
 	f.BoolVar(&in.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
 	f.StringVar(&in.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
+	f.StringVar(&in.tlsKeyLog, "tls-keylog", "", "with --pcap: "+tlsKeyLogHelp)
 	f.DurationVar(&in.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
 	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
 }
@@ -179,7 +181,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 		}
 		scan, idx = rec.Scan, rec.Index
 	} else {
-		dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs}, stderr, o.quiet)
+		dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
 		if err != nil {
 			return err
 		}

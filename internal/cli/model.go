@@ -53,13 +53,14 @@ var modelFlags = []struct{ name, def, usage string }{
 }
 
 type modelOptions struct {
-	values   map[string]*string
-	whatIf   []string
-	format   string
-	captures []string
-	ports    []uint
-	clients  []string
-	quiet    bool
+	values    map[string]*string
+	whatIf    []string
+	format    string
+	captures  []string
+	ports     []uint
+	clients   []string
+	quiet     bool
+	tlsKeyLog string
 }
 
 func newModelCmd() *cobra.Command {
@@ -101,6 +102,7 @@ Exit status: 0, or 2 for bad input.`,
 	f.StringVar(&o.format, "format", "table", "output format: table or json")
 	f.StringArrayVar(&o.captures, "from-capture", nil, "measure the inputs from this capture file (repeatable; more files may follow as arguments)")
 	f.UintSliceVar(&o.ports, "port", []uint{9092}, "with --from-capture: broker port (repeatable)")
+	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "with --from-capture: "+tlsKeyLogHelp)
 	f.StringSliceVar(&o.clients, "client", nil, "with --from-capture: only requests from these clients (ip, ip:port or client id)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "with --from-capture: no footer on stderr")
 	return cmd
@@ -210,7 +212,7 @@ func measureCaptures(files []string, o *modelOptions, stderr io.Writer) (*model.
 	cfg.BatchStats = true
 	filter := event.RequestFilter{Clients: o.clients}
 	m := &model.Measurement{}
-	res, err := source.ReadFiles(files, source.Options{Wire: cfg}, func(r *event.Request) {
+	res, err := source.ReadFiles(files, source.Options{Wire: cfg, TLSKeyLog: o.tlsKeyLog}, func(r *event.Request) {
 		if filter.Match(r) {
 			m.Add(r)
 		}
@@ -219,10 +221,8 @@ func measureCaptures(files []string, o *modelOptions, stderr io.Writer) (*model.
 		return nil, badInput(err)
 	}
 	if !o.quiet {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
-		}
-		fmt.Fprintf(stderr, "kscope: %s\n", strings.ReplaceAll(res.FormatFooter(), "\n", "\nkscope: "))
+		printCaptureWarnings(stderr, res)
+		printFooter(stderr, res)
 	}
 	return m, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/tlskeys"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 
@@ -47,6 +48,7 @@ type recordOptions struct {
 	pcap            bool
 	messageIDHeader string
 	quiet           bool
+	tlsKeyLog       string
 }
 
 func newRecordCmd() *cobra.Command {
@@ -109,6 +111,7 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
 	return cmd
 }
 
@@ -250,6 +253,9 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	var pcapOut *pcapSink
 	if o.pcap {
 		pcapOut = &pcapSink{path: filepath.Join(o.out, recording.CaptureFile)}
+		if o.tlsKeyLog != "" {
+			pcapOut.secrets = tlskeys.NewTail(o.tlsKeyLog)
+		}
 		raw = pcapOut.write
 	}
 
@@ -260,7 +266,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 
 	var reqErr error
-	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics}, func(r *event.Request) {
+	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog}, func(r *event.Request) {
 		if reqErr == nil {
 			reqErr = rec.Request(r)
 		}
@@ -385,7 +391,16 @@ type pcapSink struct {
 	w       *capture.PcapNGWriter
 	err     error
 	packets int64
+	// secrets is the TLS key log whose new lines go into the capture as
+	// Decryption Secrets Blocks, read at most every secretsEvery.
+	secrets     *tlskeys.Tail
+	secretsRead time.Time
+	keyLines    []byte
 }
+
+// secretsEvery is how often the key log is looked at for new lines while
+// packets are written.
+const secretsEvery = 10 * time.Millisecond
 
 func (s *pcapSink) write(link layers.LinkType, ci gopacket.CaptureInfo, data []byte) {
 	if s.err != nil {
@@ -400,13 +415,32 @@ func (s *pcapSink) write(link layers.LinkType, ci gopacket.CaptureInfo, data []b
 			return
 		}
 	}
-	s.err = s.w.WritePacket(ci, data)
+	if s.secrets != nil && time.Since(s.secretsRead) >= secretsEvery {
+		s.writeSecrets()
+	}
+	if s.err == nil {
+		s.err = s.w.WritePacket(ci, data)
+	}
 	s.packets++
+}
+
+// writeSecrets copies the key log's new lines into the capture.
+func (s *pcapSink) writeSecrets() {
+	s.secretsRead = time.Now()
+	s.keyLines = s.keyLines[:0]
+	if err := s.secrets.Next(func(line []byte, _ int) { s.keyLines = append(s.keyLines, line...) }); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.w.WriteSecrets(s.keyLines)
 }
 
 func (s *pcapSink) close() error {
 	if s.w == nil {
 		return s.err
+	}
+	if s.secrets != nil && s.err == nil {
+		s.writeSecrets()
 	}
 	return errors.Join(s.err, s.w.Flush(), s.buf.Flush(), s.f.Close())
 }

@@ -124,7 +124,7 @@ func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Input
 			}
 		}
 	} else {
-		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs}, stderr, o.quiet)
+		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
 		if err != nil {
 			return in, nil, cleanup, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -32,6 +31,7 @@ type requestsOptions struct {
 	bootstrap       []string
 	maxFrame        int
 	quiet           bool
+	tlsKeyLog       string
 }
 
 func newRequestsCmd() *cobra.Command {
@@ -65,6 +65,7 @@ Counters of everything that could not be decoded are printed on stderr.`,
 	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "HOST:PORT of the cluster: name topics by id by asking it")
 	f.IntVar(&o.maxFrame, "max-frame", 100<<20, "largest Kafka frame accepted, in bytes (socket.request.max.bytes)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no footer or progress bar on stderr")
+	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp)
 	return cmd
 }
 
@@ -128,7 +129,7 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 			writeErr = writer.Write(r)
 		}
 	}
-	opts := source.Options{Wire: cfg, Topics: topics}
+	opts := source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog}
 	var bar *progressbar.ProgressBar
 	if !o.quiet && isTerminal(stderr) {
 		opts.Progress = func(file string, done, total int64) {
@@ -154,10 +155,8 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		writeErr = ferr
 	}
 	if !o.quiet {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
-		}
-		fmt.Fprintf(stderr, "kscope: %s\n", strings.ReplaceAll(res.FormatFooter(), "\n", "\nkscope: "))
+		printCaptureWarnings(stderr, res)
+		printFooter(stderr, res)
 	}
 	if writeErr != nil {
 		return fmt.Errorf("writing output: %w", writeErr)

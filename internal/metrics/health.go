@@ -30,6 +30,9 @@ type Health struct {
 	TracedEvents  int64            // events read from the tracer's ring buffers
 	HeapBytes     uint64           // Go heap in use (also in go_memstats_*)
 	SlowLogErrors int64            // failed writes of the slow-request log
+	// TLSConnections are the closed TLS connections by how they ended:
+	// decrypted, handshake_only, no_keys, failed, lost.
+	TLSConnections map[string]int64
 }
 
 // HealthCollector exports a Health read at every scrape (the
@@ -38,7 +41,7 @@ type HealthCollector struct {
 	read func() Health
 
 	up, brokerPID, packets, kernelDrops, skipped, gaps, decodeErrors, batchErrors, evicted,
-	connections, inFlight, ringbufDrops, restarts, slow, slowDropped, traced, slowLogErrors *prometheus.Desc
+	connections, inFlight, ringbufDrops, restarts, slow, slowDropped, traced, slowLogErrors, tlsConns *prometheus.Desc
 }
 
 // NewHealthCollector returns a collector that calls read at each scrape.
@@ -65,13 +68,14 @@ func NewHealthCollector(read func() Health) *HealthCollector {
 		slowDropped:   d("slow_requests_dropped_total", "Slow requests not written to the log: more than its rate limit."),
 		traced:        d("traced_events_total", "Events read from the tracer's ring buffers."),
 		slowLogErrors: d("slow_log_errors_total", "Failed writes of the slow-request log."),
+		tlsConns:      d("tls_connections_total", "Closed TLS connections by outcome: decrypted, handshake_only, or not decrypted: no_keys (no secrets for the session in the key log), failed (a wrong key or a suite not decrypted), lost (capture gap).", "outcome"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *HealthCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.brokerPID, c.packets, c.kernelDrops, c.skipped, c.gaps, c.decodeErrors,
-		c.batchErrors, c.evicted, c.connections, c.inFlight, c.ringbufDrops, c.restarts, c.slow, c.slowDropped, c.traced, c.slowLogErrors} {
+		c.batchErrors, c.evicted, c.connections, c.inFlight, c.ringbufDrops, c.restarts, c.slow, c.slowDropped, c.traced, c.slowLogErrors, c.tlsConns} {
 		ch <- d
 	}
 }
@@ -109,6 +113,9 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.slowDropped, h.SlowDropped)
 	counter(c.traced, h.TracedEvents)
 	counter(c.slowLogErrors, h.SlowLogErrors)
+	for _, outcome := range sortedKeys(h.TLSConnections) {
+		counter(c.tlsConns, h.TLSConnections[outcome], outcome)
+	}
 }
 
 func b2f(b bool) float64 {

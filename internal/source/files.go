@@ -23,6 +23,7 @@ type Result struct {
 	Live     string // the interface of a live capture (Live); "" for files
 	Wire     wire.Stats
 	Capture  CaptureStats
+	TLS      TLSResult
 	Warnings []error // damaged files that were read as far as possible
 }
 
@@ -66,6 +67,11 @@ type Options struct {
 	// Progress, when set, is called with bytes read of the current file
 	// and its size, every few thousand packets.
 	Progress func(file string, done, total int64)
+	// TLSKeyLog is an NSS key log (SSLKEYLOGFILE) with the secrets of
+	// the TLS connections captured; it may still be growing (a live
+	// capture). Secrets in the captures' pcapng Decryption Secrets Blocks
+	// are used too.
+	TLSKeyLog string
 	// Tick, when set, is called by Live about once a TickEvery with the
 	// counters so far and the decoder's gauges, from the goroutine that
 	// decodes (so it must not block): a long-running capture's health.
@@ -96,11 +102,16 @@ func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result,
 		}
 		files = append(files, f)
 	}
+	keys, err := openKeys(opts.TLSKeyLog)
+	if err != nil {
+		return res, err
+	}
+	opts.Wire.TLSKeys = keys
 	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
 	seg := capture.NewDecoder()
 	for _, f := range files {
 		res.Files++
-		err := readFile(f, seg, dec, opts.Progress)
+		err := readFile(f, seg, dec, keys, opts.Progress)
 		res.Capture.Packets += f.Packets()
 		res.Capture.FileBytes += f.Offset()
 		if err != nil {
@@ -109,13 +120,17 @@ func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result,
 	}
 	dec.Close()
 	res.Wire = dec.Stats()
+	res.TLS = keys.result(dec)
 	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
 	return res, nil
 }
 
-func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, progress func(string, int64, int64)) error {
+func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, keys *captureKeys, progress func(string, int64, int64)) error {
 	for n := 0; ; n++ {
 		data, ci, link, err := f.Next()
+		if s := f.Secrets(); s != nil {
+			keys.addEmbedded(s, f.Path)
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if progress != nil {
@@ -153,6 +168,9 @@ func (r Result) FormatFooter() string {
 	}
 	if c := r.Capture; c.Undecodable+c.Fragments > 0 {
 		s += fmt.Sprintf("; %d undecodable packets, %d IP fragments ignored", c.Undecodable, c.Fragments)
+	}
+	if t := formatTLS(w, r.TLS); t != "" {
+		s += "\n" + t
 	}
 	if r.Live != "" {
 		s += fmt.Sprintf("\n%d packets dropped by the kernel (ring full %d times) of %d the socket filter kept",

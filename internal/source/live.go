@@ -40,6 +40,11 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 	if len(opts.Wire.Ports) == 0 {
 		opts.Wire.Ports = cfg.Ports
 	}
+	keys, err := openKeys(opts.TLSKeyLog)
+	if err != nil {
+		return res, err
+	}
+	opts.Wire.TLSKeys = keys
 	lv, err := capture.OpenLive(cfg)
 	if err != nil {
 		return res, err
@@ -53,6 +58,7 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 		tick = func() {
 			r := res
 			fillLiveResult(&r, lv, seg, dec)
+			r.TLS = keys.result(dec)
 			opts.Tick(r, dec.Gauges())
 		}
 	}
@@ -60,6 +66,7 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 	dec.Close()
 	closeErr := lv.Close()
 	fillLiveResult(&res, lv, seg, dec) // the final counters, kept by Close
+	res.TLS = keys.result(dec)
 	if readErr != nil {
 		return res, readErr
 	}

@@ -10,12 +10,97 @@ import (
 	"time"
 )
 
+// Tail reads the whole lines appended to a file since the last read: a
+// key log that an agent is still writing. A line still without its
+// newline waits for it; a line longer than MaxLineBytes is dropped (and
+// counted) up to its newline. A file that shrinks is read again from its
+// start.
+type Tail struct {
+	path     string
+	off      int64  // bytes of the file read
+	partial  []byte // a last line without its newline yet
+	skipping bool   // dropping the rest of an overlong line
+	line     int    // lines read
+	overlong int    // lines dropped as overlong
+	buf      []byte
+}
+
+// NewTail reads path from its start.
+func NewTail(path string) *Tail { return &Tail{path: path} }
+
+// Next calls fn with each whole line (newline included) appended since the
+// last call, and its line number. The line is valid during the call.
+func (t *Tail) Next(fn func(line []byte, n int)) error {
+	file, err := os.Open(t.path)
+	if err != nil {
+		return fmt.Errorf("tls key log: %w", err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("tls key log: %w", err)
+	}
+	if st.Size() < t.off {
+		t.off, t.partial, t.skipping = 0, t.partial[:0], false
+	}
+	if _, err := file.Seek(t.off, io.SeekStart); err != nil {
+		return fmt.Errorf("tls key log %s: %w", t.path, err)
+	}
+	if t.buf == nil {
+		t.buf = make([]byte, 64<<10)
+	}
+	for {
+		n, err := file.Read(t.buf)
+		t.off += int64(n)
+		t.lines(t.buf[:n], fn)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("tls key log %s (line %d): %w", t.path, t.line, err)
+		}
+	}
+}
+
+func (t *Tail) lines(b []byte, fn func([]byte, int)) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			switch {
+			case t.skipping:
+			case len(t.partial)+len(b) > MaxLineBytes:
+				t.line++
+				t.overlong++
+				t.partial, t.skipping = t.partial[:0], true
+			default:
+				t.partial = append(t.partial, b...)
+			}
+			return
+		}
+		line := b[:i+1]
+		b = b[i+1:]
+		if t.skipping {
+			t.skipping = false
+			continue
+		}
+		t.line++
+		if len(t.partial) > 0 {
+			line = append(t.partial, line...)
+			t.partial = t.partial[:0]
+		}
+		if len(line) > MaxLineBytes {
+			t.overlong++
+			continue
+		}
+		fn(line, t.line)
+	}
+}
+
 // File is a key log file that may still be growing: the broker's key-log
 // agent appends a session's secrets as its handshake derives them, while
 // a live capture is being decoded. A Lookup that misses reads what was
 // appended since the last read (at most every minRefresh), so a session
-// whose lines were written a moment ago is found. Only whole lines are
-// read: a line the agent is still writing waits for its newline.
+// whose lines were written a moment ago is found.
 //
 // File is safe for concurrent use.
 type File struct {
@@ -23,10 +108,8 @@ type File struct {
 	path string
 
 	mu       sync.Mutex
-	off      int64  // bytes of the file read
-	partial  []byte // a last line without its newline yet
-	skipping bool   // dropping the rest of an overlong line
-	line     int    // lines read
+	tail     *Tail
+	overlong int // of tail's, counted in keys
 	last     time.Time
 	err      error // the last read error, reported by Err
 }
@@ -37,7 +120,7 @@ const minRefresh = 20 * time.Millisecond
 
 // OpenFile reads the key log at path, which must exist, into a new Keys.
 func OpenFile(path string) (*File, error) {
-	f := &File{keys: New(), path: path}
+	f := &File{keys: New(), path: path, tail: NewTail(path)}
 	if err := f.refresh(); err != nil {
 		return nil, err
 	}
@@ -81,75 +164,9 @@ func (f *File) refresh() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last = time.Now()
-	f.err = f.readNew()
+	f.err = f.tail.Next(func(line []byte, n int) { f.keys.Add(line, f.path, n) })
+	for ; f.overlong < f.tail.overlong; f.overlong++ {
+		f.keys.malformed(f.path, f.tail.line)
+	}
 	return f.err
-}
-
-func (f *File) readNew() error {
-	file, err := os.Open(f.path)
-	if err != nil {
-		return fmt.Errorf("tls key log: %w", err)
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return fmt.Errorf("tls key log: %w", err)
-	}
-	if st.Size() < f.off {
-		// Truncated or replaced: read it from the start again (known
-		// sessions stay).
-		f.off, f.partial = 0, nil
-	}
-	if _, err := file.Seek(f.off, io.SeekStart); err != nil {
-		return fmt.Errorf("tls key log %s: %w", f.path, err)
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := file.Read(buf)
-		f.off += int64(n)
-		f.lines(buf[:n])
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("tls key log %s (line %d): %w", f.path, f.line, err)
-		}
-	}
-}
-
-// lines adds the whole lines of b (after any partial line kept from the
-// last read) and keeps the rest. A line longer than MaxLineBytes is
-// counted as malformed and skipped up to its newline.
-func (f *File) lines(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			switch {
-			case f.skipping:
-			case len(f.partial)+len(b) > MaxLineBytes:
-				f.line++
-				f.keys.malformed(f.path, f.line)
-				f.partial, f.skipping = f.partial[:0], true
-			default:
-				f.partial = append(f.partial, b...)
-			}
-			return
-		}
-		line := b[:i+1]
-		b = b[i+1:]
-		if f.skipping {
-			f.skipping = false
-			continue
-		}
-		f.line++
-		if len(f.partial) > 0 {
-			line = append(f.partial, line...)
-			f.partial = f.partial[:0]
-		}
-		if len(line) > MaxLineBytes {
-			f.keys.malformed(f.path, f.line)
-			continue
-		}
-		f.keys.Add(line, f.path, f.line)
-	}
 }

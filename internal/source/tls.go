@@ -1,0 +1,117 @@
+package source
+
+import (
+	"fmt"
+
+	"github.com/kscope-dev/kscope/internal/tlskeys"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+// TLSResult says what decrypting TLS listeners' connections had to go
+// on, and which connections it could not decrypt.
+type TLSResult struct {
+	KeyLog   string // the key log file given ("" for none)
+	Sessions int    // sessions with secrets in it
+	// Embedded are the sessions of the captures' own pcapng Decryption
+	// Secrets Blocks.
+	Embedded int
+	// Malformed counts key log lines that could not be used.
+	Malformed int
+	// Problems are the first connections not decrypted, with why.
+	Problems []wire.TLSProblem
+}
+
+// captureKeys are the secrets a capture is decrypted with: a key log file
+// (which may still be growing: tlskeys.File) and the sessions the capture
+// files carry in Decryption Secrets Blocks.
+type captureKeys struct {
+	file     *tlskeys.File
+	embedded *tlskeys.Keys
+}
+
+// openKeys opens the key log at path ("" for none).
+func openKeys(path string) (*captureKeys, error) {
+	k := &captureKeys{embedded: tlskeys.New()}
+	if path != "" {
+		f, err := tlskeys.OpenFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-keylog: %w", err)
+		}
+		k.file = f
+	}
+	return k, nil
+}
+
+// Lookup finds a session in the capture's own secrets, then in the key
+// log.
+func (k *captureKeys) Lookup(cr tlskeys.ClientRandom) (tlskeys.Session, bool) {
+	if s, ok := k.embedded.Lookup(cr); ok {
+		return s, true
+	}
+	if k.file != nil {
+		return k.file.Lookup(cr)
+	}
+	return tlskeys.Session{}, false
+}
+
+// addEmbedded adds a Decryption Secrets Block's key log.
+func (k *captureKeys) addEmbedded(keyLog []byte, file string) {
+	line := 0
+	for len(keyLog) > 0 {
+		i := 0
+		for i < len(keyLog) && keyLog[i] != '\n' {
+			i++
+		}
+		line++
+		if i <= tlskeys.MaxLineBytes {
+			k.embedded.Add(keyLog[:i], file, line)
+		}
+		keyLog = keyLog[min(i+1, len(keyLog)):]
+	}
+}
+
+// result fills what the footer says about TLS.
+func (k *captureKeys) result(dec *wire.Decoder) TLSResult {
+	r := TLSResult{Embedded: k.embedded.Len(), Problems: dec.TLSProblems()}
+	r.Malformed = k.embedded.Stats().Malformed
+	if k.file != nil {
+		st := k.file.Keys().Stats()
+		r.KeyLog, r.Sessions, r.Malformed = k.file.Path(), st.Sessions, r.Malformed+st.Malformed
+	}
+	return r
+}
+
+// formatTLS is the footer's line about TLS connections, "" when there
+// were none.
+func formatTLS(w wire.Stats, t TLSResult) string {
+	if w.TLSConnections == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d TLS connections: %d decrypted, %d handshake only, %d not decrypted (%d without keys, %d wrong key or suite, %d lost bytes; %s)",
+		w.TLSConnections, w.TLSDecrypted, w.TLSHandshakeOnly, w.TLSUndecrypted(), w.TLSNoKeys, w.TLSFailed, w.TLSLost, humanBytes(w.TLSUndecryptedBytes))
+	switch {
+	case t.KeyLog == "" && t.Embedded == 0:
+		s += "; no --tls-keylog given and no secrets in the capture"
+	case t.KeyLog != "":
+		s += fmt.Sprintf("; key log %s: %d sessions", t.KeyLog, t.Sessions)
+	}
+	if t.Embedded > 0 {
+		s += fmt.Sprintf("; %d sessions in the capture's secrets blocks", t.Embedded)
+	}
+	if t.Malformed > 0 {
+		s += fmt.Sprintf("; %d key log lines malformed", t.Malformed)
+	}
+	return s
+}
+
+// TLSWarnings are one line per connection not decrypted, for stderr.
+func (r Result) TLSWarnings() []string {
+	var out []string
+	for _, p := range r.TLS.Problems {
+		out = append(out, fmt.Sprintf("TLS connection %s -> %s not decrypted (%s): %s", p.Client, p.Broker, p.Status, p.Reason))
+	}
+	if n := r.Wire.TLSUndecrypted() - int64(len(r.TLS.Problems)); n > 0 {
+		out = append(out, fmt.Sprintf("and %d more TLS connections not decrypted", n))
+	}
+	return out
+}
