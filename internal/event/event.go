@@ -82,6 +82,14 @@ type Request struct {
 
 	Partitions []Partition `json:"partitions,omitempty"`
 
+	// SASLMechanism is set on SaslHandshake and SaslAuthenticate
+	// requests: the mechanism the client asked for.
+	SASLMechanism string `json:"sasl_mechanism,omitempty"`
+	// Principal is the SASL user name (PLAIN, SCRAM, OAUTHBEARER's
+	// authzid) on a SaslAuthenticate request and on every request after
+	// the connection authenticated; never a password or proof.
+	Principal string `json:"principal,omitempty"`
+
 	// Answered is false when no response was paired with the request.
 	Answered bool `json:"answered"`
 	// Partial is true when part of the request or response was lost in a

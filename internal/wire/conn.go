@@ -35,6 +35,7 @@ type conn struct {
 	// [0] and broker to client [1].
 	signals [2]tcpSignals
 	acks    ackClock
+	sasl    saslState
 }
 
 // earlyResponse is a response frame kept until its request shows up.
@@ -131,7 +132,12 @@ func (c *conn) compactOrder() {
 // requestSink decodes request frames.
 type requestSink struct{ c *conn }
 
-func (s *requestSink) minFrame() int { return 10 }
+func (s *requestSink) minFrame() int {
+	if s.c.sasl.expectingRawClient() {
+		return 0 // a raw SASL token may be empty
+	}
+	return 10
+}
 
 func (s *requestSink) plausible(b []byte) (bool, int) {
 	return plausibleRequest(b, s.c.d.cfg.MaxFrameBytes)
@@ -139,7 +145,20 @@ func (s *requestSink) plausible(b []byte) (bool, int) {
 
 func (s *requestSink) onFrame(f *frame) bool {
 	c := s.c
+	if c.sasl.rawClient > 0 {
+		c.sasl.clientToken(f.body)
+		c.d.stats.SASLTokens++
+		return true
+	}
 	h, body, err := parseRequestHeader(f.body)
+	if c.sasl.rawUntilRequest {
+		if err != nil || !h.known {
+			c.sasl.clientToken(f.body)
+			c.d.stats.SASLTokens++
+			return true
+		}
+		c.sasl.rawUntilRequest = false
+	}
 	if err != nil {
 		if !f.lost && !f.resynced {
 			c.d.stats.DecodeErrors++
@@ -173,6 +192,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 		}
 		ev.Partial = true
 	}
+	ev.Principal = c.sasl.principal
 	p := &pending{ev: ev, header: h, received: f.last}
 	if h.known && !ev.Partial {
 		expectResponse, ok := c.d.decodeRequestBody(p, body)
@@ -182,6 +202,9 @@ func (s *requestSink) onFrame(f *frame) bool {
 				c.d.stats.Requests--
 				return false
 			}
+		}
+		if h.key == apiSaslHandshake || h.key == apiSaslAuthenticate {
+			c.sasl.request(ev, h, body)
 		}
 		if !expectResponse {
 			c.d.stats.NoResponse++
@@ -196,7 +219,12 @@ func (s *requestSink) onFrame(f *frame) bool {
 // responseSink decodes response frames.
 type responseSink struct{ c *conn }
 
-func (s *responseSink) minFrame() int { return 4 }
+func (s *responseSink) minFrame() int {
+	if s.c.sasl.rawServer > 0 {
+		return 0 // a raw SASL token may be empty (PLAIN's is)
+	}
+	return 4
+}
 
 // plausible accepts a response header whose correlation id a request on
 // this connection awaits, and which ends where the data ends or where
@@ -259,6 +287,11 @@ func (s *responseSink) header(b []byte, not int32) (ok bool, end int) {
 
 func (s *responseSink) onFrame(f *frame) bool {
 	c := s.c
+	if c.sasl.rawServer > 0 && !f.resynced {
+		c.sasl.serverToken()
+		c.d.stats.SASLTokens++
+		return true
+	}
 	if len(f.body) < 4 {
 		return false
 	}
@@ -356,12 +389,27 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 			c.d.stats.Oversized++
 		}
 		ev.Partial = true
-	} else if p.header.known && !decoded {
-		if !c.d.decodeResponseBody(p, f.body[4:]) {
+	} else {
+		if p.header.known && !decoded && !c.d.decodeResponseBody(p, f.body[4:]) {
 			c.d.stats.DecodeErrors++
+		}
+		if k := p.header.key; k == apiSaslHandshake || k == apiSaslAuthenticate {
+			c.saslResponse(p, f.body[4:])
 		}
 	}
 	c.d.emitRequest(ev)
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// saslResponse reads the response of a SASL request (after the
+// correlation id) into the connection's authentication state.
+func (c *conn) saslResponse(p *pending, body []byte) {
+	if responseIsFlexible(&p.header) {
+		var ok bool
+		if body, ok = skipTags(body); !ok {
+			return
+		}
+	}
+	c.sasl.response(p.ev, p.header, body)
+}

@@ -14,14 +14,15 @@ type Stats struct {
 	Unpaired    int64 `json:"unpaired"`     // responses whose correlation id matched no request
 	UnknownAPIs int64 `json:"unknown_apis"` // requests with an API key or version kmsg does not know
 
-	SkippedBytes int64 `json:"skipped_bytes"` // bytes lost in gaps or discarded while resynchronising
-	Gaps         int64 `json:"gaps"`          // holes in TCP streams (lost segments, mid-stream starts)
-	Resyncs      int64 `json:"resyncs"`       // times a stream lost frame sync
-	Partial      int64 `json:"partial"`       // requests or responses with bytes lost in a gap
-	DecodeErrors int64 `json:"decode_errors"` // bodies of known APIs that failed to decode
-	BatchErrors  int64 `json:"batch_errors"`  // record batch sequences that failed to decode
-	Oversized    int64 `json:"oversized"`     // frames larger than the keep limit: not decoded
-	Evicted      int64 `json:"evicted"`       // requests dropped from a full in-flight table
+	SkippedBytes int64 `json:"skipped_bytes"`         // bytes lost in gaps or discarded while resynchronising
+	Gaps         int64 `json:"gaps"`                  // holes in TCP streams (lost segments, mid-stream starts)
+	Resyncs      int64 `json:"resyncs"`               // times a stream lost frame sync
+	Partial      int64 `json:"partial"`               // requests or responses with bytes lost in a gap
+	DecodeErrors int64 `json:"decode_errors"`         // bodies of known APIs that failed to decode
+	BatchErrors  int64 `json:"batch_errors"`          // record batch sequences that failed to decode
+	Oversized    int64 `json:"oversized"`             // frames larger than the keep limit: not decoded
+	Evicted      int64 `json:"evicted"`               // requests dropped from a full in-flight table
+	SASLTokens   int64 `json:"sasl_tokens,omitempty"` // raw SASL tokens (after a SaslHandshake v0), not requests
 
 	// TLS listeners: connections whose bytes are TLS records, and how
 	// each ended. TLSConnections = TLSDecrypted + TLSHandshakeOnly +
@@ -60,6 +61,7 @@ func (s *Stats) Add(o Stats) {
 	s.BatchErrors += o.BatchErrors
 	s.Oversized += o.Oversized
 	s.Evicted += o.Evicted
+	s.SASLTokens += o.SASLTokens
 	s.TLSConnections += o.TLSConnections
 	s.TLSDecrypted += o.TLSDecrypted
 	s.TLSHandshakeOnly += o.TLSHandshakeOnly
