@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,12 @@ With --netns (root) every node runs in a network namespace of its own,
 joined by a veth pair to a bridge in the root namespace, at 10.X.Y.(10+id)
 on ports 9092 and 9093: the host end of a node's veth carries all its
 traffic. With --fs ext4|xfs (root) every node's log dir is a file system of
-its own on a loop device. stop removes all of it again. See docs/lab.md.`,
+its own on a loop device. stop removes all of it again.
+
+With --tls every node also has an SSL and a SASL_SSL listener (PLAIN and
+SCRAM-SHA-512), with certificates from a CA of the lab's own (DIR/tls/ca.pem)
+and client properties for Kafka's Java tools in DIR/tls; the passwords are
+only in DIR/tls and never printed. See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the brokers' config, data and logs")
 	start := newLabBrokerStartCmd(&dir)
@@ -97,6 +103,9 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 		netns      bool
 		fsType     string
 		fsSizeMB   int
+		tlsOn      bool
+		sslPort    int
+		saslPort   int
 	)
 	start := &cobra.Command{
 		Use:   "start",
@@ -123,6 +132,15 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 				if !cmd.Flags().Changed("fs") {
 					fsType = rec.FS
 				}
+				if !cmd.Flags().Changed("tls") {
+					tlsOn = rec.Security != nil
+				}
+			}
+			var security *lab.SecurityConfig
+			if tlsOn {
+				security = &lab.SecurityConfig{SSLPort: sslPort, SASLSSLPort: saslPort}
+			} else if cmd.Flags().Changed("ssl-port") || cmd.Flags().Changed("sasl-ssl-port") {
+				return errors.New("--ssl-port and --sasl-ssl-port need --tls")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
@@ -137,6 +155,7 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 				Netns:      netns,
 				FS:         fsType,
 				FSSizeMB:   fsSizeMB,
+				Security:   security,
 			})
 			if err != nil {
 				return err
@@ -153,6 +172,9 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 	start.Flags().BoolVar(&netns, "netns", false, "run every node in a network namespace of its own behind a bridge, at 10.X.Y.(10+id):PORT (root; default: as the cluster in --dir was started)")
 	start.Flags().StringVar(&fsType, "fs", "", "put every node's log dir on a file system of its own, ext4 or xfs, on a loop device (root; default: as the cluster in --dir was started)")
 	start.Flags().IntVar(&fsSizeMB, "fs-size", lab.DefaultFSSizeMB, "size in MiB of each node's sparse image with --fs (when it is made)")
+	start.Flags().BoolVar(&tlsOn, "tls", false, "also give every node an SSL and a SASL_SSL (PLAIN, SCRAM-SHA-512) listener, certificates and users in DIR/tls (Kafka 3.5 or later; default: as the cluster in --dir was started)")
+	start.Flags().IntVar(&sslPort, "ssl-port", 0, "with --tls, SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9094)")
+	start.Flags().IntVar(&saslPort, "sasl-ssl-port", 0, "with --tls, SASL_SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9095)")
 	return start
 }
 
@@ -170,6 +192,7 @@ func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 	if br := c.Bridge(); br != "" {
 		fmt.Fprintf(w, "bridge     %s %s\n", br, c.Subnet())
 	}
+	printSecurity(w, c)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, b := range nodes {
 		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), strings.Join(b.LogDirs(), ","))
@@ -179,12 +202,34 @@ func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 		if mnt := b.MountPoint(); mnt != "" {
 			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), mnt)
 		}
+		if a := b.SSLAddr(); a != "" {
+			line += "\tssl " + a + "\tsasl_ssl " + b.SASLSSLAddr()
+		}
 		if p := b.RequestLogPath(); p != "" {
 			line += "\trequests " + p
 		}
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// printSecurity prints the SSL and SASL_SSL listeners of a cluster started
+// with --tls, the CA, the client properties files and the users' names,
+// and where their passwords are: never the passwords themselves.
+func printSecurity(w io.Writer, c *lab.Cluster) {
+	b := c.Brokers()[0]
+	if b.SecurityDir() == "" {
+		return
+	}
+	fmt.Fprintf(w, "ssl        %s\nsasl_ssl   %s\nca         %s\n", c.SSLBootstrap(), c.SASLSSLBootstrap(), b.CAFile())
+	for _, m := range []struct{ key, mech string }{{"ssl", ""}, {"plain", lab.MechanismPlain}, {"scram", lab.MechanismSCRAM}} {
+		fmt.Fprintf(w, "client     %-5s %s\n", m.key, b.ClientPropertiesFile(m.mech))
+	}
+	if users, err := b.Users(); err == nil {
+		fmt.Fprintf(w, "users      %s, %s (passwords in %s)\n", users.Plain, users.SCRAM, filepath.Join(b.SecurityDir(), lab.UsersFile))
+	} else {
+		fmt.Fprintf(w, "users      %v\n", err)
+	}
 }
 
 func pidOf(b *lab.Broker) string {

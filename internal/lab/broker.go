@@ -79,7 +79,7 @@ func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, 
 			return nil, err
 		}
 		fresh = fresh && f
-		fixedPorts = fixedPorts || cfg.Port != 0
+		fixedPorts = fixedPorts || cfg.Port != 0 || cfg.Security != nil && (cfg.Security.SSLPort != 0 || cfg.Security.SASLSSLPort != 0)
 		if !formatted {
 			continue
 		}
@@ -101,6 +101,11 @@ func startNodes(ctx context.Context, cfgs []BrokerConfig, version, libs string, 
 	version, libs, err := resolveRelease(ctx, version, libs, prev[0], cfgs[0].Dir)
 	if err != nil {
 		return nil, err
+	}
+	if cfgs[0].Security != nil {
+		if err := checkSecurityVersion(version); err != nil {
+			return nil, err
+		}
 	}
 	if places == nil {
 		places = make([]nodePlace, n)
@@ -299,6 +304,15 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 	if err != nil {
 		return nil, err
 	}
+	var sports []securePorts
+	if places[0].Netns != "" {
+		sports, err = netnsSecurePorts(cfgs, ports, cports)
+	} else {
+		sports, err = pickSecurePorts(cfgs, prev, append(slices.Clone(ports), cports...))
+	}
+	if err != nil {
+		return nil, err
+	}
 	clusterID := ""
 	if prev[0] != nil {
 		clusterID = prev[0].ClusterID
@@ -314,10 +328,15 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 	if !dynamicQuorum(version, n) {
 		voters = votersAt(caddrs)
 	}
+	tlss, err := ensureTLS(ctx, cfgs, hosts)
+	if err != nil {
+		return nil, err
+	}
 	nodes := make([]*Broker, n)
 	jvmFlags := make([]string, n)
 	for i, cfg := range cfgs {
-		spec := nodeSpec{cfg: cfg, id: i + 1, n: n, version: version, port: ports[i], cport: cports[i], host: places[i].IP, voters: voters}
+		spec := nodeSpec{cfg: cfg, id: i + 1, n: n, version: version, port: ports[i], cport: cports[i], host: places[i].IP, voters: voters,
+			ssl: sports[i].ssl, sasl: sports[i].sasl, tls: tlss[i]}
 		if nodes[i], jvmFlags[i], err = newNode(spec, places[i], clusterID, libs); err != nil {
 			return nil, err
 		}
@@ -326,8 +345,12 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i, cfg := range cfgs {
+			var scram []User
+			if t := tlss[i]; t != nil {
+				scram = []User{t.shared.users.SCRAM}
+			}
 			wg.Go(func() {
-				errs[i] = formatStorage(ctx, cfg.Dir, libs, clusterID, filepath.Join(cfg.Dir, PropertiesFile), voters == "")
+				errs[i] = formatStorage(ctx, cfg.Dir, libs, clusterID, filepath.Join(cfg.Dir, PropertiesFile), voters == "", scram)
 			})
 		}
 		wg.Wait()
@@ -338,7 +361,39 @@ func startOnce(ctx context.Context, cfgs []BrokerConfig, version, libs string, p
 	if err := runNodes(ctx, nodes, cfgs, jvmFlags); err != nil {
 		return nil, err
 	}
+	if err := readySecure(ctx, nodes, tlss, prev[0] == nil); err != nil {
+		stopNodes(nodes)
+		return nil, err
+	}
 	return nodes, nil
+}
+
+// readySecure waits until the SSL and SASL_SSL listeners of every node
+// with Security answer (the SCRAM user logging in), after storing the
+// SCRAM credential unless the storage was formatted with it by this start
+// (formatted), and writes the client properties files.
+func readySecure(ctx context.Context, nodes []*Broker, tlss []*nodeTLS, formatted bool) error {
+	i := slices.IndexFunc(tlss, func(t *nodeTLS) bool { return t != nil })
+	if i < 0 {
+		return nil
+	}
+	if !formatted {
+		if err := upsertSCRAM(ctx, nodes[i].Addr(), tlss[i].shared.users.SCRAM); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, b := range nodes {
+		if tlss[i] != nil {
+			wg.Go(func() { errs[i] = waitSecure(ctx, b, tlss[i].shared.users, b.done) })
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return writeClientFiles(nodes)
 }
 
 // newNode writes node spec's server.properties and logging config and
@@ -350,7 +405,13 @@ func newNode(spec nodeSpec, pl nodePlace, clusterID, libs string) (*Broker, stri
 		requestLog = filepath.Join(cfg.Dir, RequestLogFile)
 	}
 	propsPath := filepath.Join(cfg.Dir, PropertiesFile)
-	if err := os.WriteFile(propsPath, []byte(serverProperties(spec)), 0o644); err != nil {
+	props := []byte(serverProperties(spec))
+	if spec.tls != nil {
+		// Key store and SASL passwords: for the broker's eyes only.
+		if err := writeSecret(propsPath, props); err != nil {
+			return nil, "", err
+		}
+	} else if err := os.WriteFile(propsPath, props, 0o644); err != nil {
 		return nil, "", fmt.Errorf("lab: write server.properties: %w", err)
 	}
 	name, content, flag := loggingConfig(spec.version, cfg.Dir, requestLog)
@@ -376,6 +437,10 @@ func newNode(spec nodeSpec, pl nodePlace, clusterID, libs string) (*Broker, stri
 			FSType:         pl.FSType,
 		},
 	}
+	if spec.tls != nil {
+		b.st.SSLAddr, b.st.SASLSSLAddr = nodeAddr(host, spec.ssl), nodeAddr(host, spec.sasl)
+		b.st.TLSDir = spec.tls.shared.dir
+	}
 	return b, flag, nil
 }
 
@@ -383,15 +448,7 @@ func newNode(spec nodeSpec, pl nodePlace, clusterID, libs string) (*Broker, stri
 // listing all of them; on an error every node spawned is stopped.
 func runNodes(ctx context.Context, nodes []*Broker, cfgs []BrokerConfig, jvmFlags []string) error {
 	n := len(nodes)
-	stopAll := func() {
-		var wg sync.WaitGroup
-		for _, b := range nodes {
-			if b.done != nil {
-				wg.Go(func() { _ = b.Stop() })
-			}
-		}
-		wg.Wait()
-	}
+	stopAll := func() { stopNodes(nodes) }
 	for i, b := range nodes {
 		err := b.spawn(cfgs[i], jvmFlags[i], filepath.Join(cfgs[i].Dir, PropertiesFile))
 		if err == nil {
@@ -427,15 +484,31 @@ func runNodes(ctx context.Context, nodes []*Broker, cfgs []BrokerConfig, jvmFlag
 	return nil
 }
 
+// stopNodes stops every node this process spawned, all at once.
+func stopNodes(nodes []*Broker) {
+	var wg sync.WaitGroup
+	for _, b := range nodes {
+		if b != nil && b.done != nil {
+			wg.Go(func() { _ = b.Stop() })
+		}
+	}
+	wg.Wait()
+}
+
 // formatStorage runs `kafka.tools.StorageTool format`, which KRaft
 // requires before first start: it writes meta.properties and, with
 // standalone (Kafka 4 single node, `--standalone`), the KRaft bootstrap
 // checkpoint naming this node the only controller voter. Without it the
-// voters come from controller.quorum.voters in the properties.
-func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string, standalone bool) error {
+// voters come from controller.quorum.voters in the properties. Each of
+// scram gets its SCRAM credential into the first metadata (`--add-scram`);
+// their passwords are kept out of format.out and the error.
+func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string, standalone bool, scram []User) error {
 	args := []string{"format", "-t", clusterID, "-c", propsPath}
 	if standalone {
 		args = append(args, "--standalone")
+	}
+	for _, u := range scram {
+		args = append(args, "--add-scram", scramArg(u))
 	}
 	cmd, err := JavaCommand(ctx, libs, ToolJVMArgs(), "kafka.tools.StorageTool", args...)
 	if err != nil {
@@ -448,7 +521,11 @@ func formatStorage(ctx context.Context, dir, libs, clusterID, propsPath string, 
 	}
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	if rerr := redactFile(outPath, scram); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if err != nil {
 		return fmt.Errorf("lab: format storage in %s: %w\n%s", dir, err, tailFile(outPath, 20))
 	}
 	return nil

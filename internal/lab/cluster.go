@@ -59,6 +59,12 @@ type ClusterConfig struct {
 	// FSSizeMB is each image's size in MiB when it is made; default
 	// DefaultFSSizeMB. A restart keeps the images as they are.
 	FSSizeMB int
+	// Security gives every node SSL and SASL_SSL listeners, as in
+	// BrokerConfig, with one CA, trust store and set of users for all
+	// of them in Security.Dir (default Dir/tls). Node i listens on
+	// SSLPort+i-1 and SASLSSLPort+i-1 when those are set; with Netns
+	// every node on NetnsSSLPort and NetnsSASLSSLPort by default.
+	Security *SecurityConfig
 }
 
 // ClusterFile records a cluster of more than one node in its Dir.
@@ -93,6 +99,8 @@ type clusterState struct {
 	// an FS one (isolation.go).
 	Net *clusterNet `json:"net,omitempty"`
 	FS  *clusterFS  `json:"fs,omitempty"`
+	// TLSDir is SecurityConfig.Dir of a cluster started with Security.
+	TLSDir string `json:"tlsDir,omitempty"`
 }
 
 type clusterNode struct {
@@ -100,6 +108,8 @@ type clusterNode struct {
 	Dir            string `json:"dir"` // relative to the cluster's Dir
 	Addr           string `json:"addr"`
 	ControllerAddr string `json:"controllerAddr"`
+	SSLAddr        string `json:"sslAddr,omitempty"`
+	SASLSSLAddr    string `json:"saslSslAddr,omitempty"`
 	// Net and FS are the node's namespace and link, and its file system.
 	Net *nodeNet `json:"net,omitempty"`
 	FS  *nodeFS  `json:"fs,omitempty"`
@@ -205,12 +215,33 @@ func nodeConfigs(dir string, n int, cfg ClusterConfig, iso *isolation) ([]Broker
 		if iso != nil && iso.st.Nodes[i].FS != nil {
 			c.LogDirs = []string{iso.st.Nodes[i].FS.MountPoint}
 		}
+		if cfg.Security != nil {
+			c.Security = nodeSecurity(dir, i, *cfg.Security, cfg.Netns)
+		}
 		var err error
 		if cfgs[i], err = c.withDefaults(); err != nil {
 			return nil, err
 		}
 	}
 	return cfgs, nil
+}
+
+// nodeSecurity is node i's (from 0) SecurityConfig in cluster dir: the
+// shared Dir (default dir/tls), and the configured ports plus i, or with
+// netns the same ports on every node.
+func nodeSecurity(dir string, i int, sc SecurityConfig, netns bool) *SecurityConfig {
+	sc.Dir = cmp.Or(sc.Dir, filepath.Join(dir, TLSDirName))
+	switch {
+	case netns:
+		sc.SSLPort, sc.SASLSSLPort = cmp.Or(sc.SSLPort, NetnsSSLPort), cmp.Or(sc.SASLSSLPort, NetnsSASLSSLPort)
+	default:
+		for _, p := range []*int{&sc.SSLPort, &sc.SASLSSLPort} {
+			if *p != 0 {
+				*p += i
+			}
+		}
+	}
+	return &sc
 }
 
 // setUpIsolation makes iso (nil: nothing to do) and returns the nodes'
@@ -279,9 +310,11 @@ func (c *Cluster) writeState() error {
 			nodes[i] = cs.Nodes[i]
 		}
 		nodes[i].ID, nodes[i].Dir, nodes[i].Addr, nodes[i].ControllerAddr = b.NodeID(), rel, b.Addr(), b.ControllerAddr()
+		nodes[i].SSLAddr, nodes[i].SASLSSLAddr = b.SSLAddr(), b.SASLSSLAddr()
 		caddrs[i] = b.ControllerAddr()
 	}
 	cs.Nodes = nodes
+	cs.TLSDir = c.nodes[0].SecurityDir()
 	cs.Voters = votersAt(caddrs)
 	if c.iso != nil {
 		c.iso.st = cs
@@ -345,22 +378,32 @@ func AttachCluster(dir string) (*Cluster, error) {
 	return nil, fmt.Errorf("%w in %s", ErrNotRunning, abs)
 }
 
-// RecordedClusterConfig returns what cluster.json in dir says the
-// cluster was started with (Dir, Brokers, Version, Netns, FS, FSSizeMB),
-// so that a restart can leave them out (`kscope lab broker start` does);
-// an error wrapping os.ErrNotExist when dir has no cluster.json.
+// RecordedClusterConfig returns what cluster.json in dir (or, for a
+// single broker without one, its broker.json) says the cluster was last
+// started with (Dir, Brokers, Version, Netns, FS, FSSizeMB, Security
+// with its Dir), so that a restart can leave them out (`kscope lab broker
+// start` does); an error wrapping os.ErrNotExist when dir has neither.
 func RecordedClusterConfig(dir string) (ClusterConfig, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ClusterConfig{}, fmt.Errorf("lab: cluster dir: %w", err)
 	}
 	cs, err := readClusterState(abs)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
+		st, serr := readState(abs)
+		if serr != nil {
+			return ClusterConfig{}, errors.Join(err, serr)
+		}
+		cs = clusterState{Version: st.version(), Nodes: []clusterNode{{ID: st.NodeID}}, TLSDir: st.TLSDir}
+	} else if err != nil {
 		return ClusterConfig{}, err
 	}
 	cfg := ClusterConfig{Dir: abs, Brokers: len(cs.Nodes), Version: cs.Version, Netns: cs.Net != nil}
 	if cs.FS != nil {
 		cfg.FS, cfg.FSSizeMB = cs.FS.Type, cs.FS.SizeMB
+	}
+	if cs.TLSDir != "" {
+		cfg.Security = &SecurityConfig{Dir: cs.TLSDir}
 	}
 	return cfg, nil
 }

@@ -52,6 +52,10 @@ type BrokerConfig struct {
 	// start). Otherwise the kernel kills it when this process dies, so a
 	// crashed or timed-out test never leaves a broker behind.
 	Detach bool
+	// Security, when set, adds an SSL and a SASL_SSL listener (see
+	// SecurityConfig); nil: PLAINTEXT and CONTROLLER only. Needs Kafka
+	// 3.5 or later.
+	Security *SecurityConfig
 }
 
 // File names inside BrokerConfig.Dir.
@@ -94,6 +98,16 @@ func (c BrokerConfig) withDefaults() (BrokerConfig, error) {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 60 * time.Second
 	}
+	if c.Security != nil {
+		sc := *c.Security // the caller's stays as it was
+		if sc.Dir == "" {
+			sc.Dir = filepath.Join(dir, TLSDirName)
+		}
+		if sc.Dir, err = filepath.Abs(sc.Dir); err != nil {
+			return c, fmt.Errorf("lab: security dir: %w", err)
+		}
+		c.Security = &sc
+	}
 	return c, nil
 }
 
@@ -110,6 +124,10 @@ type nodeSpec struct {
 	// voters is controller.quorum.voters ("1@127.0.0.1:P,..."); empty for
 	// a dynamic single-node quorum (see dynamicQuorum).
 	voters string
+	// ssl and sasl are the SSL and SASL_SSL ports, and tls what those
+	// listeners are configured with; nil without Security.
+	ssl, sasl int
+	tls       *nodeTLS
 }
 
 // replication returns the replication factor and min ISR for a cluster of
@@ -126,29 +144,39 @@ func replication(n int) (rf, minISR int) {
 
 // serverProperties renders server.properties for node s: listening on
 // 127.0.0.1:port (0.0.0.0:port with an AdvertisedHost) with its controller
-// on 127.0.0.1:cport, or on the node's own host for both.
+// on 127.0.0.1:cport, or on the node's own host for both; with Security
+// also SSL and SASL_SSL listeners bound the way PLAINTEXT is.
 func serverProperties(s nodeSpec) string {
 	c := s.cfg
 	host := s.host
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	addr := net.JoinHostPort(host, strconv.Itoa(s.port))
 	caddr := net.JoinHostPort(host, strconv.Itoa(s.cport))
-	listen, advertised := addr, addr
-	if c.AdvertisedHost != "" {
-		listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(s.port))
-		advertised = net.JoinHostPort(c.AdvertisedHost, strconv.Itoa(s.port))
+	listen, advertised := listenerAddrs(host, c.AdvertisedHost, s.port)
+	listeners := []string{"PLAINTEXT://" + listen, "CONTROLLER://" + caddr}
+	advertisedListeners := []string{"PLAINTEXT://" + advertised}
+	protocols := "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	if s.tls != nil {
+		for _, l := range []struct {
+			name string
+			port int
+		}{{ListenerSSL, s.ssl}, {ListenerSASLSSL, s.sasl}} {
+			la, aa := listenerAddrs(host, c.AdvertisedHost, l.port)
+			listeners = append(listeners, l.name+"://"+la)
+			advertisedListeners = append(advertisedListeners, l.name+"://"+aa)
+			protocols += "," + l.name + ":" + l.name
+		}
 	}
 	rf, minISR := replication(max(s.n, 1))
 	props := map[string]string{
 		"process.roles":                            "broker,controller",
 		"node.id":                                  strconv.Itoa(s.id),
-		"listeners":                                "PLAINTEXT://" + listen + ",CONTROLLER://" + caddr,
-		"advertised.listeners":                     "PLAINTEXT://" + advertised,
+		"listeners":                                strings.Join(listeners, ","),
+		"advertised.listeners":                     strings.Join(advertisedListeners, ","),
 		"controller.listener.names":                "CONTROLLER",
 		"inter.broker.listener.name":               "PLAINTEXT",
-		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"listener.security.protocol.map":           protocols,
 		"log.dirs":                                 strings.Join(c.LogDirs, ","),
 		"num.partitions":                           "1",
 		"default.replication.factor":               strconv.Itoa(rf),
@@ -174,6 +202,11 @@ func serverProperties(s nodeSpec) string {
 		props["share.coordinator.state.topic.replication.factor"] = strconv.Itoa(rf)
 		props["share.coordinator.state.topic.min.isr"] = strconv.Itoa(minISR)
 	}
+	if s.tls != nil {
+		for k, v := range s.tls.serverProps() {
+			props[k] = v
+		}
+	}
 	for k, v := range c.ExtraProps {
 		props[k] = v
 	}
@@ -188,6 +221,17 @@ func serverProperties(s nodeSpec) string {
 		fmt.Fprintf(&b, "%s=%s\n", escapeProp(k), escapeProp(props[k]))
 	}
 	return b.String()
+}
+
+// listenerAddrs returns the address a listener on port binds and the one
+// it advertises: host:port for both, or with an advertised host
+// 0.0.0.0:port and advertised:port.
+func listenerAddrs(host, advertised string, port int) (listen, adv string) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	if advertised == "" {
+		return addr, addr
+	}
+	return net.JoinHostPort("0.0.0.0", strconv.Itoa(port)), net.JoinHostPort(advertised, strconv.Itoa(port))
 }
 
 // votersAt renders controller.quorum.voters for nodes 1..len(caddrs),

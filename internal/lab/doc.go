@@ -16,6 +16,10 @@
 // Dir/cluster.json. With ClusterConfig.Netns each node runs in a network
 // namespace of its own behind a bridge (netns.go), with ClusterConfig.FS
 // each node's log dir is a file system of its own on a loop device
-// (loopfs.go); isolation.go records, makes and removes both. docs/lab.md
-// has the details.
+// (loopfs.go); isolation.go records, makes and removes both. With
+// Security (BrokerConfig, ClusterConfig) every node also has SSL and
+// SASL_SSL listeners (security.go, clientprops.go): certificates from a
+// CA of the lab's own made with keytool (tlsfiles.go, keytool.go), a PLAIN
+// and a SCRAM-SHA-512 user (secrets.go, scram.go), all kept in Dir/tls.
+// docs/lab.md has the details.
 package lab

@@ -41,6 +41,11 @@ const (
 	// (ClusterConfig.Port 0); its CONTROLLER port is the next one. Each
 	// node has its own address, so all can use the same ports.
 	NetnsPort = 9092
+	// NetnsSSLPort and NetnsSASLSSLPort are the SSL and SASL_SSL ports of
+	// every node of a Netns cluster with Security (SecurityConfig ports
+	// 0).
+	NetnsSSLPort     = 9094
+	NetnsSASLSSLPort = 9095
 )
 
 // clusterNet is a Netns cluster's network, in cluster.json.

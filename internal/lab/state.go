@@ -32,6 +32,11 @@ type state struct {
 	MountPoint string `json:"mountPoint,omitempty"`
 	Device     string `json:"device,omitempty"`
 	FSType     string `json:"fsType,omitempty"`
+	// With Security: the SSL and SASL_SSL listeners' addresses (as Addr)
+	// and SecurityConfig.Dir.
+	SSLAddr     string `json:"sslAddr,omitempty"`
+	SASLSSLAddr string `json:"saslSslAddr,omitempty"`
+	TLSDir      string `json:"tlsDir,omitempty"`
 }
 
 func readState(dir string) (state, error) {

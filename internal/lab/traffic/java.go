@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,7 +65,19 @@ func JavaProducerPerfRate(ctx context.Context, libs, addr, topic string, n, reco
 // (its home since Kafka 4.0) from libs in group group, reading n records of
 // topic from the beginning. It fails when fewer arrive before ctx ends.
 func JavaConsoleConsumer(ctx context.Context, libs, addr, topic, group string, n int) error {
-	out, err := runJava(ctx, libs, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+	return JavaConsoleConsumerConfig(ctx, libs, addr, topic, group, n, "")
+}
+
+// JavaConsoleConsumerConfig is JavaConsoleConsumer with the consumer
+// settings of the properties file config (--consumer.config; e.g. a lab
+// broker's client properties for its SSL or SASL_SSL listener), "" for
+// none.
+func JavaConsoleConsumerConfig(ctx context.Context, libs, addr, topic, group string, n int, config string) error {
+	var extra []string
+	if config != "" {
+		extra = []string{"--consumer.config", config}
+	}
+	out, err := runJava(ctx, libs, "org.apache.kafka.tools.consumer.ConsoleConsumer", append([]string{
 		"--bootstrap-server", addr,
 		"--topic", topic,
 		"--group", group,
@@ -74,7 +87,7 @@ func JavaConsoleConsumer(ctx context.Context, libs, addr, topic, group string, n
 		// little of ctx so a timeout is reported by the tool, not a kill.
 		"--timeout-ms", strconv.FormatInt(msLeft(ctx, 30*time.Second)*9/10, 10),
 		"--consumer-property", "client.id=kscope-java-consumer",
-	)
+	}, extra...)...)
 	if err != nil {
 		return fmt.Errorf("traffic: java consumer of %s: %w", topic, err)
 	}
@@ -88,12 +101,46 @@ func JavaConsoleConsumer(ctx context.Context, libs, addr, topic, group string, n
 	return nil
 }
 
+// JavaConsoleProducer runs org.apache.kafka.tools.ConsoleProducer (Kafka
+// 4.x) from libs, sending each of lines as one record (value only) to
+// topic, acks=all, with the producer settings of the properties file
+// config (--producer.config; e.g. a lab broker's client properties for
+// its SSL or SASL_SSL listener), "" for none. It fails when the tool
+// reports an error, since it exits 0 after failed sends.
+func JavaConsoleProducer(ctx context.Context, libs, addr, topic string, lines []string, config string) error {
+	args := []string{
+		"--bootstrap-server", addr,
+		"--topic", topic,
+		"--producer-property", "acks=all",
+		"--producer-property", "client.id=kscope-java-console-producer",
+		"--producer-property", "max.block.ms=" + strconv.FormatInt(msLeft(ctx, 30*time.Second), 10),
+	}
+	if config != "" {
+		args = append(args, "--producer.config", config)
+	}
+	out, err := runJavaInput(ctx, libs, strings.NewReader(strings.Join(lines, "\n")+"\n"),
+		"org.apache.kafka.tools.ConsoleProducer", args...)
+	if err != nil {
+		return fmt.Errorf("traffic: java console producer to %s: %w", topic, err)
+	}
+	if strings.Contains(out, "ERROR") || strings.Contains(out, "Exception") {
+		return fmt.Errorf("traffic: java console producer to %s: %s", topic, firstLines(out, 10))
+	}
+	return nil
+}
+
 // runJava runs a Kafka tool to completion and returns its combined output.
 func runJava(ctx context.Context, libs, mainClass string, args ...string) (string, error) {
+	return runJavaInput(ctx, libs, nil, mainClass, args...)
+}
+
+// runJavaInput is runJava with stdin read from in (nil: none).
+func runJavaInput(ctx context.Context, libs string, in io.Reader, mainClass string, args ...string) (string, error) {
 	cmd, err := lab.JavaCommand(ctx, libs, lab.ToolJVMArgs(), mainClass, args...)
 	if err != nil {
 		return "", err
 	}
+	cmd.Stdin = in
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// On ctx end, SIGKILL (CommandContext's default) and don't wait for
