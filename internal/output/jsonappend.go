@@ -181,6 +181,12 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 		}
 		b = append(b, ']')
 	}
+	if r.SASLMechanism != "" {
+		b = AppendJSONString(append(b, `,"sasl_mechanism":`...), r.SASLMechanism)
+	}
+	if r.Principal != "" {
+		b = AppendJSONString(append(b, `,"principal":`...), r.Principal)
+	}
 	b = strconv.AppendBool(append(b, `,"answered":`...), r.Answered)
 	if r.Partial {
 		b = append(b, `,"partial":true`...)

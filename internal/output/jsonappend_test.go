@@ -39,6 +39,7 @@ func requestJSONCases() map[string]*event.Request {
 		"far future (encoding/json fails)": {Arrival: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"batch stats (encoding/json)":      {Arrival: t0, Partitions: []event.Partition{{Topic: "t", BatchStats: &event.BatchStats{Batches: 2, Magic: 2}}}},
 		"NaN (encoding/json fails)":        {Arrival: t0, LatencyMs: math.NaN()},
+		"SASL":                             {Arrival: t0, SASLMechanism: "SCRAM-SHA-512", Principal: "al,i\"ce<"},
 	}
 }
 
@@ -78,6 +79,7 @@ func FuzzAppendRequestJSON(f *testing.F) {
 		r.Retransmits, r.ResponseRetransmits, r.ZeroWindows = int(partition%5), int(partition%3), int(partition%2)
 		if partition%4 == 1 {
 			r.ResponseAckWaitMs = latency
+			r.SASLMechanism, r.Principal = topic, id
 		}
 		if durNs >= 0 {
 			r.End = r.Arrival.Add(time.Duration(durNs))

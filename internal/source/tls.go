@@ -54,6 +54,20 @@ func (k *captureKeys) Lookup(cr tlskeys.ClientRandom) (tlskeys.Session, bool) {
 	return tlskeys.Session{}, false
 }
 
+// LookupSessionID finds a TLS 1.2 master secret by session id.
+func (k *captureKeys) LookupSessionID(id []byte) (tlskeys.Secret, bool) {
+	if m, ok := k.embedded.LookupSessionID(id); ok {
+		return m, true
+	}
+	if k.file != nil {
+		return k.file.LookupSessionID(id)
+	}
+	return nil, false
+}
+
+// Empty says there is no key log and no secret in the captures (yet).
+func (k *captureKeys) Empty() bool { return k.file == nil && k.embedded.Len() == 0 }
+
 // addEmbedded adds a Decryption Secrets Block's key log.
 func (k *captureKeys) addEmbedded(keyLog []byte, file string) {
 	line := 0

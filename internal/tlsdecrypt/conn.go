@@ -67,7 +67,9 @@ func (s Status) String() string {
 
 // KeySource finds the secrets of a session by its client random: a
 // *tlskeys.Keys, or a *tlskeys.File that reads what a growing key log
-// added since.
+// added since. A source that also has an Empty method saying it has no
+// key log at all makes connections stop at once ("no TLS key log
+// given") instead of waiting for secrets.
 type KeySource interface {
 	Lookup(tlskeys.ClientRandom) (tlskeys.Session, bool)
 }
@@ -120,6 +122,7 @@ type Conn struct {
 	keys         KeySource
 	clientRandom tlskeys.ClientRandom
 	serverRandom [32]byte
+	sessionID    []byte // the ServerHello's (TLS 1.2 key logs may name sessions by it)
 	haveClient   bool
 	haveServer   bool
 	version      uint16
@@ -209,9 +212,23 @@ func (c *Conn) Feed(dir Direction, data []byte, emit EmitFunc) error {
 	return c.records(1-first, emit)
 }
 
-// retry looks the secrets the connection waits for up again.
+// sessionIDSource is a KeySource that also finds TLS 1.2 master secrets
+// by session id (key logs with "RSA Session-ID:... Master-Key:..." lines).
+type sessionIDSource interface {
+	LookupSessionID(id []byte) (tlskeys.Secret, bool)
+}
+
+// retry looks the secrets the connection waits for up again: by client
+// random, and for TLS 1.2 by session id too.
 func (c *Conn) retry() (bool, error) {
 	sess, ok := c.keys.Lookup(c.clientRandom)
+	if sess.Master == nil && c.version == versionTLS12 && len(c.sessionID) > 0 {
+		if src, can := c.keys.(sessionIDSource); can {
+			if m, found := src.LookupSessionID(c.sessionID); found {
+				sess.Master, ok = m, true
+			}
+		}
+	}
 	if !ok {
 		return false, nil
 	}
@@ -221,6 +238,9 @@ func (c *Conn) retry() (bool, error) {
 // withKeys installs the session's secrets now, or waits for them.
 func (c *Conn) withKeys(dir Direction, reason string, install func(tlskeys.Session) (bool, error)) error {
 	if c.keys == nil {
+		return c.stop(NoKeys, "no TLS key log given")
+	}
+	if e, ok := c.keys.(interface{ Empty() bool }); ok && e.Empty() {
 		return c.stop(NoKeys, "no TLS key log given")
 	}
 	c.await = &await{dir: dir, reason: reason, install: install}
@@ -467,6 +487,7 @@ func (c *Conn) serverHello(m []byte) error {
 	if len(m) < p+3 {
 		return c.stop(NotTLS, "short ServerHello")
 	}
+	c.sessionID = bytes.Clone(m[35:p])
 	id := binary.BigEndian.Uint16(m[p:])
 	if v, ok := supportedVersion(m[p+3:]); ok {
 		version = v

@@ -151,6 +151,21 @@ func (f *File) Lookup(cr ClientRandom) (Session, bool) {
 	return f.keys.Lookup(cr)
 }
 
+// LookupSessionID returns a TLS 1.2 master secret by session id, reading
+// the lines appended since the last read when it is not known yet.
+func (f *File) LookupSessionID(id []byte) (Secret, bool) {
+	if m, ok := f.keys.LookupSessionID(id); ok {
+		return m, true
+	}
+	f.mu.Lock()
+	due := time.Since(f.last) >= minRefresh
+	f.mu.Unlock()
+	if !due || f.refresh() != nil {
+		return nil, false
+	}
+	return f.keys.LookupSessionID(id)
+}
+
 // Err returns the last error reading the key log again (nil when the last
 // read worked).
 func (f *File) Err() error {

@@ -134,11 +134,26 @@ type Stats struct {
 type Keys struct {
 	mu       sync.RWMutex
 	sessions map[ClientRandom]*Session
-	stats    Stats
+	// bySessionID are TLS 1.2 master secrets of the older form
+	// "RSA Session-ID:HEX Master-Key:HEX" (what the extract-tls-secrets
+	// agent writes for TLS 1.2), by session id.
+	bySessionID map[string]Secret
+	stats       Stats
 }
 
 // New returns an empty set of keys.
-func New() *Keys { return &Keys{sessions: make(map[ClientRandom]*Session)} }
+func New() *Keys {
+	return &Keys{sessions: make(map[ClientRandom]*Session), bySessionID: make(map[string]Secret)}
+}
+
+// LookupSessionID returns the TLS 1.2 master secret logged for a session
+// id ("RSA Session-ID:... Master-Key:..." lines).
+func (k *Keys) LookupSessionID(id []byte) (Secret, bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	m, ok := k.bySessionID[string(id)]
+	return m, ok
+}
 
 // Lookup returns a copy of the secrets logged for the session with the
 // given client random.
@@ -156,7 +171,7 @@ func (k *Keys) Lookup(cr ClientRandom) (Session, bool) {
 func (k *Keys) Len() int {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return len(k.sessions)
+	return len(k.sessions) + len(k.bySessionID)
 }
 
 // Stats returns the counters so far.
@@ -164,7 +179,7 @@ func (k *Keys) Stats() Stats {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	st := k.stats
-	st.Sessions = len(k.sessions)
+	st.Sessions = len(k.sessions) + len(k.bySessionID)
 	return st
 }
 
@@ -221,6 +236,10 @@ func (k *Keys) Add(b []byte, name string, line int) {
 		k.malformedLocked(name, line)
 		return
 	}
+	if string(fields[0]) == "RSA" {
+		k.addSessionIDLocked(fields[1], fields[2], name, line)
+		return
+	}
 	slot, known := labels[string(fields[0])]
 	var cr ClientRandom
 	if hex.DecodedLen(len(fields[1])) != len(cr) {
@@ -271,5 +290,34 @@ func (k *Keys) malformedLocked(name string, line int) {
 	k.stats.Malformed++
 	if k.stats.FirstMalformed == "" {
 		k.stats.FirstMalformed = fmt.Sprintf("%s:%d", name, line)
+	}
+}
+
+// addSessionIDLocked adds an "RSA Session-ID:HEX Master-Key:HEX" line:
+// a TLS 1.2 master secret (48 bytes) by session id (1 to 32 bytes).
+func (k *Keys) addSessionIDLocked(id, master []byte, name string, line int) {
+	idHex, ok1 := bytes.CutPrefix(id, []byte("Session-ID:"))
+	mHex, ok2 := bytes.CutPrefix(master, []byte("Master-Key:"))
+	n := hex.DecodedLen(len(idHex))
+	if !ok1 || !ok2 || n < 1 || n > 32 || hex.DecodedLen(len(mHex)) != 48 {
+		k.malformedLocked(name, line)
+		return
+	}
+	sid := make([]byte, n)
+	secret := make(Secret, 48)
+	if _, err := hex.Decode(sid, idHex); err != nil {
+		k.malformedLocked(name, line)
+		return
+	}
+	if _, err := hex.Decode(secret, mHex); err != nil {
+		k.malformedLocked(name, line)
+		return
+	}
+	switch old, ok := k.bySessionID[string(sid)]; {
+	case !ok:
+		k.bySessionID[string(sid)] = secret
+		k.stats.Secrets++
+	case !bytes.Equal(old, secret):
+		k.stats.Conflicts++
 	}
 }
