@@ -7,6 +7,8 @@
 #     ethtool, chromium, tcpreplay
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
+#   - the extract-tls-secrets Java agent (TLS keys from a running broker)
+#     via scripts/keylog-agent-jar.sh
 #   - a real Prometheus (Debian's release package, unpacked, not installed)
 #     and OpenTelemetry Collector (built with its official builder) for the
 #     fleet test, via scripts/observability-tools.sh (cached)
@@ -61,6 +63,11 @@ fi
 "$root/scripts/kafka-jars.sh" >/dev/null
 # The older release the lab tests start (lab broker --version 3.9.1).
 "$root/scripts/kafka-jars.sh" 3.9.1 >/dev/null
+# The Java agent internal/keylogagent loads into a running JVM for its TLS keys.
+"$root/scripts/keylog-agent-jar.sh" >/dev/null
+# librdkafka through confluent-kafka for Python: a client kscope did not
+# write, for the TLS/SASL acceptance test (internal/e2e/tls_test.go).
+python3 -c "import confluent_kafka" 2>/dev/null || python3 -m pip install -q confluent-kafka
 # qemu and a Debian cloud kernel for the tests of BPF features this host's
 # kernel lacks (fentry): internal/lab/vm, docs/vmtest.md.
 if [[ "$(id -u)" == 0 ]]; then

@@ -24,6 +24,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
@@ -49,6 +50,7 @@ type recordOptions struct {
 	messageIDHeader string
 	quiet           bool
 	tlsKeyLog       string
+	tlsKeys         string
 }
 
 func newRecordCmd() *cobra.Command {
@@ -111,6 +113,7 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd) and decrypt its TLS listeners with the key log it writes to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the attach can be decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
 	return cmd
 }
@@ -147,9 +150,30 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		}
 	}
 
+	switch {
+	case o.tlsKeys != "" && o.tlsKeys != "attach":
+		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
+	case o.tlsKeys != "" && o.tlsKeyLog != "":
+		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
 	rec, err := recording.Create(o.out)
 	if err != nil {
 		return badInput(err)
+	}
+	if o.tlsKeys == "attach" {
+		// Before the capture: connections that start after the attach
+		// are decrypted.
+		o.tlsKeyLog = filepath.Join(o.out, recording.TLSKeyLogFile)
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := keylogagent.Attach(actx, pid, o.tlsKeyLog)
+		cancel()
+		if err != nil {
+			rec.Close(nil)
+			return fmt.Errorf("--tls-keys attach: %w", err)
+		}
+		if !o.quiet {
+			fmt.Fprintf(stderr, "record: key-log agent loaded into pid %d: TLS connections from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
+		}
 	}
 	closed := false
 	defer func() {

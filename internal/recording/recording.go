@@ -44,6 +44,9 @@ const (
 	JournalFile   = "journal.jsonl"
 	LockWaitsFile = "lockwaits.jsonl"
 	CaptureFile   = "capture.pcapng"
+	// TLSKeyLogFile is the key log record --tls-keys attach has the
+	// broker write (mode 0600): secrets, deleted with the recording.
+	TLSKeyLogFile = "tls-keys.log"
 	JFRFile       = "broker.jfr"
 	UseFile       = "use.jsonl"
 	// SchedFile holds the scheduling and JVM evidence: the broker

@@ -1,0 +1,395 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kscope-dev/kscope/internal/cli"
+	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/keylogagent"
+	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/lab/requestlog"
+	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/wire"
+)
+
+// TestTLSAndSASL is issue 18's acceptance: a real broker with SSL and
+// SASL_SSL listeners, the extract-tls-secrets agent attached to it for
+// the key log, and clients kscope did not write (franz-go on TLS 1.3 and,
+// pinned, 1.2 with SCRAM-SHA-512; the Java console producer with PLAIN on
+// TLS 1.2 and consumer on TLS 1.3; librdkafka through confluent-kafka
+// with SCRAM). Every request of Kafka's request log on those listeners
+// must be decoded with its API, version and partitions, every message id
+// found, the SASL principals named and the passwords nowhere; without the
+// key log, or with a wrong one, nothing is invented and each connection
+// says why.
+func TestTLSAndSASL(t *testing.T) {
+	libs := labtest.RequireKafka(t)
+	labtest.RequireRoot(t)
+	python := labtest.Tool("python3")
+	if python == "" || exec.Command(python, "-c", "import confluent_kafka").Run() != nil {
+		labtest.Unavailable(t, "python3 with confluent-kafka (pip install confluent-kafka) not found")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	if _, err := keylogagent.EnsureJar(ctx); err != nil {
+		labtest.Unavailable(t, "the extract-tls-secrets agent jar: %v", err)
+	}
+	dir := t.TempDir()
+	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), RequestLog: true, LibsDir: libs,
+		LogDirs: []string{ramDir(t)}, Security: &lab.SecurityConfig{}})
+	users, err := b.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{users.Plain.Password, users.SCRAM.Password}
+	for _, s := range secrets {
+		if len(s) < 12 {
+			t.Fatalf("a lab password of %d characters: too short to grep for", len(s))
+		}
+	}
+	keyLog := filepath.Join(dir, "tls-keys.log")
+	if err := keylogagent.Attach(ctx, b.PID(), keyLog); err != nil {
+		t.Fatalf("attach the key-log agent: %v", err)
+	}
+	if st, err := os.Stat(keyLog); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key log %v, %v: want mode 0600", st, err)
+	}
+	sslPort, saslPort := portOf(t, b.SSLAddr()), portOf(t, b.SASLSSLAddr())
+	pcaps := []string{filepath.Join(dir, "ssl.pcap"), filepath.Join(dir, "sasl-ssl.pcap")}
+	stopSSL := labtest.Capture(t, "lo", sslPort, pcaps[0])
+	stopSASL := labtest.Capture(t, "lo", saslPort, pcaps[1])
+	captureStart := time.Now().Add(time.Millisecond)
+	defer func() {
+		for _, f := range append(slices.Clone(pcaps), keyLog) {
+			keepOnFailure(t, f)
+		}
+	}()
+
+	tlsCfg, err := b.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tls12 := tlsCfg.Clone()
+	tls12.MaxVersion = tls.VersionTLS12
+	scramAuth := scram.Auth{User: users.SCRAM.Name, Pass: users.SCRAM.Password}.AsSha512Mechanism()
+	const n = 300
+	var ids []string
+	franz := func(name, topic string, opts ...kgo.Opt) {
+		t.Helper()
+		sent, err := produceWithIDs(ctx, topic, name, n, opts...)
+		if err != nil {
+			t.Fatalf("franz-go %s: %v", name, err)
+		}
+		ids = append(ids, sent...)
+	}
+	franz("franz-tls13", "tls-franz", kgo.SeedBrokers(b.SSLAddr()), kgo.DialTLSConfig(tlsCfg))
+	franz("franz-scram-tls12", "tls-franz-scram", kgo.SeedBrokers(b.SASLSSLAddr()), kgo.DialTLSConfig(tls12), kgo.SASL(scramAuth))
+
+	plain12 := filepath.Join(dir, "client-plain-tls12.properties")
+	if err := b.WriteClientProperties(plain12, lab.ClientSecurity{Mechanism: lab.MechanismPlain, TLSVersion: lab.TLSv12}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf("java-console-%d", i))
+	}
+	if err := traffic.JavaConsoleProducer(ctx, libs, b.SASLSSLAddr(), "tls-java", lines, plain12); err != nil {
+		t.Fatal(err)
+	}
+	if err := traffic.JavaConsoleConsumerConfig(ctx, libs, b.SSLAddr(), "tls-java", "tls-java-group", n, b.ClientPropertiesFile("")); err != nil {
+		t.Fatal(err)
+	}
+	pyIDs := pythonProduce(t, ctx, python, b, users.SCRAM, "tls-python", n)
+	ids = append(ids, pyIDs...)
+	time.Sleep(time.Second) // the last responses leave, the request log catches up
+	stopSSL()
+	stopSASL()
+
+	var logged []requestlog.Entry
+	for _, port := range []int{sslPort, saslPort} {
+		logged = append(logged, brokerLogEntries(t, b, port, captureStart, time.Now())...)
+	}
+	if len(logged) < 50 {
+		t.Fatalf("the request log has %d requests on the TLS listeners", len(logged))
+	}
+
+	// With the key log.
+	cfg := wire.DefaultConfig()
+	cfg.Ports = []uint16{uint16(sslPort), uint16(saslPort)}
+	var reqs []*event.Request
+	res, err := source.ReadFiles(pcaps[:1], source.Options{Wire: cfg, TLSKeyLog: keyLog}, func(r *event.Request) { reqs = append(reqs, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := source.ReadFiles(pcaps[1:], source.Options{Wire: cfg, TLSKeyLog: keyLog}, func(r *event.Request) { reqs = append(reqs, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Add(res2)
+	res.TLS.Problems = append(res.TLS.Problems, res2.TLS.Problems...)
+	t.Logf("decoded with the key log: %s", res.FormatFooter())
+	w := res.Wire
+	if w.TLSConnections == 0 || w.TLSUndecrypted() != 0 || w.TLSDecrypted == 0 {
+		t.Errorf("TLS connections %d, decrypted %d, not decrypted %d (%+v): every connection began after the attach", w.TLSConnections, w.TLSDecrypted, w.TLSUndecrypted(), res.TLSWarnings())
+	}
+	if w.DecodeErrors != 0 || w.BatchErrors != 0 || w.UnknownAPIs != 0 {
+		t.Errorf("decode errors: %+v", w)
+	}
+	lost := tsharkLostSegments(t, pcaps[0]) + tsharkLostSegments(t, pcaps[1])
+	if lost == 0 && (w.SkippedBytes != 0 || w.Gaps != 0) {
+		t.Errorf("a capture without lost segments must decode without loss: %+v", w)
+	}
+
+	byKey := index(reqs)
+	var found, compared, within int
+	var diffs []float64
+	for _, e := range logged {
+		r, ok := byKey[keyOf(e.ClientAddr, e.CorrelationID)]
+		if !ok {
+			t.Errorf("logged request not decoded: %s v%d corr %d from %s", e.APIName, e.APIVersion, e.CorrelationID, e.ClientAddr)
+			continue
+		}
+		found++
+		if r.APIKey != e.APIKey || r.APIVersion != e.APIVersion {
+			t.Errorf("corr %d from %s: decoded key %d v%d, logged key %d v%d", e.CorrelationID, e.ClientAddr, r.APIKey, r.APIVersion, e.APIKey, e.APIVersion)
+		}
+		if e.APIKey == requestlog.KeyProduce || e.APIKey == requestlog.KeyFetch {
+			want := partitionSet(func(i int) (string, string, int32) {
+				tp := e.TopicPartitions[i]
+				return tp.Topic, tp.TopicID, tp.Partition
+			}, len(e.TopicPartitions))
+			got := partitionSet(func(i int) (string, string, int32) {
+				p := r.Partitions[i]
+				return p.Topic, p.TopicID, p.Partition
+			}, len(r.Partitions))
+			if e.APIKey == requestlog.KeyProduce && !slices.Equal(want, got) || e.APIKey == requestlog.KeyFetch && !subset(want, got) {
+				t.Errorf("corr %d from %s (%s): partitions decoded %v, logged %v", e.CorrelationID, e.ClientAddr, r.API, got, want)
+			}
+		}
+		if r.Answered && !r.Partial {
+			compared++
+			d := math.Abs(r.BrokerMs - e.TotalTimeMs)
+			diffs = append(diffs, d)
+			if d <= 1 {
+				within++
+			}
+		}
+	}
+	slices.Sort(diffs)
+	if len(diffs) > 0 {
+		t.Logf("%d/%d logged requests decoded; latency vs the broker's totalTimeMs: %d/%d within 1 ms, |difference| median %.3f ms, p90 %.3f ms, max %.3f ms",
+			found, len(logged), within, compared, diffs[len(diffs)/2], diffs[len(diffs)*9/10], diffs[len(diffs)-1])
+	}
+	if found != len(logged) {
+		t.Errorf("%d of %d logged requests decoded", found, len(logged))
+	}
+	if compared == 0 || float64(within) < 0.8*float64(compared) {
+		t.Errorf("%d of %d requests within 1 ms of totalTimeMs", within, compared)
+	}
+
+	// Every message id, and the principals and mechanisms of the SASL
+	// connections.
+	seen := map[string]bool{}
+	principals := map[string]bool{}
+	mechanisms := map[string]bool{}
+	for _, r := range reqs {
+		for _, p := range r.Partitions {
+			if r.APIKey == 0 {
+				for _, id := range p.MessageIDs {
+					seen[id] = true
+				}
+			}
+		}
+		if r.Principal != "" {
+			principals[r.Principal] = true
+		}
+		if r.SASLMechanism != "" {
+			mechanisms[r.SASLMechanism] = true
+		}
+	}
+	missing := 0
+	for _, id := range ids {
+		if !seen[id] {
+			missing++
+		}
+	}
+	if missing != 0 {
+		t.Errorf("%d of %d message ids not found in the decoded produce requests", missing, len(ids))
+	}
+	if !principals[users.Plain.Name] || !principals[users.SCRAM.Name] || !mechanisms[lab.MechanismPlain] || !mechanisms[lab.MechanismSCRAM] {
+		t.Errorf("principals %v, mechanisms %v: want %s and %s, %s and %s", principals, mechanisms, users.Plain.Name, users.SCRAM.Name, lab.MechanismPlain, lab.MechanismSCRAM)
+	}
+
+	// The CLI over the same captures: with the key log, without it, and
+	// with a wrong one. The passwords appear in no output and no file.
+	args := []string{"requests", "--format", "json", "--port", strconv.Itoa(sslPort), "--port", strconv.Itoa(saslPort)}
+	withKeys, withKeysErr, code := runCLI(append(append(args, "--tls-keylog", keyLog), pcaps...))
+	if code != 0 || !strings.Contains(withKeys, users.SCRAM.Name) {
+		t.Errorf("requests --tls-keylog: exit %d, principal %s in the output: %v; stderr %s", code, users.SCRAM.Name, strings.Contains(withKeys, users.SCRAM.Name), withKeysErr)
+	}
+	noKeys, noKeysErr, code := runCLI(append(slices.Clone(args), pcaps...))
+	// Each connection decrypted above is now a warning of its own (and
+	// so are those that only shook hands: without keys that is not known).
+	if warned := strings.Count(noKeysErr, "not decrypted (no-keys): no TLS key log given"); code != 0 || strings.TrimSpace(noKeys) != "" || warned < int(min(w.TLSDecrypted, 100)) {
+		t.Errorf("requests without the key log: exit %d, %d bytes of output, %d connection warnings (want %d or more):\n%s",
+			code, len(noKeys), warned, w.TLSDecrypted, firstLinesOf(noKeysErr, 8))
+	}
+	wrongLog := filepath.Join(dir, "wrong-keys.log")
+	writeWrongKeyLog(t, keyLog, wrongLog)
+	wrong, wrongErr, code := runCLI(append(append(args, "--tls-keylog", wrongLog), pcaps...))
+	if code != 0 || strings.TrimSpace(wrong) != "" || !strings.Contains(wrongErr, "not decrypted (failed)") {
+		t.Errorf("requests with a wrong key log: exit %d, %d bytes of output:\n%s", code, len(wrong), firstLinesOf(wrongErr, 8))
+	}
+	outputs := map[string]string{"output with keys": withKeys + withKeysErr, "output without keys": noKeys + noKeysErr, "output with wrong keys": wrong + wrongErr}
+	for _, f := range append(pcaps, keyLog, b.RequestLogPath(), b.OutPath()) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs[f] = string(data)
+	}
+	for what, text := range outputs {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("a SASL password is in %s", what)
+			}
+		}
+	}
+}
+
+func portOf(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// produceWithIDs produces n records to topic with franz-go, each with a
+// message-id header, and reads them back; it returns the ids.
+func produceWithIDs(ctx context.Context, topic, name string, n int, opts ...kgo.Opt) ([]string, error) {
+	cl, err := kgo.NewClient(append(opts, kgo.ClientID(name), kgo.AllowAutoTopicCreation(), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ProducerLinger(2*time.Millisecond))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", name, i)
+		ids = append(ids, id)
+		rec := &kgo.Record{Topic: topic, Value: []byte(strings.Repeat("v", 200)), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			return nil, err
+		}
+	}
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("consumed %d of %d: %w", got, n, err)
+		}
+		got += fs.NumRecords()
+	}
+	return ids, nil
+}
+
+// pythonProduce produces n records with message ids through librdkafka
+// (confluent-kafka for Python) over SASL_SSL as a SCRAM user. The password
+// goes to the script by its environment, not its command line.
+func pythonProduce(t *testing.T, ctx context.Context, python string, b *lab.Broker, u lab.User, topic string, n int) []string {
+	t.Helper()
+	const script = `
+import os, sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+    "sasl.username": os.environ["KSCOPE_USER"], "sasl.password": os.environ["KSCOPE_PASSWORD"],
+    "ssl.ca.location": sys.argv[2], "client.id": "librdkafka-python", "linger.ms": 2, "acks": "all"})
+failed = []
+for i in range(int(sys.argv[4])):
+    p.produce(sys.argv[3], b"v" * 200, headers=[("message-id", ("python-%d" % i).encode())],
+              on_delivery=lambda err, msg: err and failed.append(err))
+    p.poll(0)
+left = p.flush(60)
+if failed or left:
+    sys.exit("delivery failed: %d errors, %d left" % (len(failed), left))
+`
+	cmd := exec.CommandContext(ctx, python, "-c", script, b.SASLSSLAddr(), b.CAFile(), topic, strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "KSCOPE_USER="+u.Name, "KSCOPE_PASSWORD="+u.Password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("confluent-kafka producer: %v: %s", err, out)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("python-%d", i)
+	}
+	return ids
+}
+
+// runCLI runs kscope in this process.
+func runCLI(args []string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	code = cli.Main(args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// writeWrongKeyLog writes every session's secrets under another session's
+// client random: a key log that names the sessions but holds wrong keys.
+func writeWrongKeyLog(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var randoms []string
+	var lines [][]string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		lines = append(lines, f)
+		if !slices.Contains(randoms, f[1]) {
+			randoms = append(randoms, f[1])
+		}
+	}
+	if len(randoms) < 2 {
+		t.Fatalf("the key log has %d sessions", len(randoms))
+	}
+	var out bytes.Buffer
+	for _, f := range lines {
+		i := slices.Index(randoms, f[1])
+		fmt.Fprintf(&out, "%s %s %s\n", f[0], randoms[(i+1)%len(randoms)], f[2])
+	}
+	if err := os.WriteFile(to, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func firstLinesOf(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}

@@ -1,0 +1,234 @@
+package keylogagent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/tlskeys"
+)
+
+// keystorePassword is the test keystore's (PKCS12 wants one).
+const keystorePassword = "changeit"
+
+// requireJava returns java and keytool, or skips (fails under CI=true).
+// jcmd, which Attach runs, is checked too.
+func requireJava(t *testing.T) (java, keytool string) {
+	t.Helper()
+	java, err := lab.JavaPath()
+	if err != nil {
+		labtest.Unavailable(t, "%v", err)
+	}
+	for _, tool := range []string{"keytool", "jcmd"} {
+		p, err := hostinfo.JDKTool(tool)
+		if err != nil {
+			labtest.Unavailable(t, "%v", err)
+		}
+		if tool == "keytool" {
+			keytool = p
+		}
+	}
+	return java, keytool
+}
+
+// requireJar returns the agent jar, or skips (fails under CI=true).
+func requireJar(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jar, err := EnsureJar(ctx)
+	if err != nil {
+		labtest.Unavailable(t, "%v", err)
+	}
+	return jar
+}
+
+// makeKeystore writes a self-signed EC certificate for 127.0.0.1 into
+// dir/server.p12 (world-readable: the server may run as another user) and
+// returns a pool that trusts it.
+func makeKeystore(t *testing.T, keytool, dir string) (keystore string, roots *x509.CertPool) {
+	t.Helper()
+	keystore = filepath.Join(dir, "server.p12")
+	pem := filepath.Join(dir, "server.pem")
+	for _, args := range [][]string{
+		{"-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "2",
+			"-dname", "CN=kscope-test", "-ext", "SAN=ip:127.0.0.1", "-keystore", keystore, "-storetype", "PKCS12", "-storepass", keystorePassword},
+		{"-exportcert", "-rfc", "-alias", "server", "-keystore", keystore, "-storepass", keystorePassword, "-file", pem},
+	} {
+		if out, err := exec.Command(keytool, args...).CombinedOutput(); err != nil {
+			t.Fatalf("keytool %s: %v: %s", args[0], err, out)
+		}
+	}
+	if err := os.Chmod(keystore, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(b) {
+		t.Fatalf("no certificate in %s", pem)
+	}
+	return keystore, roots
+}
+
+// server is testdata/Server.java running.
+type server struct {
+	pid    int
+	addr   string
+	mu     sync.Mutex
+	stderr bytes.Buffer
+}
+
+func (s *server) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.Write(p)
+}
+
+// Stderr is what the JVM wrote to its stderr so far.
+func (s *server) Stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+// startServer runs testdata/Server.java from dir (a copy of it is put
+// there) with keystore, as cred's user when cred is not nil, and waits for
+// its port. It is stopped in t.Cleanup.
+func startServer(t *testing.T, java, dir, keystore string, cred *syscall.Credential) *server {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "Server.java"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Server.java"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(java, "Server.java", keystore, keystorePassword)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	s := new(server)
+	cmd.Stderr = s
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s Server.java: %v", java, err)
+	}
+	s.pid = cmd.Process.Pid
+	t.Cleanup(func() {
+		stdin.Close() // the server exits at the end of its input
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("Server.java (pid %d) stderr:\n%s", s.pid, s.Stderr())
+		}
+	})
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				port <- p
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case p := <-port:
+		s.addr = "127.0.0.1:" + p
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Server.java (pid %d) did not listen within 20 s: %s", s.pid, s.Stderr())
+	}
+	return s
+}
+
+// conn is a Go TLS client connection with the secrets Go logged for it.
+type conn struct {
+	*tls.Conn
+	random tlskeys.ClientRandom
+	keys   tlskeys.Session // as Go's KeyLogWriter wrote them
+	rd     *bufio.Reader
+}
+
+// dial connects to addr with TLS version pinned (MaxVersion, MinVersion),
+// trusting roots, and checks one echoed line.
+func dial(t *testing.T, addr string, version uint16, roots *x509.CertPool) *conn {
+	t.Helper()
+	var keylog bytes.Buffer
+	c, err := tls.Dial("tcp", addr, &tls.Config{
+		RootCAs:      roots,
+		MinVersion:   version,
+		MaxVersion:   version,
+		KeyLogWriter: &keylog,
+	})
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if got := c.ConnectionState().Version; got != version {
+		t.Fatalf("negotiated %s, want %s", tls.VersionName(got), tls.VersionName(version))
+	}
+	cc := &conn{Conn: c, rd: bufio.NewReader(c)}
+	// "LABEL CLIENT_RANDOM SECRET" lines, one client random.
+	f := strings.Fields(keylog.String())
+	if len(f) < 3 {
+		t.Fatalf("Go logged no key for the connection")
+	}
+	if _, err := hex.Decode(cc.random[:], []byte(f[1])); err != nil {
+		t.Fatalf("Go's key log: %v", err)
+	}
+	keys := tlskeys.New()
+	if err := keys.Read(&keylog, "go"); err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	if cc.keys, ok = keys.Lookup(cc.random); !ok {
+		t.Fatalf("tlskeys did not read Go's own key log")
+	}
+	cc.echo(t)
+	return cc
+}
+
+// echo sends a line and reads it back.
+func (c *conn) echo(t *testing.T) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := fmt.Sprintf("hello %x", c.random[:4])
+	if _, err := fmt.Fprintln(c, msg); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got, err := c.rd.ReadString('\n')
+	if err != nil || strings.TrimSpace(got) != msg {
+		t.Fatalf("echo: got %q, %v; want %q", got, err, msg)
+	}
+}
