@@ -137,7 +137,7 @@ func (t *tableWriter) Flush() error { return t.tw.Flush() }
 
 var csvHeader = []string{"arrival", "end", "latency_ms", "client", "broker", "api", "api_key", "api_version",
 	"correlation_id", "client_id", "request_bytes", "response_bytes", "throttle_ms", "error_code", "acks",
-	"topic", "topic_id", "partition", "records", "bytes", "message_ids", "partition_error_code", "answered", "partial"}
+	"topic", "topic_id", "partition", "records", "bytes", "message_ids", "partition_error_code", "answered", "partial", "principal"}
 
 // csvWriter writes one line per request partition (one line for a request
 // without partitions), with RFC 3339 times.
@@ -167,7 +167,7 @@ func (c *csvWriter) Write(r *event.Request) error {
 		strconv.Itoa(int(r.APIKey)), strconv.Itoa(int(r.APIVersion)), strconv.Itoa(int(r.CorrelationID)),
 		Escape(r.ClientID), strconv.Itoa(r.RequestBytes), strconv.Itoa(r.ResponseBytes),
 		strconv.Itoa(int(r.ThrottleMs)), opt(r.ErrorCode), opt(r.Acks)}
-	tail := []string{strconv.FormatBool(r.Answered), strconv.FormatBool(r.Partial)}
+	tail := []string{strconv.FormatBool(r.Answered), strconv.FormatBool(r.Partial), Escape(r.Principal)}
 	if len(r.Partitions) == 0 {
 		return c.w.Write(append(append(base, "", "", "", "", "", "", ""), tail...))
 	}
