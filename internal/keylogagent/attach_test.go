@@ -70,9 +70,13 @@ func testAttach(t *testing.T, srv *server, dir, jar string, roots *x509.CertPool
 	defer cancel()
 	keylog := filepath.Join(dir, "keys.log")
 
+	// Connections made before the attach, whose sessions are cached for
+	// resumption.
 	before := make(map[uint16]*conn)
+	caches := make(map[uint16]tls.ClientSessionCache)
 	for _, v := range versions {
-		before[v.version] = dial(t, srv.addr, v.version, roots)
+		caches[v.version] = tls.NewLRUClientSessionCache(4)
+		before[v.version] = dial(t, srv.addr, v.version, roots, caches[v.version])
 	}
 
 	start := time.Now()
@@ -114,18 +118,42 @@ func testAttach(t *testing.T, srv *server, dir, jar string, roots *x509.CertPool
 
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			c := dial(t, srv.addr, v.version, roots)
-			b, k := waitKeyLog(t, keylog, func(b []byte, k *tlskeys.Keys) bool { return logged(c, b, k) })
-			if !logged(c, b, k) {
+			c := dial(t, srv.addr, v.version, roots, nil)
+			b, k := waitKeyLog(t, keylog, c)
+			if !logged(c, k) {
 				t.Fatalf("after 5 s the key log has no secrets of the new %s connection (client random %x); tlskeys: %+v", v.name, c.random, k.Stats())
 			}
 			if _, ok := k.Lookup(c.random); !ok {
-				t.Logf("%s: found in extract-tls-secrets' \"RSA Session-ID:... Master-Key:...\" form, not under the client random (tlskeys: %d malformed lines)", v.name, k.Stats().Malformed)
+				t.Logf("%s: found by the ServerHello's session id (\"RSA Session-ID:... Master-Key:...\"), not by the client random", v.name)
+			}
+			if st := k.Stats(); st.Malformed != 0 || st.UnknownLabels != 0 {
+				t.Errorf("tlskeys skipped lines of the agent's key log (the marker is a comment): %+v", st)
 			}
 			pre := before[v.version]
 			pre.echo(t) // still open, and not handshaken again
 			if mentions(pre, b) {
 				t.Errorf("the key log has secrets of the %s connection made before the attach", v.name)
+			}
+
+			// A session from before the attach, resumed: TLS 1.3
+			// derives new secrets, which are logged; TLS 1.2 reuses
+			// the old master secret, which is not (docs/tls.md).
+			r := dial(t, srv.addr, v.version, roots, caches[v.version])
+			if !r.ConnectionState().DidResume {
+				t.Fatalf("the %s session from before the attach was not resumed", v.name)
+			}
+			switch v.version {
+			case tls.VersionTLS13:
+				if _, k := waitKeyLog(t, keylog, r); !logged(r, k) {
+					t.Errorf("no secrets of a resumed TLS 1.3 connection")
+				}
+			case tls.VersionTLS12:
+				// The agent writes during the server's handshake, which
+				// ended before the echo: no need to wait.
+				b, k := readKeyLog(t, keylog)
+				if _, ok := k.LookupSessionID(r.sessionID); ok || mentions(pre, b) {
+					t.Errorf("a resumed TLS 1.2 session from before the attach is in the key log: update docs/tls.md and the package doc")
+				}
 			}
 		})
 	}
@@ -134,9 +162,9 @@ func testAttach(t *testing.T, srv *server, dir, jar string, roots *x509.CertPool
 		if err := Attach(ctx, srv.pid, keylog); err != nil {
 			t.Fatalf("second Attach, same key log: %v", err)
 		}
-		c := dial(t, srv.addr, tls.VersionTLS13, roots)
-		b, k := waitKeyLog(t, keylog, func(b []byte, k *tlskeys.Keys) bool { return logged(c, b, k) })
-		if !logged(c, b, k) {
+		c := dial(t, srv.addr, tls.VersionTLS13, roots, nil)
+		b, k := waitKeyLog(t, keylog, c)
+		if !logged(c, k) {
 			t.Fatalf("after 5 s the key log has no secrets of a connection after the second Attach")
 		}
 		random := strings.ToUpper(hex.EncodeToString(c.random[:]))
@@ -168,33 +196,41 @@ func testAttach(t *testing.T, srv *server, dir, jar string, roots *x509.CertPool
 	})
 }
 
-// waitKeyLog reads the key log at path until found says it has what is
-// wanted, for up to 5 s; it returns the last read's contents and keys.
-func waitKeyLog(t *testing.T, path string, found func(b []byte, k *tlskeys.Keys) bool) ([]byte, *tlskeys.Keys) {
+// waitKeyLog reads the key log at path until c's secrets are in it (for
+// up to 5 s); it returns the last read's contents and keys.
+func waitKeyLog(t *testing.T, path string, c *conn) ([]byte, *tlskeys.Keys) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := tlskeys.New()
-		if err := k.Read(bytes.NewReader(b), path); err != nil {
-			t.Fatal(err)
-		}
-		if found(b, k) || time.Now().After(deadline) {
+		b, k := readKeyLog(t, path)
+		if logged(c, k) || time.Now().After(deadline) {
 			return b, k
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// logged reports whether the agent's key log has the secrets of c: for
-// TLS 1.3 the four traffic secrets under c's client random, equal to Go's;
-// for TLS 1.2 its master secret, under its client random (tlskeys) or in
-// the "RSA Session-ID:... Master-Key:..." line extract-tls-secrets 4.0.0
-// writes on JDK 11 and later.
-func logged(c *conn, b []byte, k *tlskeys.Keys) bool {
+// readKeyLog reads the key log at path, raw and with tlskeys.
+func readKeyLog(t *testing.T, path string) ([]byte, *tlskeys.Keys) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := tlskeys.New()
+	if err := k.Read(bytes.NewReader(b), path); err != nil {
+		t.Fatal(err)
+	}
+	return b, k
+}
+
+// logged reports whether the agent's key log, as tlskeys reads it, has
+// the secrets of c, equal to Go's: for TLS 1.3 the four traffic secrets
+// under c's client random; for TLS 1.2 the master secret under the
+// client random, or under the ServerHello's session id (the "RSA
+// Session-ID:... Master-Key:..." lines extract-tls-secrets 4.0.0 writes
+// for TLS 1.2 on JDK 11 and later).
+func logged(c *conn, k *tlskeys.Keys) bool {
 	s, ok := k.Lookup(c.random)
 	if c.ConnectionState().Version == tls.VersionTLS13 {
 		return ok && bytes.Equal(s.ClientHandshake, c.keys.ClientHandshake) &&
@@ -205,7 +241,8 @@ func logged(c *conn, b []byte, k *tlskeys.Keys) bool {
 	if ok && bytes.Equal(s.Master, c.keys.Master) {
 		return true
 	}
-	return bytes.Contains(b, []byte(" Master-Key:"+strings.ToUpper(hex.EncodeToString(c.keys.Master))))
+	m, ok := k.LookupSessionID(c.sessionID)
+	return ok && bytes.Equal(m, c.keys.Master)
 }
 
 // mentions reports whether the key log has anything of c: its client

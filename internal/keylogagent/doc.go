@@ -28,28 +28,36 @@
 // jar open, which it does once the agent is on its boot class path.
 //
 // What attaching means for the broker (docs/tls.md, "Getting the keys from
-// a running broker"): the agent retransforms two JSSE classes
-// (sun.security.ssl.SSLTrafficKeyDerivation.createKeyDerivation and
-// sun.security.ssl.SSLSessionImpl.setMasterSecret get a call at their end);
-// only handshakes after the attach are logged, so connections that exist
-// already cannot be decrypted until they reconnect; the agent stays loaded
+// a running broker", has the measurements): the agent retransforms two JSSE
+// classes (sun.security.ssl.SSLTrafficKeyDerivation.createKeyDerivation and
+// sun.security.ssl.SSLSessionImpl.setMasterSecret get a call at their end),
+// which stops the JVM twice (RedefineClasses safepoints: 32 and 45 ms on a
+// lab broker); only handshakes after the attach are logged, so connections
+// that exist already cannot be decrypted until they reconnect, nor can TLS
+// 1.2 sessions from before the attach when they are resumed (TLS 1.3
+// resumption derives new secrets, which are logged); the agent stays loaded
 // until the JVM exits (there is no detach); each handshake costs a few file
-// appends (the agent opens, appends to and closes the key log once per
-// secret, under one lock), and the file grows without bound: 632 or 760
-// bytes per TLS 1.3 handshake (by the suite's hash), 188 per TLS 1.2 one. The key log holds
-// secrets: Attach makes it mode 0600, owned by the JVM's user, and nothing
-// here prints its contents.
+// appends (the agent opens, appends to and closes the key log by name once
+// per secret, under one lock), no more CPU per handshake once the JIT has
+// recompiled the changed code (the first few thousand handshakes after the
+// attach cost two to four times as much); and the file grows without bound:
+// 632 or 760 bytes per TLS 1.3 handshake (by the suite's hash), 188 per TLS
+// 1.2 one. The key log holds secrets: Attach makes it mode 0600, owned by
+// the JVM's user, and nothing here prints its contents. Deleting it while
+// the agent is loaded makes the JVM create it again with its umask's mode,
+// or log a warning with a stack trace for every secret where it cannot:
+// truncate it instead.
 //
 // What the agent writes: TLS 1.3 handshakes give CLIENT_HANDSHAKE_TRAFFIC_SECRET,
 // SERVER_HANDSHAKE_TRAFFIC_SECRET, CLIENT_TRAFFIC_SECRET_0 and
-// SERVER_TRAFFIC_SECRET_0 lines keyed by the client random, as tlskeys
-// wants. TLS 1.2 handshakes on JDK 11 and later give only
+// SERVER_TRAFFIC_SECRET_0 lines keyed by the client random. TLS 1.2
+// handshakes on JDK 11 and later give only
 //
 //	RSA Session-ID:<session id> Master-Key:<master secret>
 //
-// (4.0.0 hooks TLS 1.2 on JDK 8's Handshaker only): Wireshark reads that
-// form, matching the session id of the captured ServerHello, but
-// tlskeys counts it as malformed; decrypting TLS 1.2 needs that mapping.
+// (4.0.0 hooks TLS 1.2 by the client random on JDK 8's Handshaker only),
+// which tlskeys reads by session id (Keys.LookupSessionID): the decryptor
+// takes the id from the captured ServerHello, as Wireshark does.
 //
 // Containers: the JVM opens both paths in its own mount namespace. Attach
 // checks through /proc/PID/root that the JVM sees the very key log file

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,30 +178,51 @@ type conn struct {
 	*tls.Conn
 	random tlskeys.ClientRandom
 	keys   tlskeys.Session // as Go's KeyLogWriter wrote them
-	rd     *bufio.Reader
+	// sessionID is the ServerHello's (TLS 1.2: what the agent's
+	// "RSA Session-ID:" lines are keyed by).
+	sessionID []byte
+	rd        *bufio.Reader
 }
 
 // dial connects to addr with TLS version pinned (MaxVersion, MinVersion),
-// trusting roots, and checks one echoed line.
-func dial(t *testing.T, addr string, version uint16, roots *x509.CertPool) *conn {
+// trusting roots, and checks one echoed line. With a session cache it
+// resumes a session from there when it can; a resumed TLS 1.2 session
+// has no keys in Go's key log (they are the earlier session's).
+func dial(t *testing.T, addr string, version uint16, roots *x509.CertPool, cache tls.ClientSessionCache) *conn {
 	t.Helper()
 	var keylog bytes.Buffer
-	c, err := tls.Dial("tcp", addr, &tls.Config{
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	first := &firstBytes{Conn: raw}
+	c := tls.Client(first, &tls.Config{
+		ServerName:   "127.0.0.1",
 		RootCAs:      roots,
 		MinVersion:   version,
 		MaxVersion:   version,
 		KeyLogWriter: &keylog,
+		// nil: no resumption.
+		ClientSessionCache: cache,
 	})
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
 	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.Handshake(); err != nil {
+		t.Fatalf("TLS handshake with %s: %v", addr, err)
+	}
 	if got := c.ConnectionState().Version; got != version {
 		t.Fatalf("negotiated %s, want %s", tls.VersionName(got), tls.VersionName(version))
 	}
 	cc := &conn{Conn: c, rd: bufio.NewReader(c)}
+	if cc.sessionID, err = serverHelloSessionID(first.bytes()); err != nil {
+		t.Fatalf("the server's first bytes: %v", err)
+	}
 	// "LABEL CLIENT_RANDOM SECRET" lines, one client random.
 	f := strings.Fields(keylog.String())
+	if len(f) == 0 && c.ConnectionState().DidResume && version == tls.VersionTLS12 {
+		cc.echo(t)
+		return cc
+	}
 	if len(f) < 3 {
 		t.Fatalf("Go logged no key for the connection")
 	}
@@ -231,4 +253,43 @@ func (c *conn) echo(t *testing.T) {
 	if err != nil || strings.TrimSpace(got) != msg {
 		t.Fatalf("echo: got %q, %v; want %q", got, err, msg)
 	}
+}
+
+// firstBytes keeps the first 4 KiB read from a connection.
+type firstBytes struct {
+	net.Conn
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (c *firstBytes) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	if len(c.buf) < 4096 {
+		c.buf = append(c.buf, p[:n]...)
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *firstBytes) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf
+}
+
+// serverHelloSessionID returns the session id of the ServerHello that a
+// server's first TLS record starts with: record header (5 bytes),
+// handshake header (type 2, 3-byte length), legacy version (2), random
+// (32), session id length (1) and id.
+func serverHelloSessionID(b []byte) ([]byte, error) {
+	const at = 5 + 4 + 2 + 32
+	if len(b) < at+1 || b[0] != 22 || b[5] != 2 {
+		return nil, fmt.Errorf("no ServerHello at the start (% x)", b[:min(len(b), 6)])
+	}
+	n := int(b[at])
+	if n > 32 || len(b) < at+1+n {
+		return nil, fmt.Errorf("ServerHello session id of %d bytes", n)
+	}
+	return b[at+1 : at+1+n], nil
 }
