@@ -46,6 +46,11 @@ type Config struct {
 	// key-log agent appends to it as handshakes happen): connections to
 	// them are decrypted with it. The keys are never exported.
 	TLSKeyLog string
+	// TLSKeysAttach loads the extract-tls-secrets Java agent into every
+	// broker the tracer attaches to, writing to TLSKeyLog (which must
+	// exist: the capture opens it first), or with TLSKeyLog
+	// keylogagent.HostDir to each JVM's key log there.
+	TLSKeysAttach bool
 	// PID is the broker to trace; 0 finds the one kafka.Kafka JVM, waits
 	// for one while there is none, and follows it across restarts.
 	PID int
@@ -98,6 +103,7 @@ type Agent struct {
 	started time.Time
 	capture componentState
 	trace   componentState
+	keyLog  componentState // the key-log agent's attach (TLSKeysAttach)
 	// Capture totals of the sockets closed so far, and the open one's.
 	capDone, capNow source.Result
 	gauges          wire.Gauges
@@ -156,6 +162,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.capture.set(false, errors.New("starting"))
 	a.trace.set(false, errors.New("starting"))
+	a.keyLog.set(false, errors.New("waiting for a broker"))
+	if cfg.TLSKeysAttach && cfg.NoTrace {
+		return nil, errors.New("agent: attaching the key-log agent needs the tracer: it loads into each broker the tracer follows")
+	}
 	if cfg.NoTrace {
 		a.trace.set(false, errors.New("tracing is off (--no-trace)"))
 	}
@@ -428,6 +438,9 @@ func (a *Agent) onAttach(t *iotrace.Tracer) {
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
 		TraceClockOffsetNs: int64(t.ClockOffset()), TraceClockUncertaintyNs: int64(t.ClockUncertainty())}
 	a.trace.set(true, nil)
+	if a.cfg.TLSKeysAttach {
+		go a.attachKeyLog(t.PID())
+	}
 	a.logf("tracing broker pid %d (Kafka %s), log dirs %v", t.PID(), orUnknown(b.Version), t.LogDirs())
 }
 
@@ -580,6 +593,9 @@ type Status struct {
 	Uptime   string         `json:"uptime"`
 	Capture  componentState `json:"capture"`
 	Trace    componentState `json:"trace"`
+	// TLSKeys is the key-log agent's attach to the broker, with
+	// --tls-keys attach.
+	TLSKeys *componentState `json:"tls_keys,omitempty"`
 	// BrokerPID is the traced broker (0: none).
 	BrokerPID int `json:"broker_pid"`
 	// Losses so far: packets the kernel dropped, events lost in full
@@ -607,6 +623,10 @@ func (a *Agent) Status() Status {
 		s.BrokerPID = a.broker.PID
 	}
 	notrace := a.cfg.NoTrace
+	if a.cfg.TLSKeysAttach {
+		k := a.keyLog
+		s.TLSKeys = &k
+	}
 	a.mu.Unlock()
 	for _, v := range h.RingbufDrops {
 		s.RingbufDrops += v
@@ -616,6 +636,9 @@ func (a *Agent) Status() Status {
 	}
 	if !s.Trace.Up && !notrace {
 		s.Degraded = append(s.Degraded, "trace: "+s.Trace.Error)
+	}
+	if s.TLSKeys != nil && !s.TLSKeys.Up {
+		s.Degraded = append(s.Degraded, "tls keys: "+s.TLSKeys.Error)
 	}
 	s.SlowLog, s.SlowLogError = slow.Segment, slow.LastError
 	if slow.LastError != "" && time.Since(slow.LastErrorAt) < time.Minute {

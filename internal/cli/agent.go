@@ -17,6 +17,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/agent"
 	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/traceexport"
 )
@@ -27,6 +28,7 @@ type agentOptions struct {
 	pid             string
 	logDirs         []string
 	tlsKeyLog       string
+	tlsKeys         string
 	brokerID        string
 	otlp            string
 	clusterID       string
@@ -121,6 +123,7 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
+	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into each broker traced (jcmd) and decrypt its TLS listeners with the key log it writes (--tls-keylog, default each JVM's own in "+keylogagent.HostDir+"; mode 0600); only connections that start after the attach are decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
 	return cmd
 }
@@ -145,8 +148,25 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
 		}
 	}
+	switch {
+	case o.tlsKeys != "" && o.tlsKeys != "attach":
+		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
+	case o.tlsKeys == "attach" && o.tlsKeyLog == "":
+		// Each JVM's own key log there, shared with record.
+		o.tlsKeyLog = keylogagent.HostDir
+		if err := keylogagent.EnsureHostDir(); err != nil {
+			return err
+		}
+	case o.tlsKeys == "attach":
+		// The capture opens the key log before the agent is loaded.
+		f, err := os.OpenFile(o.tlsKeyLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("--tls-keys attach: %w", err)
+		}
+		f.Close()
+	}
 	ac := agent.Config{
-		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
+		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, TLSKeysAttach: o.tlsKeys == "attach", PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
 		Sched: o.sched, RunQueueMin: o.runqMin, Identity: agent.Identity{BrokerID: o.brokerID, ClusterID: o.clusterID},
 		Traces: traceexport.Config{Endpoint: o.otlp},
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,

@@ -113,7 +113,7 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVar(&o.pcap, "pcap", false, "also keep the raw capture as capture.pcapng")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
-	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd) and decrypt its TLS listeners with the key log it writes to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the attach can be decrypted")
+	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd; once per JVM, its key log in "+keylogagent.HostDir+") and decrypt its TLS listeners; the key log is copied to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the first attach can be decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
 	return cmd
 }
@@ -162,17 +162,18 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 	if o.tlsKeys == "attach" {
 		// Before the capture: connections that start after the attach
-		// are decrypted.
-		o.tlsKeyLog = filepath.Join(o.out, recording.TLSKeyLogFile)
+		// are decrypted. The agent loads into a JVM once: every
+		// recording of this broker shares its key log in
+		// keylogagent.HostDir, and keeps a copy.
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := keylogagent.Attach(actx, pid, o.tlsKeyLog)
+		o.tlsKeyLog, err = keylogagent.AttachHost(actx, pid)
 		cancel()
 		if err != nil {
 			rec.Close(nil)
 			return fmt.Errorf("--tls-keys attach: %w", err)
 		}
 		if !o.quiet {
-			fmt.Fprintf(stderr, "record: key-log agent loaded into pid %d: TLS connections from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
+			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
 		}
 	}
 	closed := false
@@ -355,6 +356,9 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
 		TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}
+	if o.tlsKeys == "attach" {
+		errs = append(errs, copySecrets(o.tlsKeyLog, filepath.Join(o.out, recording.TLSKeyLogFile)))
+	}
 	closed = true
 	errs = append(errs, rec.Close(meta))
 	if err := errors.Join(errs...); err != nil {
@@ -467,4 +471,17 @@ func (s *pcapSink) close() error {
 		s.writeSecrets()
 	}
 	return errors.Join(s.err, s.w.Flush(), s.buf.Flush(), s.f.Close())
+}
+
+// copySecrets copies the broker's key log into the recording (mode 0600),
+// so that the recording carries the keys of the connections it captured.
+func copySecrets(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return fmt.Errorf("copying the TLS key log: %w", err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		return fmt.Errorf("copying the TLS key log: %w", err)
+	}
+	return nil
 }

@@ -68,8 +68,8 @@ type Options struct {
 	// and its size, every few thousand packets.
 	Progress func(file string, done, total int64)
 	// TLSKeyLog is an NSS key log (SSLKEYLOGFILE) with the secrets of
-	// the TLS connections captured; it may still be growing (a live
-	// capture). Secrets in the captures' pcapng Decryption Secrets Blocks
+	// the TLS connections captured, or a directory of them (*.log); it
+	// may still be growing (a live capture). Secrets in the captures' pcapng Decryption Secrets Blocks
 	// are used too.
 	TLSKeyLog string
 	// Tick, when set, is called by Live about once a TickEvery with the

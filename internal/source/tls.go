@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -29,11 +30,16 @@ type captureKeys struct {
 	embedded *tlskeys.Keys
 }
 
-// openKeys opens the key log at path ("" for none).
+// openKeys opens the key log at path ("" for none), or the key logs in
+// the directory path.
 func openKeys(path string) (*captureKeys, error) {
 	k := &captureKeys{embedded: tlskeys.New()}
 	if path != "" {
-		f, err := tlskeys.OpenFile(path)
+		open := tlskeys.OpenFile
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			open = tlskeys.OpenDir // several JVMs' key logs
+		}
+		f, err := open(path)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-keylog: %w", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -102,14 +104,18 @@ func (t *Tail) lines(b []byte, fn func([]byte, int)) {
 // appended since the last read (at most every minRefresh), so a session
 // whose lines were written a moment ago is found.
 //
+// A File opened on a directory (OpenDir) reads every *.log file in it,
+// those that appear later too: the key logs of several JVMs.
+//
 // File is safe for concurrent use.
 type File struct {
 	keys *Keys
 	path string
+	dir  bool
 
 	mu       sync.Mutex
-	tail     *Tail
-	overlong int // of tail's, counted in keys
+	tails    map[string]*Tail
+	overlong map[string]int // of each tail's, counted in keys
 	last     time.Time
 	err      error // the last read error, reported by Err
 }
@@ -120,7 +126,17 @@ const minRefresh = 20 * time.Millisecond
 
 // OpenFile reads the key log at path, which must exist, into a new Keys.
 func OpenFile(path string) (*File, error) {
-	f := &File{keys: New(), path: path, tail: NewTail(path)}
+	return open(path, false)
+}
+
+// OpenDir reads the key logs (*.log) of the directory path, which must
+// exist, and those added to it later.
+func OpenDir(path string) (*File, error) {
+	return open(path, true)
+}
+
+func open(path string, dir bool) (*File, error) {
+	f := &File{keys: New(), path: path, dir: dir, tails: make(map[string]*Tail), overlong: make(map[string]int)}
 	if err := f.refresh(); err != nil {
 		return nil, err
 	}
@@ -179,9 +195,33 @@ func (f *File) refresh() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last = time.Now()
-	f.err = f.tail.Next(func(line []byte, n int) { f.keys.Add(line, f.path, n) })
-	for ; f.overlong < f.tail.overlong; f.overlong++ {
-		f.keys.malformed(f.path, f.tail.line)
+	paths := []string{f.path}
+	if f.dir {
+		entries, err := os.ReadDir(f.path)
+		if err != nil {
+			f.err = fmt.Errorf("tls key logs: %w", err)
+			return f.err
+		}
+		paths = paths[:0]
+		for _, e := range entries {
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".log") {
+				paths = append(paths, filepath.Join(f.path, e.Name()))
+			}
+		}
+	}
+	f.err = nil
+	for _, p := range paths {
+		t := f.tails[p]
+		if t == nil {
+			t = NewTail(p)
+			f.tails[p] = t
+		}
+		if err := t.Next(func(line []byte, n int) { f.keys.Add(line, p, n) }); err != nil && f.err == nil {
+			f.err = err
+		}
+		for ; f.overlong[p] < t.overlong; f.overlong[p]++ {
+			f.keys.malformed(p, t.line)
+		}
 	}
 	return f.err
 }

@@ -101,3 +101,31 @@ func TestFileTruncated(t *testing.T) {
 		t.Error("a missing key log opened")
 	}
 }
+
+// TestDirOfKeyLogs: a directory's key logs are all read, a new one too;
+// other files are not.
+func TestDirOfKeyLogs(t *testing.T) {
+	a, b := realKeyLog(t, 0x0303), realKeyLog(t, 0x0303)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "1-100.log"), a, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.jar"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crA, crB := randomOf(t, strings.Fields(string(a))[1]), randomOf(t, strings.Fields(string(b))[1])
+	if _, ok := f.Lookup(crA); !ok {
+		t.Error("a session of the first key log not found")
+	}
+	if _, ok := f.Lookup(crB); ok {
+		t.Error("a session of a file that is not a key log found")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "2-200.log"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, f, crB, true)
+}
