@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -43,6 +44,7 @@ import (
 func TestTLSAndSASL(t *testing.T) {
 	libs := labtest.RequireKafka(t)
 	labtest.RequireRoot(t)
+	labtest.Tool("taskset") // pin
 	python := labtest.Tool("python3")
 	if python == "" || exec.Command(python, "-c", "import confluent_kafka").Run() != nil {
 		labtest.Unavailable(t, "python3 with confluent-kafka (pip install confluent-kafka) not found")
@@ -59,6 +61,13 @@ func TestTLSAndSASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As in the plaintext ground truth test (TestRequestsOnRealBroker):
+	// the broker on a core of its own with real-time network threads, so
+	// that its clock (totalTimeMs) is not held up by the clients'.
+	pin(t, b.PID(), "1")
+	pin(t, os.Getpid(), "0")
+	t.Cleanup(func() { pin(t, os.Getpid(), "0,1") })
+	prioritizeNetworkThreads(t, b.PID())
 	secrets := []string{users.Plain.Password, users.SCRAM.Password}
 	for _, s := range secrets {
 		if len(s) < 12 {
@@ -76,6 +85,11 @@ func TestTLSAndSASL(t *testing.T) {
 	pcaps := []string{filepath.Join(dir, "ssl.pcap"), filepath.Join(dir, "sasl-ssl.pcap")}
 	stopSSL := labtest.Capture(t, "lo", sslPort, pcaps[0])
 	stopSASL := labtest.Capture(t, "lo", saslPort, pcaps[1])
+	// The same client and workload on the PLAINTEXT listener, in the same
+	// run: the reference for "as close as on plaintext".
+	plainPort := portOf(t, b.Addr())
+	plainPcap := filepath.Join(dir, "plaintext.pcap")
+	stopPlain := labtest.Capture(t, "lo", plainPort, plainPcap)
 	captureStart := time.Now().Add(time.Millisecond)
 	defer func() {
 		for _, f := range append(slices.Clone(pcaps), keyLog) {
@@ -100,7 +114,16 @@ func TestTLSAndSASL(t *testing.T) {
 		}
 		ids = append(ids, sent...)
 	}
-	franz("franz-tls13", "tls-franz", kgo.SeedBrokers(b.SSLAddr()), kgo.DialTLSConfig(tlsCfg))
+	// The same franz-go workload on PLAINTEXT and on TLS 1.3, a record
+	// on each in turn, so that both meet the same machine.
+	tlsIDs, err := produceAlternating(ctx, n, map[string][]kgo.Opt{
+		"franz-plain": {kgo.SeedBrokers(b.Addr())},
+		"franz-tls13": {kgo.SeedBrokers(b.SSLAddr()), kgo.DialTLSConfig(tlsCfg)},
+	})
+	if err != nil {
+		t.Fatalf("franz-go on PLAINTEXT and SSL: %v", err)
+	}
+	ids = append(ids, tlsIDs["franz-tls13"]...)
 	franz("franz-scram-tls12", "tls-franz-scram", kgo.SeedBrokers(b.SASLSSLAddr()), kgo.DialTLSConfig(tls12), kgo.SASL(scramAuth))
 
 	plain12 := filepath.Join(dir, "client-plain-tls12.properties")
@@ -122,6 +145,7 @@ func TestTLSAndSASL(t *testing.T) {
 	time.Sleep(time.Second) // the last responses leave, the request log catches up
 	stopSSL()
 	stopSASL()
+	stopPlain()
 
 	var logged []requestlog.Entry
 	for _, port := range []int{sslPort, saslPort} {
@@ -203,6 +227,17 @@ func TestTLSAndSASL(t *testing.T) {
 	}
 	if compared == 0 || float64(within) < 0.8*float64(compared) {
 		t.Errorf("%d of %d requests within 1 ms of totalTimeMs", within, compared)
+	}
+	// Like for like: the same franz-go workload on TLS 1.3 and on
+	// PLAINTEXT, one after the other in this run.
+	plainReqs, _ := decode(t, plainPort, plainPcap)
+	plainLogged := brokerLogEntries(t, b, plainPort, captureStart, time.Now())
+	pw, pc, pmed := agreement(plainLogged, plainReqs, "franz-plain")
+	tw, tc, tmed := agreement(logged, reqs, "franz-tls13")
+	t.Logf("franz-go, same workload: PLAINTEXT %d/%d within 1 ms of totalTimeMs (median |difference| %.3f ms), TLS 1.3 %d/%d (median %.3f ms)",
+		pw, pc, pmed, tw, tc, tmed)
+	if pc == 0 || tc == 0 || float64(tw)/float64(tc) < float64(pw)/float64(pc)-0.05 {
+		t.Errorf("TLS agrees with totalTimeMs less than plaintext: %d/%d against %d/%d within 1 ms", tw, tc, pw, pc)
 	}
 
 	// Every message id, and the principals and mechanisms of the SASL
@@ -392,4 +427,66 @@ func writeWrongKeyLog(t *testing.T, from, to string) {
 func firstLinesOf(s string, n int) string {
 	lines := strings.SplitN(s, "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// agreement counts the logged requests of client id whose decoded
+// BrokerMs is within 1 ms of the broker's totalTimeMs, of those compared,
+// and the median absolute difference.
+func agreement(logged []requestlog.Entry, reqs []*event.Request, clientID string) (within, compared int, median float64) {
+	byKey := index(reqs)
+	var diffs []float64
+	for _, e := range logged {
+		r, ok := byKey[keyOf(e.ClientAddr, e.CorrelationID)]
+		if e.ClientID != clientID || !ok || !r.Answered || r.Partial {
+			continue
+		}
+		d := math.Abs(r.BrokerMs - e.TotalTimeMs)
+		diffs = append(diffs, d)
+		if d <= 1 {
+			within++
+		}
+	}
+	if len(diffs) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(diffs)
+	return within, len(diffs), diffs[len(diffs)/2]
+}
+
+// produceAlternating produces n records with message ids through each
+// client (by client id), one record on each in turn, then reads each
+// client's topic back; it returns each client's ids.
+func produceAlternating(ctx context.Context, n int, clients map[string][]kgo.Opt) (map[string][]string, error) {
+	names := slices.Sorted(maps.Keys(clients))
+	cls := make([]*kgo.Client, len(names))
+	for i, name := range names {
+		cl, err := kgo.NewClient(append(clients[name], kgo.ClientID(name), kgo.AllowAutoTopicCreation(), kgo.ConsumeTopics("topic-"+name),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		cls[i] = cl
+	}
+	ids := map[string][]string{}
+	for i := range n {
+		for j, cl := range cls {
+			id := fmt.Sprintf("%s-%d", names[j], i)
+			ids[names[j]] = append(ids[names[j]], id)
+			rec := &kgo.Record{Topic: "topic-" + names[j], Value: []byte(strings.Repeat("v", 200)), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
+			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				return nil, fmt.Errorf("%s: %w", names[j], err)
+			}
+		}
+	}
+	for j, cl := range cls {
+		for got := 0; got < n; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%s consumed %d of %d: %w", names[j], got, n, err)
+			}
+			got += fs.NumRecords()
+		}
+	}
+	return ids, nil
 }

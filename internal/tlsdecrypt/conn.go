@@ -333,6 +333,9 @@ func (c *Conn) record(dir Direction, hdr, body []byte, rec Record, emit EmitFunc
 		case recordAlert:
 			return nil
 		default:
+			if !c.haveClient && !c.haveServer {
+				return c.stop(NoKeys, "no handshake seen (the capture began after it)")
+			}
 			return c.stop(NotTLS, fmt.Sprintf("%s: application data before the handshake", dir))
 		}
 	}

@@ -224,3 +224,22 @@ func TestTLSNotDecrypted(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSCaptureStartsLate: a capture that begins after a connection's
+// handshake cannot find its keys, and says so; nothing is decoded and no
+// byte is counted as garbage.
+func TestTLSCaptureStartsLate(t *testing.T) {
+	writes, keyLog := kafkaOverTLS(t, tls.VersionTLS13, 4)
+	keys := tlskeys.New()
+	if err := keys.Read(bytes.NewReader(keyLog), "keylog"); err != nil {
+		t.Fatal(err)
+	}
+	segs := tlsSegments(writes)
+	// Without the SYNs and the first flights (ClientHello, the server's
+	// flight and the client's Finished).
+	reqs, d := decodeWith(segs[6:], keys)
+	st, probs := d.Stats(), d.TLSProblems()
+	if len(reqs) != 0 || st.TLSNoKeys != 1 || st.SkippedBytes != 0 || len(probs) != 1 || !strings.Contains(probs[0].Reason, "began after") {
+		t.Errorf("%d requests, stats %+v, problems %+v", len(reqs), st, probs)
+	}
+}
