@@ -166,6 +166,9 @@ func (r Result) FormatFooter() string {
 	if w.Evicted > 0 {
 		s += fmt.Sprintf(", %d evicted from a full in-flight table", w.Evicted)
 	}
+	if w.SASLTokens > 0 {
+		s += fmt.Sprintf(", %d raw SASL tokens (after SaslHandshake v0)", w.SASLTokens)
+	}
 	if c := r.Capture; c.Undecodable+c.Fragments > 0 {
 		s += fmt.Sprintf("; %d undecodable packets, %d IP fragments ignored", c.Undecodable, c.Fragments)
 	}

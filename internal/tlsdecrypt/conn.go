@@ -133,6 +133,7 @@ type Conn struct {
 	// await is the secret lookup the connection waits for (nil when
 	// it waits for nothing).
 	await *await
+	order func(dir Direction, end int64) int64
 }
 
 // await is a lookup that found no secrets yet: install is tried again
@@ -147,6 +148,7 @@ type await struct {
 type dirState struct {
 	buf       []byte // stream bytes not yet a whole record
 	bufStart  int64  // stream offset of buf[0]
+	off       int    // bytes of buf handled (records decrypted)
 	hs        []byte // handshake bytes not yet a whole message
 	encrypted bool
 	aead      cipher.AEAD
@@ -195,7 +197,6 @@ func (c *Conn) Feed(dir Direction, data []byte, emit EmitFunc) error {
 	}
 	d := &c.dirs[dir]
 	d.buf = append(d.buf, data...)
-	first := dir
 	if c.await != nil {
 		if len(c.dirs[0].buf)+len(c.dirs[1].buf) > maxAwait {
 			return c.stop(NoKeys, c.await.reason)
@@ -203,13 +204,90 @@ func (c *Conn) Feed(dir Direction, data []byte, emit EmitFunc) error {
 		if ok, err := c.retry(); err != nil || !ok {
 			return err
 		}
-		first = c.await.dir
+		dir = c.await.dir
 		c.await = nil
 	}
-	if err := c.records(first, emit); err != nil {
-		return err
+	err := c.drain(dir, emit)
+	for i := range c.dirs {
+		c.dirs[i].compact()
 	}
-	return c.records(1-first, emit)
+	return err
+}
+
+// SetOrder gives the connection the capture time (any number that grows
+// with it) at which the record of dir ending at stream offset end had
+// arrived. Records held while the connection waited for its secrets are
+// then handled in the order they were captured across both directions
+// (a request, the response to it, the next request), as a Kafka decoder
+// pairing them needs; without it, the blocked direction's go first.
+func (c *Conn) SetOrder(fn func(dir Direction, end int64) int64) { c.order = fn }
+
+// drain handles the whole records buffered in both directions, first's
+// first (or in capture order, SetOrder), until one needs secrets the key
+// log does not have yet.
+func (c *Conn) drain(first Direction, emit EmitFunc) error {
+	for c.await == nil && c.status <= Decrypting {
+		var size [2]int
+		for i := range c.dirs {
+			n, err := c.peek(Direction(i))
+			if err != nil {
+				return err
+			}
+			size[i] = n
+		}
+		other := 1 - first
+		dir := first
+		switch {
+		case size[first] > 0 && size[other] > 0 && c.order != nil:
+			d, o := &c.dirs[first], &c.dirs[other]
+			if c.order(other, o.front()+int64(size[other])) < c.order(first, d.front()+int64(size[first])) {
+				dir = other
+			}
+		case size[first] > 0:
+		case size[other] > 0:
+			dir = other
+		default:
+			return nil
+		}
+		d := &c.dirs[dir]
+		b := d.buf[d.off : d.off+size[dir]]
+		rec := Record{Start: d.front(), End: d.front() + int64(size[dir])}
+		d.off += size[dir]
+		if err := c.record(dir, b[:5], b[5:], rec, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peek returns the size of the whole record at the front of dir's
+// buffer, 0 when there is none yet.
+func (c *Conn) peek(dir Direction) (int, error) {
+	rest := c.dirs[dir].buf[c.dirs[dir].off:]
+	if len(rest) < 5 {
+		return 0, nil
+	}
+	typ, ver, n := rest[0], binary.BigEndian.Uint16(rest[1:3]), int(binary.BigEndian.Uint16(rest[3:5]))
+	if typ < recordCCS || typ > recordAppData || ver>>8 != 3 || n > maxRecord {
+		return 0, c.stop(NotTLS, fmt.Sprintf("%s: record header %x is not TLS", dir, rest[:5]))
+	}
+	if len(rest) < 5+n {
+		return 0, nil
+	}
+	return 5 + n, nil
+}
+
+// front is the stream offset of the first byte not handled yet.
+func (d *dirState) front() int64 { return d.bufStart + int64(d.off) }
+
+// compact moves the bytes not handled yet to the buffer's start (no
+// allocation: the buffer keeps its array).
+func (d *dirState) compact() {
+	if d.off == 0 {
+		return
+	}
+	n := copy(d.buf, d.buf[d.off:])
+	d.buf, d.bufStart, d.off = d.buf[:n], d.bufStart+int64(d.off), 0
 }
 
 // sessionIDSource is a KeySource that also finds TLS 1.2 master secrets
@@ -251,31 +329,6 @@ func (c *Conn) withKeys(dir Direction, reason string, install func(tlskeys.Sessi
 	return err
 }
 
-// records handles the whole records buffered in one direction, until one
-// needs secrets the key log does not have yet.
-func (c *Conn) records(dir Direction, emit EmitFunc) error {
-	d := &c.dirs[dir]
-	rest := d.buf
-	for len(rest) >= 5 && c.await == nil {
-		typ, ver, n := rest[0], binary.BigEndian.Uint16(rest[1:3]), int(binary.BigEndian.Uint16(rest[3:5]))
-		if typ < recordCCS || typ > recordAppData || ver>>8 != 3 || n > maxRecord {
-			return c.stop(NotTLS, fmt.Sprintf("%s: record header %x is not TLS", dir, rest[:5]))
-		}
-		if len(rest) < 5+n {
-			break
-		}
-		start := d.bufStart + int64(len(d.buf)-len(rest))
-		rec := Record{Start: start, End: start + 5 + int64(n)}
-		if err := c.record(dir, rest[:5], rest[5:5+n], rec, emit); err != nil {
-			return err
-		}
-		rest = rest[5+n:]
-	}
-	d.bufStart += int64(len(d.buf) - len(rest))
-	d.buf = append(d.buf[:0], rest...)
-	return nil
-}
-
 // Close ends the connection: one still waiting for its secrets is NoKeys.
 func (c *Conn) Close() {
 	if c.await != nil && c.status <= Decrypting {
@@ -299,7 +352,7 @@ func (c *Conn) Gap(dir Direction, n int) {
 
 // Held is the stream offset of the first byte of dir not yet decrypted:
 // a caller may forget the capture times of the bytes before it.
-func (c *Conn) Held(dir Direction) int64 { return c.dirs[dir].bufStart }
+func (c *Conn) Held(dir Direction) int64 { return c.dirs[dir].front() }
 
 func (c *Conn) stop(s Status, reason string) error {
 	c.status, c.reason = s, reason

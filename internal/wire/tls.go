@@ -39,6 +39,12 @@ type tlsLayer struct {
 func newTLSLayer(s *stream, keys tlsdecrypt.KeySource) *tlsLayer {
 	l := &tlsLayer{s: s, conn: tlsdecrypt.New(keys)}
 	l.emit = l.plaintext
+	// Records held while waiting for secrets come out in capture order,
+	// both directions interleaved: a SaslHandshake v0 response before the
+	// raw token that follows it.
+	l.conn.SetOrder(func(dir tlsdecrypt.Direction, end int64) int64 {
+		return l.marks[dir].at(end - 1).UnixNano()
+	})
 	s.d.stats.TLSConnections++
 	// Decryption starts at the handshake, so the Kafka bytes start at a
 	// frame.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
@@ -47,6 +48,122 @@ func (c tapConn) Write(b []byte) (int, error) {
 	*c.log = append(*c.log, tlsWrite{c.fromClient, bytes.Clone(b)})
 	c.mu.Unlock()
 	return c.Conn.Write(b)
+}
+
+// scriptedOverTLS runs exchanges between Go's TLS client and server over
+// a pipe: the client writes each request frame, the server reads one
+// size-prefixed frame and answers with the response. It returns the TLS
+// bytes written both ways and the client's key log.
+func scriptedOverTLS(t *testing.T, version uint16, xs []exchange) ([]tlsWrite, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log []tlsWrite
+	var keyLog bytes.Buffer
+	cp, sp := net.Pipe()
+	server := tls.Server(tapConn{sp, false, &mu, &log}, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	client := tls.Client(tapConn{cp, true, &mu, &log}, &tls.Config{InsecureSkipVerify: true, MinVersion: version, MaxVersion: version, KeyLogWriter: &keyLog})
+	done := make(chan error, 1)
+	go func() {
+		for _, x := range xs {
+			var size [4]byte
+			if _, err := io.ReadFull(server, size[:]); err != nil {
+				done <- err
+				return
+			}
+			if _, err := io.CopyN(io.Discard, server, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+				done <- err
+				return
+			}
+			if _, err := server.Write(x.resp); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for _, x := range xs {
+		if _, err := client.Write(x.req); err != nil {
+			t.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(client, size[:]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(io.Discard, client, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cp.Close()
+	sp.Close()
+	return log, keyLog.Bytes()
+}
+
+// lateKeys finds no session until it has been asked misses times: a key
+// log the broker's agent writes a moment after the capture saw the
+// handshake.
+type lateKeys struct {
+	keys   *tlskeys.Keys
+	misses int
+}
+
+func (k *lateKeys) Lookup(cr tlskeys.ClientRandom) (tlskeys.Session, bool) {
+	if k.misses > 0 {
+		k.misses--
+		return tlskeys.Session{}, false
+	}
+	return k.keys.Lookup(cr)
+}
+
+// TestTLSKeysLateSASLv0: when the secrets come late, the records held
+// meanwhile are decoded in capture order across both directions: the
+// SaslHandshake v0 response before the raw token after it, so the token is
+// taken as a token and the principal is known.
+func TestTLSKeysLateSASLv0(t *testing.T) {
+	xs := []exchange{
+		{requestFrame(handshake("PLAIN"), 0, 1, "app"), responseFrame(kmsg.NewPtrSASLHandshakeResponse(), 0, 1)},
+		{raw("\x00carol\x00" + testPassword), raw("")},
+		{requestFrame(produceRequest("t", 0, -1, "m"), 9, 2, "app"), responseFrame(produceResponse("t", 0), 9, 2)},
+	}
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		writes, keyLog := scriptedOverTLS(t, version, xs)
+		for misses := range 30 {
+			keys := tlskeys.New()
+			if err := keys.Read(bytes.NewReader(keyLog), "keylog"); err != nil {
+				t.Fatal(err)
+			}
+			reqs, d := decodeWith(tlsSegments(writes), &lateKeys{keys: keys, misses: misses})
+			st := d.Stats()
+			if st.TLSNoKeys == 1 {
+				// Asked fewer times than that: the connection ended
+				// waiting. Every later start of the keys is held longer.
+				if misses < 5 {
+					t.Errorf("%s: no keys after only %d misses", tls.VersionName(version), misses)
+				}
+				break
+			}
+			if len(reqs) != 2 || reqs[1].API != "Produce" || reqs[1].Principal != "carol" || !reqs[1].Answered ||
+				st.SASLTokens != 2 || st.Resyncs != 0 || st.DecodeErrors != 0 || st.TLSDecrypted != 1 {
+				var got []string
+				for _, r := range reqs {
+					got = append(got, fmt.Sprintf("%s(%s, answered %v)", r.API, r.Principal, r.Answered))
+				}
+				t.Errorf("%s, keys after %d misses: %v, stats %+v", tls.VersionName(version), misses, got, st)
+			}
+		}
+	}
 }
 
 // kafkaOverTLS runs n produce requests, one at a time, between Go's TLS
