@@ -66,8 +66,10 @@ fi
 # The Java agent internal/keylogagent loads into a running JVM for its TLS keys.
 "$root/scripts/keylog-agent-jar.sh" >/dev/null
 # librdkafka through confluent-kafka for Python: a client kscope did not
-# write, for the TLS/SASL acceptance test (internal/e2e/tls_test.go).
-python3 -c "import confluent_kafka" 2>/dev/null || python3 -m pip install -q confluent-kafka
+# write, for the TLS/SASL acceptance test (internal/e2e/tls_test.go);
+# kafka-python, pinned to Kafka 0.10.0 in that test, authenticates with
+# SaslHandshake v0 and raw SASL tokens.
+python3 -c "import confluent_kafka, kafka" 2>/dev/null || python3 -m pip install -q confluent-kafka kafka-python
 # qemu and a Debian cloud kernel for the tests of BPF features this host's
 # kernel lacks (fentry): internal/lab/vm, docs/vmtest.md.
 if [[ "$(id -u)" == 0 ]]; then

@@ -46,8 +46,8 @@ func TestTLSAndSASL(t *testing.T) {
 	labtest.RequireRoot(t)
 	labtest.Tool("taskset") // pin
 	python := labtest.Tool("python3")
-	if python == "" || exec.Command(python, "-c", "import confluent_kafka").Run() != nil {
-		labtest.Unavailable(t, "python3 with confluent-kafka (pip install confluent-kafka) not found")
+	if python == "" || exec.Command(python, "-c", "import confluent_kafka, kafka").Run() != nil {
+		labtest.Unavailable(t, "python3 with confluent-kafka and kafka-python (pip install confluent-kafka kafka-python) not found")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -142,6 +142,7 @@ func TestTLSAndSASL(t *testing.T) {
 	}
 	pyIDs := pythonProduce(t, ctx, python, b, users.SCRAM, "tls-python", n)
 	ids = append(ids, pyIDs...)
+	saslV0(t, ctx, python, b, users.Plain)
 	time.Sleep(time.Second) // the last responses leave, the request log catches up
 	stopSSL()
 	stopSASL()
@@ -268,6 +269,26 @@ func TestTLSAndSASL(t *testing.T) {
 	}
 	if missing != 0 {
 		t.Errorf("%d of %d message ids not found in the decoded produce requests", missing, len(ids))
+	}
+	// kafka-python pinned to Kafka 0.10.0 authenticates with
+	// SaslHandshake v0 and raw tokens; what it sends after them (old
+	// versions Kafka 4 refuses) must still be decoded as its requests.
+	var v0Handshakes, v0After int
+	for _, r := range reqs {
+		switch {
+		case r.ClientID != "kafka-python-v0":
+		case r.API == "SASLHandshake" && r.APIVersion == 0 && r.SASLMechanism == lab.MechanismPlain:
+			v0Handshakes++
+		case r.API != "ApiVersions" && r.API != "SASLHandshake":
+			if r.Principal != users.Plain.Name {
+				t.Errorf("kafka-python-v0 %s v%d corr %d: principal %q, want %q", r.API, r.APIVersion, r.CorrelationID, r.Principal, users.Plain.Name)
+			}
+			v0After++
+		}
+	}
+	t.Logf("kafka-python (SaslHandshake v0): %d handshakes, %d requests after them, %d raw SASL tokens", v0Handshakes, v0After, w.SASLTokens)
+	if v0Handshakes == 0 || v0After == 0 || w.SASLTokens < int64(2*v0Handshakes) {
+		t.Errorf("kafka-python (SaslHandshake v0): %d handshakes, %d requests after, %d raw tokens", v0Handshakes, v0After, w.SASLTokens)
 	}
 	if !principals[users.Plain.Name] || !principals[users.SCRAM.Name] || !mechanisms[lab.MechanismPlain] || !mechanisms[lab.MechanismSCRAM] {
 		t.Errorf("principals %v, mechanisms %v: want %s and %s, %s and %s", principals, mechanisms, users.Plain.Name, users.SCRAM.Name, lab.MechanismPlain, lab.MechanismSCRAM)
@@ -489,4 +510,32 @@ func produceAlternating(ctx context.Context, n int, clients map[string][]kgo.Opt
 		}
 	}
 	return ids, nil
+}
+
+// saslV0 runs kafka-python pinned to Kafka 0.10.0 against the SASL_SSL
+// listener as the PLAIN user: it authenticates with SaslHandshake v0 and a
+// raw token, then sends Metadata and Produce versions Kafka 4 no longer
+// serves (so its send fails: that is not what is tested).
+func saslV0(t *testing.T, ctx context.Context, python string, b *lab.Broker, u lab.User) {
+	t.Helper()
+	const script = `
+import os, sys
+from kafka import KafkaProducer
+try:
+    p = KafkaProducer(bootstrap_servers=sys.argv[1], security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+        sasl_plain_username=os.environ["KSCOPE_USER"], sasl_plain_password=os.environ["KSCOPE_PASSWORD"],
+        ssl_cafile=sys.argv[2], api_version=(0, 10, 0), client_id="kafka-python-v0",
+        request_timeout_ms=3000, max_block_ms=3000)
+    p.send("tls-v0", b"v").get(timeout=3)
+except Exception as e:
+    print("kafka-python:", type(e).__name__)
+`
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, python, "-c", script, b.SASLSSLAddr(), b.CAFile())
+	cmd.Env = append(os.Environ(), "KSCOPE_USER="+u.Name, "KSCOPE_PASSWORD="+u.Password)
+	out, err := cmd.CombinedOutput()
+	if err != nil && cctx.Err() == nil {
+		t.Fatalf("kafka-python: %v: %s", err, out)
+	}
 }
