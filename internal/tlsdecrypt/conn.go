@@ -123,13 +123,16 @@ type Conn struct {
 	clientRandom tlskeys.ClientRandom
 	serverRandom [32]byte
 	sessionID    []byte // the ServerHello's (TLS 1.2 key logs may name sessions by it)
-	haveClient   bool
-	haveServer   bool
-	version      uint16
-	suite        *suite
-	status       Status
-	reason       string
-	dirs         [2]dirState
+	// offeredSessionID is the ClientHello's: the ServerHello echoes it
+	// when it resumes that session (TLS 1.2).
+	offeredSessionID []byte
+	haveClient       bool
+	haveServer       bool
+	version          uint16
+	suite            *suite
+	status           Status
+	reason           string
+	dirs             [2]dirState
 	// await is the secret lookup the connection waits for (nil when
 	// it waits for nothing).
 	await *await
@@ -502,6 +505,9 @@ func (c *Conn) message(dir Direction, typ byte, m []byte) error {
 		}
 		copy(c.clientRandom[:], m[2:34])
 		c.haveClient = true
+		if len(m) > 34 && len(m) >= 35+int(m[34]) {
+			c.offeredSessionID = bytes.Clone(m[35 : 35+int(m[34])])
+		}
 	case typ == hsServerHello && dir == ServerToClient && !d.encrypted:
 		return c.serverHello(m)
 	case typ == hsFinished && c.version == versionTLS13 && d.encrypted:
@@ -623,7 +629,11 @@ func (c *Conn) startTLS12(dir Direction) error {
 	if c.suite == nil || !c.haveClient || !c.haveServer {
 		return c.stop(NoKeys, "ChangeCipherSpec before both hellos were seen (the capture began after them)")
 	}
-	return c.withKeys(dir, "no master secret for the session in the key log",
+	reason := "no master secret for the session in the key log"
+	if len(c.sessionID) > 0 && bytes.Equal(c.sessionID, c.offeredSessionID) {
+		reason = "a resumed TLS 1.2 session whose master secret is not in the key log (its full handshake was before the key log began)"
+	}
+	return c.withKeys(dir, reason,
 		func(sess tlskeys.Session) (bool, error) {
 			if sess.Master == nil {
 				return false, nil

@@ -312,3 +312,22 @@ func FuzzConn(f *testing.F) {
 		}
 	})
 }
+
+// TestResumedWithoutKeys: a TLS 1.2 session resumed from one whose keys
+// are not in the key log says so.
+func TestResumedWithoutKeys(t *testing.T) {
+	client := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(4), ServerName: "broker"}
+	server := &tls.Config{}
+	first := converse(t, client, server)
+	second := converse(t, client, server)
+	c := New(keysOf(t, first.keyLog)) // not the second connection's
+	for _, ch := range second.chunks {
+		if c.Feed(ch.dir, ch.data, func(Direction, []byte, Record) { t.Fatal("plaintext without keys") }) != nil {
+			break
+		}
+	}
+	c.Close()
+	if c.Status() != NoKeys || !strings.Contains(c.Reason(), "resumed") {
+		t.Errorf("status %s (%q); want no-keys for a resumed session", c.Status(), c.Reason())
+	}
+}
