@@ -137,6 +137,8 @@ type Conn struct {
 	// it waits for nothing).
 	await *await
 	order func(dir Direction, end int64) int64
+	// resyncs counts the gaps after which records were found again.
+	resyncs int
 }
 
 // await is a lookup that found no secrets yet: install is tried again
@@ -149,10 +151,11 @@ type await struct {
 
 // dirState is one direction's record layer.
 type dirState struct {
-	buf       []byte // stream bytes not yet a whole record
-	bufStart  int64  // stream offset of buf[0]
-	off       int    // bytes of buf handled (records decrypted)
-	hs        []byte // handshake bytes not yet a whole message
+	buf       []byte  // stream bytes not yet a whole record
+	bufStart  int64   // stream offset of buf[0]
+	off       int     // bytes of buf handled (records decrypted)
+	resync    *resync // after a capture gap: looking for the next record
+	hs        []byte  // handshake bytes not yet a whole message
 	encrypted bool
 	aead      cipher.AEAD
 	iv        []byte
@@ -266,6 +269,9 @@ func (c *Conn) drain(first Direction, emit EmitFunc) error {
 // peek returns the size of the whole record at the front of dir's
 // buffer, 0 when there is none yet.
 func (c *Conn) peek(dir Direction) (int, error) {
+	if c.dirs[dir].resync != nil {
+		return c.findRecord(dir)
+	}
 	rest := c.dirs[dir].buf[c.dirs[dir].off:]
 	if len(rest) < 5 {
 		return 0, nil
@@ -348,8 +354,10 @@ func (c *Conn) Gap(dir Direction, n int) {
 	case c.status > Decrypting:
 	case n < 0:
 		_ = c.stop(NoKeys, "the capture began after the connection's handshake")
+	case c.await != nil || c.dirs[dir].aead == nil:
+		_ = c.stop(Lost, fmt.Sprintf("%s: the capture lost %d bytes of the handshake", dir, n))
 	default:
-		_ = c.stop(Lost, fmt.Sprintf("%s: the capture lost %d bytes; the records after them cannot be decrypted", dir, n))
+		c.lose(dir, n)
 	}
 }
 
@@ -416,6 +424,11 @@ func (c *Conn) record(dir Direction, hdr, body []byte, rec Record, emit EmitFunc
 func (c *Conn) open(d *dirState, hdr, body []byte) ([]byte, byte, error) {
 	seq := d.seq
 	d.seq++
+	return c.openSeq(d, seq, hdr, body)
+}
+
+// openSeq decrypts a record as the one with sequence number seq.
+func (c *Conn) openSeq(d *dirState, seq uint64, hdr, body []byte) ([]byte, byte, error) {
 	if c.version == versionTLS13 {
 		copy(d.nonce[:], d.iv)
 		for i := range 8 {

@@ -32,7 +32,8 @@ type Stats struct {
 	TLSHandshakeOnly int64 `json:"tls_handshake_only,omitempty"` // closed before any application data
 	TLSNoKeys        int64 `json:"tls_no_keys,omitempty"`        // no key log, no secrets for the session, or no handshake in the capture
 	TLSFailed        int64 `json:"tls_failed,omitempty"`         // records that did not decrypt (a wrong key), or a suite not decrypted
-	TLSLost          int64 `json:"tls_lost,omitempty"`           // the capture lost bytes: records after them cannot be decrypted
+	TLSLost          int64 `json:"tls_lost,omitempty"`           // the capture lost bytes and no record after them decrypted
+	TLSResyncs       int64 `json:"tls_resyncs,omitempty"`        // gaps after which the next record was found and decryption went on
 	// TLSUndecryptedBytes are TLS bytes not decrypted, not counted in
 	// SkippedBytes.
 	TLSUndecryptedBytes int64 `json:"tls_undecrypted_bytes,omitempty"`
@@ -68,5 +69,6 @@ func (s *Stats) Add(o Stats) {
 	s.TLSNoKeys += o.TLSNoKeys
 	s.TLSFailed += o.TLSFailed
 	s.TLSLost += o.TLSLost
+	s.TLSResyncs += o.TLSResyncs
 	s.TLSUndecryptedBytes += o.TLSUndecryptedBytes
 }

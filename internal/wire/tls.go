@@ -57,6 +57,14 @@ func newTLSLayer(s *stream, keys tlsdecrypt.KeySource) *tlsLayer {
 func (l *tlsLayer) feed(dir, skip int, data []byte, ts *chunkTime) {
 	if skip != 0 {
 		l.conn.Gap(tlsdecrypt.Direction(dir), skip)
+		if skip > 0 {
+			l.pos[dir] += int64(skip)
+			if l.conn.Status() <= tlsdecrypt.Decrypting {
+				// The records after the gap are looked for; the Kafka
+				// frames in them are too.
+				l.parser(dir).gap(skip, ts.fallback)
+			}
+		}
 	}
 	if l.conn.Status() > tlsdecrypt.Decrypting {
 		l.pos[dir] += int64(len(data))
@@ -72,13 +80,17 @@ func (l *tlsLayer) feed(dir, skip int, data []byte, ts *chunkTime) {
 
 // plaintext hands a decrypted record to its direction's frame parser.
 func (l *tlsLayer) plaintext(dir tlsdecrypt.Direction, plain []byte, rec tlsdecrypt.Record) {
-	parser := l.s.conn.req
-	if dir == tlsdecrypt.ServerToClient {
-		parser = l.s.conn.resp
-	}
 	l.used[dir] = rec.End
 	l.rt = recordTime{marks: &l.marks[dir], rec: rec}
-	parser.feed(plain, &l.rt)
+	l.parser(int(dir)).feed(plain, &l.rt)
+}
+
+// parser is the frame parser of direction dir (0: client to broker).
+func (l *tlsLayer) parser(dir int) *frameParser {
+	if dir == int(tlsdecrypt.ServerToClient) {
+		return l.s.conn.resp
+	}
+	return l.s.conn.req
 }
 
 // close ends decryption and counts how the connection ended.
@@ -89,6 +101,7 @@ func (l *tlsLayer) close() {
 	l.done = true
 	l.conn.Close()
 	st := &l.s.d.stats
+	st.TLSResyncs += int64(l.conn.Resyncs())
 	switch l.conn.Status() {
 	case tlsdecrypt.Decrypting:
 		st.TLSDecrypted++

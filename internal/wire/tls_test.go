@@ -360,3 +360,30 @@ func TestTLSCaptureStartsLate(t *testing.T) {
 		t.Errorf("%d requests, stats %+v, problems %+v", len(reqs), st, probs)
 	}
 }
+
+// TestTLSGap: a segment lost mid-conversation costs the requests it
+// touched, not the rest of the connection.
+func TestTLSGap(t *testing.T) {
+	const n = 12
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		writes, keyLog := kafkaOverTLS(t, version, n)
+		keys := tlskeys.New()
+		if err := keys.Read(bytes.NewReader(keyLog), "keylog"); err != nil {
+			t.Fatal(err)
+		}
+		segs := tlsSegments(writes)
+		lost := len(segs) / 2
+		segs = append(segs[:lost:lost], segs[lost+1:]...)
+		reqs, d := decodeWith(segs, keys)
+		st := d.Stats()
+		answered := 0
+		for _, r := range reqs {
+			if r.Answered && !r.Partial {
+				answered++
+			}
+		}
+		if st.TLSResyncs != 1 || st.TLSDecrypted != 1 || st.Gaps == 0 || answered < n-2 {
+			t.Errorf("%s: %d of %d requests answered after a lost segment; stats %+v", tls.VersionName(version), answered, n, st)
+		}
+	}
+}
