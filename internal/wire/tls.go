@@ -109,9 +109,6 @@ func (l *tlsLayer) close() {
 	case tlsdecrypt.Handshaking:
 		st.TLSHandshakeOnly++
 		return
-	}
-	st.TLSUndecryptedBytes += l.pos[0] - l.used[0] + l.pos[1] - l.used[1]
-	switch l.conn.Status() {
 	case tlsdecrypt.NoKeys:
 		st.TLSNoKeys++
 	case tlsdecrypt.Lost:
@@ -119,6 +116,7 @@ func (l *tlsLayer) close() {
 	default:
 		st.TLSFailed++
 	}
+	st.TLSUndecryptedBytes += l.pos[0] - l.used[0] + l.pos[1] - l.used[1]
 	l.s.d.tlsProblem(TLSProblem{
 		Client: l.s.conn.client, Broker: l.s.conn.broker,
 		Status: l.conn.Status().String(), Reason: l.conn.Reason(),
