@@ -125,6 +125,12 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if o.duration < 0 || o.minLatency < 0 {
 		return badInput(errors.New("--duration and --min-latency must not be negative"))
 	}
+	switch {
+	case o.tlsKeys != "" && o.tlsKeys != "attach":
+		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
+	case o.tlsKeys != "" && o.tlsKeyLog != "":
+		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
 	if err != nil {
 		return err
@@ -150,12 +156,6 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		}
 	}
 
-	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
-	case o.tlsKeys != "" && o.tlsKeyLog != "":
-		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
-	}
 	rec, err := recording.Create(o.out)
 	if err != nil {
 		return badInput(err)
