@@ -79,16 +79,8 @@ func (pw *PcapNGWriter) WriteSecrets(keyLog []byte) error {
 	if err := pw.w.Flush(); err != nil {
 		return fmt.Errorf("capture: flush pcapng: %w", err)
 	}
-	padded := (len(keyLog) + 3) &^ 3
-	total := 8 + 8 + padded + 4
-	block := make([]byte, total)
-	binary.LittleEndian.PutUint32(block[0:], ngDSB)
-	binary.LittleEndian.PutUint32(block[4:], uint32(total))
-	binary.LittleEndian.PutUint32(block[8:], SecretsTLSKeyLog)
-	binary.LittleEndian.PutUint32(block[12:], uint32(len(keyLog)))
-	copy(block[16:], keyLog)
-	binary.LittleEndian.PutUint32(block[total-4:], uint32(total))
-	if _, err := pw.out.Write(block); err != nil {
+	// pcapgo writes little-endian.
+	if err := writeSecretsBlocks(pw.out, binary.LittleEndian, keyLog); err != nil {
 		return fmt.Errorf("capture: write pcapng secrets: %w", err)
 	}
 	return nil

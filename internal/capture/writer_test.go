@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -167,5 +168,71 @@ func TestPcapNGSecretsRoundTrip(t *testing.T) {
 	}
 	if err == nil || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "secrets length") {
 		t.Errorf("a damaged secrets block: %v", err)
+	}
+}
+
+// TestInjectSecrets: secrets blocks written late (after the packets they
+// are for) are replaced by one set right after the section header, split
+// into blocks readers accept; the packets are unchanged.
+func TestInjectSecrets(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewPcapNGWriter(&buf, layers.LinkTypeEthernet, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	var keyLog []byte
+	for i := range 3000 { // a key log of ~700 KiB: more than one block
+		keyLog = fmt.Appendf(keyLog, "CLIENT_RANDOM %064x %096x\n", i, i)
+	}
+	for i := range 10 {
+		data := buildFrame(t, frameSpec{src: 40000, dst: 9092, payload: i})
+		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(data), Length: len(data)}, data); err != nil {
+			t.Fatal(err)
+		}
+		if i == 5 {
+			if err := w.WriteSecrets(keyLog[:1000]); err != nil { // late, and partial
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "c.pcapng")
+	if err := os.WriteFile(path, buf.Bytes(), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := InjectSecrets(path, keyLog); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("mode after the rewrite: %v %v", st, err)
+	}
+	cf, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	var secrets []byte
+	packets := 0
+	for {
+		_, _, _, err := cf.Next()
+		if s := cf.Secrets(); s != nil {
+			if packets > 0 {
+				t.Errorf("secrets after packet %d", packets)
+			}
+			secrets = append(secrets, s...)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		packets++
+	}
+	if packets != 10 || !bytes.Equal(secrets, keyLog) {
+		t.Errorf("%d packets, %d bytes of secrets; want 10 and the key log's %d", packets, len(secrets), len(keyLog))
 	}
 }

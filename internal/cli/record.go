@@ -306,6 +306,12 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if pcapOut != nil {
 		pcapPackets = pcapOut.packets
 		errs = append(errs, pcapOut.close())
+		if o.tlsKeyLog != "" && pcapOut.w != nil {
+			// Every secret at the capture's start, for one-pass readers
+			// (Wireshark): the blocks written as it went came after the
+			// first packets of the connections they are for.
+			errs = append(errs, injectSecrets(pcapOut.path, o.tlsKeyLog))
+		}
 	}
 	if jfrRec != nil {
 		jctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -484,4 +490,13 @@ func copySecrets(from, to string) error {
 		return fmt.Errorf("copying the TLS key log: %w", err)
 	}
 	return nil
+}
+
+// injectSecrets puts the key log at keyLog into the capture at path.
+func injectSecrets(path, keyLog string) error {
+	data, err := os.ReadFile(keyLog)
+	if err != nil {
+		return fmt.Errorf("TLS key log for the capture: %w", err)
+	}
+	return capture.InjectSecrets(path, data)
 }

@@ -201,8 +201,9 @@ func checkTLSRecording(t *testing.T, dir string, sslPort, saslPort, produces int
 	if code != 0 || live < produces || fromPcap < produces {
 		t.Errorf("recording: exit %d, %d produce requests live, %d from the capture, want %d; %s", code, live, fromPcap, produces, firstLinesOf(errOut, 6))
 	}
-	// tshark reads the secrets blocks too (no key log given to it): the
-	// format is Wireshark's.
+	// tshark reads the secrets blocks too (no key log given to it), in its
+	// one pass: the format is Wireshark's, and record put every secret at
+	// the capture's start when it ended.
 	tsharkProduces := 0
 	for _, port := range []int{sslPort, saslPort} {
 		p := strconv.Itoa(port)

@@ -30,8 +30,9 @@ type Health struct {
 	TracedEvents  int64            // events read from the tracer's ring buffers
 	HeapBytes     uint64           // Go heap in use (also in go_memstats_*)
 	SlowLogErrors int64            // failed writes of the slow-request log
-	// TLSConnections are the closed TLS connections by how they ended:
-	// decrypted, handshake_only, no_keys, failed, lost.
+	// TLSConnections count TLS connections by outcome: decrypted (at
+	// their first record), handshake_only (at close), and no_keys,
+	// failed, lost (when their decryption stopped).
 	TLSConnections map[string]int64
 }
 
@@ -68,7 +69,7 @@ func NewHealthCollector(read func() Health) *HealthCollector {
 		slowDropped:   d("slow_requests_dropped_total", "Slow requests not written to the log: more than its rate limit."),
 		traced:        d("traced_events_total", "Events read from the tracer's ring buffers."),
 		slowLogErrors: d("slow_log_errors_total", "Failed writes of the slow-request log."),
-		tlsConns:      d("tls_connections_total", "Closed TLS connections by outcome: decrypted, handshake_only, or not decrypted: no_keys (no secrets for the session in the key log), failed (a wrong key or a suite not decrypted), lost (capture gap).", "outcome"),
+		tlsConns:      d("tls_connections_total", "TLS connections by outcome: decrypted (counted at their first decrypted record), handshake_only (closed during the handshake), and those whose decryption stopped: no_keys (no secrets for the session in the key log), failed (a wrong key or a suite not decrypted), lost (a capture gap no record could be found after).", "outcome"),
 	}
 }
 

@@ -106,6 +106,9 @@ func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result,
 	if err != nil {
 		return res, err
 	}
+	for _, f := range files {
+		keys.mayEmbed = keys.mayEmbed || f.Format == capture.FormatPcapNG
+	}
 	opts.Wire.TLSKeys = keys
 	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
 	seg := capture.NewDecoder()

@@ -28,6 +28,9 @@ type TLSResult struct {
 type captureKeys struct {
 	file     *tlskeys.File
 	embedded *tlskeys.Keys
+	// mayEmbed: the captures are pcapng, whose Decryption Secrets Blocks
+	// may come after the connections they are for.
+	mayEmbed bool
 }
 
 // openKeys opens the key log at path ("" for none), or the key logs in
@@ -71,8 +74,19 @@ func (k *captureKeys) LookupSessionID(id []byte) (tlskeys.Secret, bool) {
 	return nil, false
 }
 
-// Empty says there is no key log and no secret in the captures (yet).
-func (k *captureKeys) Empty() bool { return k.file == nil && k.embedded.Len() == 0 }
+// Refresh reads what the key log added since.
+func (k *captureKeys) Refresh() {
+	if k.file != nil {
+		k.file.Refresh()
+	}
+}
+
+// Empty says no secret can come: no key log, no secret from the captures
+// so far, and captures that cannot carry any (pcap, or a live capture;
+// pcapng secrets blocks may come after the connections they are for).
+func (k *captureKeys) Empty() bool {
+	return k.file == nil && k.embedded.Len() == 0 && !k.mayEmbed
+}
 
 // addEmbedded adds a Decryption Secrets Block's key log.
 func (k *captureKeys) addEmbedded(keyLog []byte, file string) {
@@ -107,8 +121,11 @@ func formatTLS(w wire.Stats, t TLSResult) string {
 	if w.TLSConnections == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d TLS connections: %d decrypted, %d handshake only, %d not decrypted (%d without keys, %d wrong key or suite, %d lost bytes; %s)",
+	s := fmt.Sprintf("%d TLS connections: %d decrypted, %d handshake only, %d not decrypted (%d without keys, %d wrong key or suite, %d lost after a gap; %s)",
 		w.TLSConnections, w.TLSDecrypted, w.TLSHandshakeOnly, w.TLSUndecrypted(), w.TLSNoKeys, w.TLSFailed, w.TLSLost, humanBytes(w.TLSUndecryptedBytes))
+	if w.TLSResyncs > 0 {
+		s += fmt.Sprintf("; decryption went on after %d gaps", w.TLSResyncs)
+	}
 	switch {
 	case t.KeyLog == "" && t.Embedded == 0:
 		s += "; no --tls-keylog given and no secrets in the capture"

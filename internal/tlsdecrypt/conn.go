@@ -305,9 +305,34 @@ type sessionIDSource interface {
 	LookupSessionID(id []byte) (tlskeys.Secret, bool)
 }
 
+// refresher is a KeySource that can read what its key log added since
+// (tlskeys.File): a session found with some of its secrets (a TLS 1.3
+// handshake's, before its traffic secrets were written) needs it, since a
+// lookup that finds the session does not read the key log again.
+type refresher interface{ Refresh() }
+
 // retry looks the secrets the connection waits for up again: by client
-// random, and for TLS 1.2 by session id too.
+// random, and for TLS 1.2 by session id too; if they are not all there,
+// once more after the key log was read again.
 func (c *Conn) retry() (bool, error) {
+	for attempt := range 2 {
+		sess, ok := c.lookup()
+		if ok {
+			if done, err := c.await.install(sess); done || err != nil {
+				return done, err
+			}
+		}
+		r, can := c.keys.(refresher)
+		if !can || attempt == 1 {
+			break
+		}
+		r.Refresh()
+	}
+	return false, nil
+}
+
+// lookup finds the session's secrets.
+func (c *Conn) lookup() (tlskeys.Session, bool) {
 	sess, ok := c.keys.Lookup(c.clientRandom)
 	if sess.Master == nil && c.version == versionTLS12 && len(c.sessionID) > 0 {
 		if src, can := c.keys.(sessionIDSource); can {
@@ -316,10 +341,7 @@ func (c *Conn) retry() (bool, error) {
 			}
 		}
 	}
-	if !ok {
-		return false, nil
-	}
-	return c.await.install(sess)
+	return sess, ok
 }
 
 // withKeys installs the session's secrets now, or waits for them.

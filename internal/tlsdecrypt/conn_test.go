@@ -11,6 +11,8 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -436,4 +438,47 @@ func FuzzResync(f *testing.F) {
 			t.Fatalf("%d bytes decrypted after the gap are not a tail of what was sent", len(after))
 		}
 	})
+}
+
+// TestSecretsWrittenInTwoSteps: an agent writes a TLS 1.3 session's
+// handshake secrets, then its traffic secrets a moment later; a key log
+// read in between has the session, but not all of it, and must be read
+// again.
+func TestSecretsWrittenInTwoSteps(t *testing.T) {
+	conv := converse(t, &tls.Config{MinVersion: tls.VersionTLS13}, &tls.Config{})
+	var handshake, traffic []byte
+	for _, line := range strings.SplitAfter(string(conv.keyLog), "\n") {
+		if strings.Contains(line, "HANDSHAKE") {
+			handshake = append(handshake, line...)
+		} else {
+			traffic = append(traffic, line...)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "keys.log")
+	if err := os.WriteFile(path, handshake, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := tlskeys.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(f)
+	var got [2][]byte
+	for i, ch := range conv.chunks {
+		if i == len(conv.chunks)/2 {
+			w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(traffic)
+			w.Close()
+			time.Sleep(50 * time.Millisecond) // past the key log's refresh interval
+		}
+		if err := c.Feed(ch.dir, ch.data, func(dir Direction, p []byte, _ Record) { got[dir] = append(got[dir], p...) }); err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+	}
+	if !bytes.Equal(got[ClientToServer], conv.toServer) || !bytes.Equal(got[ServerToClient], conv.toClient) {
+		t.Errorf("decrypted %d and %d bytes, want %d and %d", len(got[0]), len(got[1]), len(conv.toServer), len(conv.toClient))
+	}
 }

@@ -182,6 +182,18 @@ func (f *File) LookupSessionID(id []byte) (Secret, bool) {
 	return f.keys.LookupSessionID(id)
 }
 
+// Refresh reads what the key log added since the last read, unless that
+// was less than minRefresh ago: for a session found with only some of its
+// secrets, which Lookup does not read the key log again for.
+func (f *File) Refresh() {
+	f.mu.Lock()
+	due := time.Since(f.last) >= minRefresh
+	f.mu.Unlock()
+	if due {
+		_ = f.refresh() // Err reports it
+	}
+}
+
 // Err returns the last error reading the key log again (nil when the last
 // read worked).
 func (f *File) Err() error {

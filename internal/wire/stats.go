@@ -24,9 +24,12 @@ type Stats struct {
 	Evicted      int64 `json:"evicted"`               // requests dropped from a full in-flight table
 	SASLTokens   int64 `json:"sasl_tokens,omitempty"` // raw SASL tokens (after a SaslHandshake v0), not requests
 
-	// TLS listeners: connections whose bytes are TLS records, and how
-	// each ended. TLSConnections = TLSDecrypted + TLSHandshakeOnly +
-	// TLSNoKeys + TLSFailed + TLSLost once every connection is closed.
+	// TLS listeners: connections whose bytes are TLS records; those
+	// whose records decrypted (counted at the first, as a live capture's
+	// connections last for hours); those whose decryption stopped, by
+	// why (counted when it stops: some had decrypted before, e.g. until a
+	// gap no record could be found after); and those closed during their
+	// handshake.
 	TLSConnections   int64 `json:"tls_connections,omitempty"`
 	TLSDecrypted     int64 `json:"tls_decrypted,omitempty"`      // application data decrypted
 	TLSHandshakeOnly int64 `json:"tls_handshake_only,omitempty"` // closed before any application data
@@ -39,7 +42,7 @@ type Stats struct {
 	TLSUndecryptedBytes int64 `json:"tls_undecrypted_bytes,omitempty"`
 }
 
-// TLSUndecrypted counts the TLS connections that could not be decrypted.
+// TLSUndecrypted counts the TLS connections whose decryption stopped.
 func (s Stats) TLSUndecrypted() int64 { return s.TLSNoKeys + s.TLSFailed + s.TLSLost }
 
 // Add adds o's counters to s: totals over several decoders (a live

@@ -33,7 +33,11 @@ type tlsLayer struct {
 	used  [2]int64 // stream bytes up to the end of the last record decrypted
 	rt    recordTime
 	emit  tlsdecrypt.EmitFunc
-	done  bool // counted in Stats at its end
+	// decrypted and stopped say the connection was counted in Stats as
+	// decrypting and as stopped (a live capture's connections last for
+	// hours: they are counted when it happens, not when they close).
+	decrypted, stopped bool
+	done               bool // closed
 }
 
 func newTLSLayer(s *stream, keys tlsdecrypt.KeySource) *tlsLayer {
@@ -57,6 +61,7 @@ func newTLSLayer(s *stream, keys tlsdecrypt.KeySource) *tlsLayer {
 func (l *tlsLayer) feed(dir, skip int, data []byte, ts *chunkTime) {
 	if skip != 0 {
 		l.conn.Gap(tlsdecrypt.Direction(dir), skip)
+		l.count()
 		if skip > 0 {
 			l.pos[dir] += int64(skip)
 			if l.conn.Status() <= tlsdecrypt.Decrypting {
@@ -76,6 +81,34 @@ func (l *tlsLayer) feed(dir, skip int, data []byte, ts *chunkTime) {
 	for i := range l.marks {
 		l.marks[i].forget(l.conn.Held(tlsdecrypt.Direction(i)))
 	}
+	l.count()
+}
+
+// count counts the connection in Stats when it first decrypts and when
+// its decryption stops (with a problem naming it and why).
+func (l *tlsLayer) count() {
+	st := &l.s.d.stats
+	status := l.conn.Status()
+	if !l.decrypted && status == tlsdecrypt.Decrypting {
+		l.decrypted = true
+		st.TLSDecrypted++
+	}
+	if l.stopped || status <= tlsdecrypt.Decrypting {
+		return
+	}
+	l.stopped = true
+	switch status {
+	case tlsdecrypt.NoKeys:
+		st.TLSNoKeys++
+	case tlsdecrypt.Lost:
+		st.TLSLost++
+	default:
+		st.TLSFailed++
+	}
+	l.s.d.tlsProblem(TLSProblem{
+		Client: l.s.conn.client, Broker: l.s.conn.broker,
+		Status: status.String(), Reason: l.conn.Reason(),
+	})
 }
 
 // plaintext hands a decrypted record to its direction's frame parser.
@@ -99,28 +132,16 @@ func (l *tlsLayer) close() {
 		return
 	}
 	l.done = true
-	l.conn.Close()
+	l.conn.Close() // one still waiting for its secrets stops now
+	l.count()
 	st := &l.s.d.stats
 	st.TLSResyncs += int64(l.conn.Resyncs())
-	switch l.conn.Status() {
-	case tlsdecrypt.Decrypting:
-		st.TLSDecrypted++
-		return
-	case tlsdecrypt.Handshaking:
+	switch {
+	case l.conn.Status() == tlsdecrypt.Handshaking:
 		st.TLSHandshakeOnly++
-		return
-	case tlsdecrypt.NoKeys:
-		st.TLSNoKeys++
-	case tlsdecrypt.Lost:
-		st.TLSLost++
-	default:
-		st.TLSFailed++
+	case l.stopped:
+		st.TLSUndecryptedBytes += l.pos[0] - l.used[0] + l.pos[1] - l.used[1]
 	}
-	st.TLSUndecryptedBytes += l.pos[0] - l.used[0] + l.pos[1] - l.used[1]
-	l.s.d.tlsProblem(TLSProblem{
-		Client: l.s.conn.client, Broker: l.s.conn.broker,
-		Status: l.conn.Status().String(), Reason: l.conn.Reason(),
-	})
 }
 
 // TLSProblem is a TLS connection that could not be decrypted, and why.
