@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kscope-dev/kscope/internal/cli"
@@ -55,8 +56,12 @@ func TestTLSAndSASL(t *testing.T) {
 		labtest.Unavailable(t, "the extract-tls-secrets agent jar: %v", err)
 	}
 	dir := t.TempDir()
+	// SASL sessions expire after reauthMs: clients that support KIP-368
+	// re-authenticate on their open connections.
+	const reauthMs = 4000
 	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), RequestLog: true, LibsDir: libs,
-		LogDirs: []string{ramDir(t)}, Security: &lab.SecurityConfig{}})
+		LogDirs: []string{ramDir(t)}, Security: &lab.SecurityConfig{},
+		ExtraProps: map[string]string{"connections.max.reauth.ms": strconv.Itoa(reauthMs)}})
 	users, err := b.Users()
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +148,7 @@ func TestTLSAndSASL(t *testing.T) {
 	pyIDs := pythonProduce(t, ctx, python, b, users.SCRAM, "tls-python", n)
 	ids = append(ids, pyIDs...)
 	saslV0(t, ctx, python, b, users.Plain)
+	reauthenticate(t, ctx, b, scramAuth, 2*reauthMs*time.Millisecond)
 	time.Sleep(time.Second) // the last responses leave, the request log catches up
 	stopSSL()
 	stopSASL()
@@ -289,6 +295,28 @@ func TestTLSAndSASL(t *testing.T) {
 	t.Logf("kafka-python (SaslHandshake v0): %d handshakes, %d requests after them, %d raw SASL tokens", v0Handshakes, v0After, w.SASLTokens)
 	if v0Handshakes == 0 || v0After == 0 || w.SASLTokens < int64(2*v0Handshakes) {
 		t.Errorf("kafka-python (SaslHandshake v0): %d handshakes, %d requests after, %d raw tokens", v0Handshakes, v0After, w.SASLTokens)
+	}
+	// franz-go re-authenticated its connection (KIP-368) while producing
+	// on it, and what it sent after that still carries the principal.
+	handshakes := map[string]int{}
+	after := 0
+	for _, r := range reqs {
+		if r.ClientID != "franz-reauth" {
+			continue
+		}
+		switch {
+		case r.API == "SASLHandshake":
+			handshakes[r.Client]++
+		case r.API == "Produce" && handshakes[r.Client] >= 2:
+			after++
+			if r.Principal != users.SCRAM.Name {
+				t.Errorf("franz-reauth produce after re-authentication: principal %q", r.Principal)
+			}
+		}
+	}
+	t.Logf("franz-go (KIP-368): SaslHandshakes by connection %v, %d produce requests after a re-authentication", handshakes, after)
+	if after == 0 {
+		t.Errorf("no produce request after a re-authentication: handshakes by connection %v", handshakes)
 	}
 	if !principals[users.Plain.Name] || !principals[users.SCRAM.Name] || !mechanisms[lab.MechanismPlain] || !mechanisms[lab.MechanismSCRAM] {
 		t.Errorf("principals %v, mechanisms %v: want %s and %s, %s and %s", principals, mechanisms, users.Plain.Name, users.SCRAM.Name, lab.MechanismPlain, lab.MechanismSCRAM)
@@ -537,5 +565,27 @@ except Exception as e:
 	out, err := cmd.CombinedOutput()
 	if err != nil && cctx.Err() == nil {
 		t.Fatalf("kafka-python: %v: %s", err, out)
+	}
+}
+
+// reauthenticate produces with franz-go as the SCRAM user, one record
+// every 100 ms for d: longer than the broker's SASL session, so franz-go
+// re-authenticates its connection (KIP-368) on the way.
+func reauthenticate(t *testing.T, ctx context.Context, b *lab.Broker, auth sasl.Mechanism, d time.Duration) {
+	t.Helper()
+	tlsCfg, err := b.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.SASLSSLAddr()), kgo.DialTLSConfig(tlsCfg), kgo.SASL(auth),
+		kgo.ClientID("franz-reauth"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("tls-reauth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("reauth")}).FirstErr(); err != nil {
+			t.Fatalf("franz-go re-authenticating: %v", err)
+		}
 	}
 }
