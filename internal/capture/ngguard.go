@@ -25,6 +25,10 @@ type ngGuard struct {
 	// read since File.Secrets last took them. The guard consumes those
 	// blocks: pcapgo never sees them.
 	secrets []byte
+	// block is an interface block read whole to be checked, handed out
+	// after hdr.
+	block    []byte
+	blockOff int
 }
 
 const (
@@ -32,6 +36,7 @@ const (
 	ngSHB      = 0x0a0d0d0a
 	ngEPB      = 0x00000006
 	ngDSB      = 0x0000000a
+	ngIDB      = 0x00000001
 	// SecretsTLSKeyLog is a Decryption Secrets Block's secrets type for
 	// an NSS key log ("TLSK").
 	SecretsTLSKeyLog = 0x544c534b
@@ -43,6 +48,11 @@ func (g *ngGuard) Read(p []byte) (int, error) {
 	if g.hdrOff < g.hdrLen {
 		n := copy(p, g.hdr[g.hdrOff:g.hdrLen])
 		g.hdrOff += n
+		return n, nil
+	}
+	if g.blockOff < len(g.block) {
+		n := copy(p, g.block[g.blockOff:])
+		g.blockOff += n
 		return n, nil
 	}
 	if g.remaining == 0 {
@@ -102,6 +112,9 @@ func (g *ngGuard) nextBlock() error {
 		}
 		return g.nextBlock()
 	}
+	if typ == ngIDB {
+		return g.interfaceBlock(length, order)
+	}
 	if typ == ngEPB {
 		if length < 32 {
 			g.hdrLen = 0
@@ -154,6 +167,47 @@ func (g *ngGuard) decryptionSecrets(length int64, order binary.ByteOrder) error 
 		if len(g.secrets) > 0 && g.secrets[len(g.secrets)-1] != '\n' {
 			g.secrets = append(g.secrets, '\n')
 		}
+	}
+	return nil
+}
+
+// interfaceBlock reads an Interface Description Block whole (its length is
+// checked) and checks the options pcapgo trusts: the timestamp resolution,
+// which it turns into a divisor (a binary exponent of 64 or more makes it
+// 0, a division by zero; a decimal one of 20 or more overflows), and the
+// sizes of the resolution and offset options. The block is then handed to
+// pcapgo as it was.
+func (g *ngGuard) interfaceBlock(length int64, order binary.ByteOrder) error {
+	start := g.pos
+	var body bytes.Buffer // grows with the bytes that really come
+	if _, err := io.CopyN(&body, g.r, length-8); err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	b := body.Bytes()
+	g.block, g.blockOff = b, 0
+	g.pos += length
+	g.remaining = 0
+	if len(b) < 12 {
+		return fmt.Errorf("pcapng interface block at byte offset %d: length %d is too short", start, length)
+	}
+	opts := b[8 : len(b)-4]
+	for len(opts) >= 4 {
+		code, n := order.Uint16(opts[0:2]), int(order.Uint16(opts[2:4]))
+		if code == 0 || 4+n > len(opts) {
+			break
+		}
+		// pcapgo reads these options' values at fixed sizes, and keeps
+		// the previous option's value for one of length 0.
+		switch {
+		case code == 9 && n != 1, code == 14 && n != 8, code == 11 && n < 1: // if_tsresol, if_tsoffset, if_filter
+			return fmt.Errorf("pcapng interface block at byte offset %d: option %d of %d bytes", start, code, n)
+		case code == 9:
+			v := opts[4]
+			if v&0x80 != 0 && v&0x7f > 63 || v&0x80 == 0 && v > 19 {
+				return fmt.Errorf("pcapng interface block at byte offset %d: timestamp resolution %#x is out of range", start, v)
+			}
+		}
+		opts = opts[min(len(opts), 4+(n+3)&^3):]
 	}
 	return nil
 }
