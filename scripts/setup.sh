@@ -36,6 +36,7 @@ declare -A pkgs=(
   [ethtool]=ethtool # bench/requests.sh turns off loopback offloads in its namespace
   [chromium]=chromium # the report screenshot test (headless)
   [tcpreplay]=tcpreplay # bench/agent-replay.sh replays a capture at top speed
+  [openssl]=openssl # a TLS 1.3 client that sends KeyUpdate (internal/tlsdecrypt)
 )
 missing=()
 for p in "${!pkgs[@]}"; do

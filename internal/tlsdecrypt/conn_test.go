@@ -59,7 +59,8 @@ type conversation struct {
 	toServer, toClient []byte
 }
 
-func converse(t testing.TB, client *tls.Config, server *tls.Config) conversation {
+// selfSigned is a server certificate for the tests' TLS servers.
+func selfSigned(t testing.TB) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -71,7 +72,12 @@ func converse(t testing.TB, client *tls.Config, server *tls.Config) conversation
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func converse(t testing.TB, client *tls.Config, server *tls.Config) conversation {
+	t.Helper()
+	server.Certificates = []tls.Certificate{selfSigned(t)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,8 @@ package tlsdecrypt
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
 
 // serverTap logs what a server reads and writes, as the capture would see
@@ -51,20 +47,7 @@ func (t serverTap) Write(b []byte) (int, error) {
 func TestKeyUpdate(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("openssl not found")
-		}
-		t.Skip("openssl not found")
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
+		labtest.Unavailable(t, "openssl not found")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,7 +64,7 @@ func TestKeyUpdate(t *testing.T) {
 			done <- err
 			return
 		}
-		s := tls.Server(serverTap{c, &mu, &chunks}, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13})
+		s := tls.Server(serverTap{c, &mu, &chunks}, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, MinVersion: tls.VersionTLS13})
 		defer s.Close()
 		r := bufio.NewReader(s)
 		for range 2 {
