@@ -148,13 +148,11 @@ func (g *ngGuard) order() binary.ByteOrder {
 // the secrets padded to 4 bytes, options, and the length again.
 func (g *ngGuard) decryptionSecrets(length int64, order binary.ByteOrder) error {
 	start := g.pos
-	var body bytes.Buffer // grows with the bytes that really come
-	if _, err := io.CopyN(&body, g.r, length-8); err != nil {
-		return io.ErrUnexpectedEOF
+	b, err := g.readBlock(length)
+	if err != nil {
+		return err
 	}
-	g.pos += length
-	g.hdrLen = 0
-	b := body.Bytes()
+	g.hdrLen = 0 // the block is not handed on
 	if len(b) < 12 {
 		return fmt.Errorf("pcapng decryption secrets block at byte offset %d: length %d is too short", start, length)
 	}
@@ -179,13 +177,11 @@ func (g *ngGuard) decryptionSecrets(length int64, order binary.ByteOrder) error 
 // pcapgo as it was.
 func (g *ngGuard) interfaceBlock(length int64, order binary.ByteOrder) error {
 	start := g.pos
-	var body bytes.Buffer // grows with the bytes that really come
-	if _, err := io.CopyN(&body, g.r, length-8); err != nil {
-		return io.ErrUnexpectedEOF
+	b, err := g.readBlock(length)
+	if err != nil {
+		return err
 	}
-	b := body.Bytes()
 	g.block, g.blockOff = b, 0
-	g.pos += length
 	g.remaining = 0
 	if len(b) < 12 {
 		return fmt.Errorf("pcapng interface block at byte offset %d: length %d is too short", start, length)
@@ -210,4 +206,16 @@ func (g *ngGuard) interfaceBlock(length int64, order binary.ByteOrder) error {
 		opts = opts[min(len(opts), 4+(n+3)&^3):]
 	}
 	return nil
+}
+
+// readBlock reads the rest of a block whose 8-byte header is in hdr (its
+// length checked by nextBlock) into a buffer that grows with the bytes
+// that really come.
+func (g *ngGuard) readBlock(length int64) ([]byte, error) {
+	var body bytes.Buffer
+	if _, err := io.CopyN(&body, g.r, length-8); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	g.pos += length
+	return body.Bytes(), nil
 }

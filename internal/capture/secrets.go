@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -27,7 +28,7 @@ func InjectSecrets(path string, keyLog []byte) error {
 		return fmt.Errorf("capture: inject secrets: %w", err)
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(dirOf(path), ".secrets-*.pcapng")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".secrets-*.pcapng")
 	if err != nil {
 		return fmt.Errorf("capture: inject secrets: %w", err)
 	}
@@ -47,15 +48,6 @@ func InjectSecrets(path string, keyLog []byte) error {
 		return fmt.Errorf("capture: inject secrets: %w", err)
 	}
 	return nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[:i+1]
-		}
-	}
-	return "."
 }
 
 // copyWithSecrets copies a pcapng stream block by block: each section

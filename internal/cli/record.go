@@ -306,12 +306,9 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if pcapOut != nil {
 		pcapPackets = pcapOut.packets
 		errs = append(errs, pcapOut.close())
-		if o.tlsKeyLog != "" && pcapOut.w != nil {
-			// Every secret at the capture's start, for one-pass readers
-			// (Wireshark): the blocks written as it went came after the
-			// first packets of the connections they are for.
-			errs = append(errs, injectSecrets(pcapOut.path, o.tlsKeyLog))
-		}
+	}
+	if o.tlsKeyLog != "" {
+		errs = append(errs, keepSecrets(o, pcapOut))
 	}
 	if jfrRec != nil {
 		jctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -362,9 +359,6 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
 		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
 		TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}
-	if o.tlsKeys == "attach" {
-		errs = append(errs, copySecrets(o.tlsKeyLog, filepath.Join(o.out, recording.TLSKeyLogFile)))
-	}
 	closed = true
 	errs = append(errs, rec.Close(meta))
 	if err := errors.Join(errs...); err != nil {
@@ -479,24 +473,28 @@ func (s *pcapSink) close() error {
 	return errors.Join(s.err, s.w.Flush(), s.buf.Flush(), s.f.Close())
 }
 
-// copySecrets copies the broker's key log into the recording (mode 0600),
-// so that the recording carries the keys of the connections it captured.
-func copySecrets(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return fmt.Errorf("copying the TLS key log: %w", err)
+// keepSecrets puts the key log's secrets into the recording: all of them
+// at the start of the capture, for one-pass readers such as Wireshark (the
+// blocks written as it went came after the first packets of the
+// connections they are for), and, with --tls-keys attach (the broker's key
+// log is outside the recording), a copy of mode 0600 beside it.
+func keepSecrets(o *recordOptions, pcapOut *pcapSink) error {
+	if pcapOut == nil && o.tlsKeys != "attach" {
+		return nil
 	}
-	if err := os.WriteFile(to, data, 0o600); err != nil {
-		return fmt.Errorf("copying the TLS key log: %w", err)
+	data, err := os.ReadFile(o.tlsKeyLog)
+	if err != nil {
+		return fmt.Errorf("TLS key log: %w", err)
+	}
+	if pcapOut != nil && pcapOut.w != nil {
+		if err := capture.InjectSecrets(pcapOut.path, data); err != nil {
+			return err
+		}
+	}
+	if o.tlsKeys == "attach" {
+		if err := os.WriteFile(filepath.Join(o.out, recording.TLSKeyLogFile), data, 0o600); err != nil {
+			return fmt.Errorf("copying the TLS key log: %w", err)
+		}
 	}
 	return nil
-}
-
-// injectSecrets puts the key log at keyLog into the capture at path.
-func injectSecrets(path, keyLog string) error {
-	data, err := os.ReadFile(keyLog)
-	if err != nil {
-		return fmt.Errorf("TLS key log for the capture: %w", err)
-	}
-	return capture.InjectSecrets(path, data)
 }

@@ -84,10 +84,8 @@ func TestAgentTLS(t *testing.T) {
 		"agent-scram-tls12": {kgo.SeedBrokers(b.SASLSSLAddr()), kgo.DialTLSConfig(tls12),
 			kgo.SASL(scram.Auth{User: users.SCRAM.Name, Pass: users.SCRAM.Password}.AsSha512Mechanism())},
 	}
-	for name, opts := range clients {
-		if _, err := produceWithIDs(ctx, "agent-"+name, name, n, opts...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	if _, err := produceAlternating(ctx, n, clients); err != nil {
+		t.Fatal(err)
 	}
 	// Each client produced n records one request at a time.
 	deadline = time.Now().Add(20 * time.Second)

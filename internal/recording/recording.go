@@ -44,8 +44,8 @@ const (
 	JournalFile   = "journal.jsonl"
 	LockWaitsFile = "lockwaits.jsonl"
 	CaptureFile   = "capture.pcapng"
-	// TLSKeyLogFile is the key log record --tls-keys attach has the
-	// broker write (mode 0600): secrets, deleted with the recording.
+	// TLSKeyLogFile is the copy of the broker's key log record --tls-keys
+	// attach keeps (mode 0600): secrets, deleted with the recording.
 	TLSKeyLogFile = "tls-keys.log"
 	JFRFile       = "broker.jfr"
 	UseFile       = "use.jsonl"
@@ -322,14 +322,14 @@ func (w *Writer) Throttle(t *event.CPUThrottle) error { return w.encodeSched(t) 
 // JVMPause appends a stop-the-world pause of the broker's JVM to sched.jsonl.
 func (w *Writer) JVMPause(p *event.JVMPause) error { return w.encodeSched(p) }
 
-// encodeSched appends v to sched.jsonl, creating it on first use; safe for
-// concurrent use.
 // Handlers write every kind of event to the recording.
 func (w *Writer) Handlers() IOHandlers {
 	return IOHandlers{Write: w.Write, Commit: w.Commit, Sync: w.Sync, Block: w.Block, Wait: w.Wait, Steal: w.Steal,
 		RunDelay: w.RunDelay, Wakeup: w.Wakeup, ConnThread: w.ConnThread, Throttle: w.Throttle, JVMPause: w.JVMPause}
 }
 
+// encodeSched appends v to sched.jsonl, creating it on first use; safe for
+// concurrent use.
 func (w *Writer) encodeSched(v any) error {
 	w.schedMu.Lock()
 	defer w.schedMu.Unlock()

@@ -6,6 +6,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +133,8 @@ func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, keys *ca
 	for n := 0; ; n++ {
 		data, ci, link, err := f.Next()
 		if s := f.Secrets(); s != nil {
-			keys.addEmbedded(s, f.Path)
+			// Only a read error is returned, and a byte slice has none.
+			_ = keys.embedded.Read(bytes.NewReader(s), f.Path)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {

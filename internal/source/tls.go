@@ -88,22 +88,6 @@ func (k *captureKeys) Empty() bool {
 	return k.file == nil && k.embedded.Len() == 0 && !k.mayEmbed
 }
 
-// addEmbedded adds a Decryption Secrets Block's key log.
-func (k *captureKeys) addEmbedded(keyLog []byte, file string) {
-	line := 0
-	for len(keyLog) > 0 {
-		i := 0
-		for i < len(keyLog) && keyLog[i] != '\n' {
-			i++
-		}
-		line++
-		if i <= tlskeys.MaxLineBytes {
-			k.embedded.Add(keyLog[:i], file, line)
-		}
-		keyLog = keyLog[min(i+1, len(keyLog)):]
-	}
-}
-
 // result fills what the footer says about TLS.
 func (k *captureKeys) result(dec *wire.Decoder) TLSResult {
 	r := TLSResult{Embedded: k.embedded.Len(), Problems: dec.TLSProblems()}

@@ -65,6 +65,16 @@ func (s Status) String() string {
 	return [...]string{"handshaking", "decrypting", "no-keys", "failed", "not-tls", "lost"}[s]
 }
 
+// StartsRecord reports whether b starts with a TLS record header (content
+// type 20-23, version 3.x, a length TLS allows), as a TLS connection's
+// first bytes do; fewer than 5 bytes are judged by what is there.
+func StartsRecord(b []byte) bool {
+	if len(b) < 3 || b[0] < recordCCS || b[0] > recordAppData || b[1] != 3 || b[2] > 4 {
+		return false
+	}
+	return len(b) < 5 || int(binary.BigEndian.Uint16(b[3:5])) <= maxRecord
+}
+
 // KeySource finds the secrets of a session by its client random: a
 // *tlskeys.Keys, or a *tlskeys.File that reads what a growing key log
 // added since. A source that also has an Empty method saying it has no

@@ -155,15 +155,7 @@ func (f *File) Lookup(cr ClientRandom) (Session, bool) {
 	if s, ok := f.keys.Lookup(cr); ok {
 		return s, true
 	}
-	f.mu.Lock()
-	due := time.Since(f.last) >= minRefresh
-	f.mu.Unlock()
-	if !due {
-		return Session{}, false
-	}
-	if err := f.refresh(); err != nil {
-		return Session{}, false
-	}
+	f.Refresh()
 	return f.keys.Lookup(cr)
 }
 
@@ -173,12 +165,7 @@ func (f *File) LookupSessionID(id []byte) (Secret, bool) {
 	if m, ok := f.keys.LookupSessionID(id); ok {
 		return m, true
 	}
-	f.mu.Lock()
-	due := time.Since(f.last) >= minRefresh
-	f.mu.Unlock()
-	if !due || f.refresh() != nil {
-		return nil, false
-	}
+	f.Refresh()
 	return f.keys.LookupSessionID(id)
 }
 

@@ -375,7 +375,11 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 		}
 		if !s.decided {
 			s.decided = true
-			if looksLikeTLS(data) {
+			// A Kafka frame starts with its size, and a size of
+			// 0x14000000 (335 MB) or more is far beyond any broker's
+			// socket.request.max.bytes: a TLS record header is not
+			// taken for one.
+			if tlsdecrypt.StartsRecord(data) {
 				s.tls = newTLSLayer(s, s.d.cfg.TLSKeys)
 			}
 		}

@@ -11,9 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/records"
 )
 
 // makeBatch builds an uncompressed magic 2 record batch whose records carry
@@ -145,17 +143,7 @@ func (c *conversation) send(fromClient bool, payload []byte, mss int, step time.
 
 // run feeds segments to a new decoder and returns what it emitted.
 func run(segs []testSegment) ([]*event.Request, Stats) {
-	var out []*event.Request
-	d := NewDecoder(DefaultConfig(), &records.Decoder{}, nil, func(r *event.Request) { out = append(out, r) })
-	pd := capture.NewDecoder()
-	for _, s := range segs {
-		seg, ok := pd.Decode(s.data, layers.LinkTypeRaw)
-		if !ok {
-			panic("test packet did not decode")
-		}
-		d.Packet(seg, s.ci)
-	}
-	d.Close()
+	out, d := decodeWith(segs, nil)
 	return out, d.Stats()
 }
 

@@ -8,17 +8,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/tlsdecrypt"
 )
 
-// A connection whose first bytes are a TLS record (content type 20-23,
-// version 3.x) is encrypted: a Kafka frame starts with its size, and a
-// size of 0x14000000 (335 MB) or more is far beyond any broker's
-// socket.request.max.bytes, so the two cannot be confused.
-func looksLikeTLS(b []byte) bool {
-	if len(b) < 3 || b[0] < 20 || b[0] > 23 || b[1] != 3 || b[2] > 4 {
-		return false
-	}
-	return len(b) < 5 || int(b[3])<<8|int(b[4]) <= 1<<14+2048
-}
-
 // tlsLayer decrypts one connection's TLS records (package tlsdecrypt) and
 // feeds their plaintext to the connection's frame parsers, timed by the
 // packets that carried each record: the same Kafka decoding as on a
@@ -173,8 +162,7 @@ type streamMark struct {
 // streamMarks are one direction's packet times by stream offset, for the
 // bytes the TLS layer still holds.
 type streamMarks struct {
-	m       []streamMark
-	dropped int64 // packets not marked: too many held at once
+	m []streamMark
 }
 
 // maxStreamMarks bounds the packets remembered per direction: a record is
@@ -187,8 +175,7 @@ func (s *streamMarks) add(base int64, ts *chunkTime, n int) {
 		return
 	}
 	if len(s.m) >= maxStreamMarks {
-		s.dropped++
-		return
+		return // the bytes take the last mark's time
 	}
 	first := len(s.m)
 	s.m = append(s.m, streamMark{pos: base, ts: ts.at(0)})

@@ -171,63 +171,12 @@ func TestTLSKeysLateSASLv0(t *testing.T) {
 // the TLS bytes written both ways and the client's key log.
 func kafkaOverTLS(t *testing.T, version uint16, n int) ([]tlsWrite, []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var log []tlsWrite
-	var keyLog bytes.Buffer
-	cp, sp := net.Pipe()
-	server := tls.Server(tapConn{sp, false, &mu, &log}, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
-	client := tls.Client(tapConn{cp, true, &mu, &log}, &tls.Config{InsecureSkipVerify: true, MinVersion: version, MaxVersion: version, KeyLogWriter: &keyLog})
-	done := make(chan error, 1)
-	go func() {
-		for range n {
-			var size [4]byte
-			if _, err := io.ReadFull(server, size[:]); err != nil {
-				done <- err
-				return
-			}
-			body := make([]byte, binary.BigEndian.Uint32(size[:]))
-			if _, err := io.ReadFull(server, body); err != nil {
-				done <- err
-				return
-			}
-			corr := int32(binary.BigEndian.Uint32(body[4:8]))
-			if _, err := server.Write(responseFrame(produceResponse("t", 0), 9, corr)); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	for i := range n {
+	xs := make([]exchange, n)
+	for i := range xs {
 		req := produceRequest("t", 0, -1, fmt.Sprintf("m-%d", i), strings.Repeat("x", 3000*(i%4)))
-		if _, err := client.Write(requestFrame(req, 9, int32(i+1), "tls-client")); err != nil {
-			t.Fatal(err)
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(client, size[:]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.CopyN(io.Discard, client, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
-			t.Fatal(err)
-		}
+		xs[i] = exchange{requestFrame(req, 9, int32(i+1), "tls-client"), responseFrame(produceResponse("t", 0), 9, int32(i+1))}
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	// Not tls.Conn.Close: its close_notify would wait for a reader.
-	cp.Close()
-	sp.Close()
-	return log, keyLog.Bytes()
+	return scriptedOverTLS(t, version, xs)
 }
 
 // brokerWait is how long the test's broker takes to answer: every
