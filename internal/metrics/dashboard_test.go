@@ -149,10 +149,10 @@ func exposedMetrics(t testing.TB) map[string]map[string]bool {
 			add(name, labels)
 		}
 	}
-	// Every family of the Set (15) and of the health collector (17) has a
+	// Every family of the Set (15) and of the health collector (18) has a
 	// series: the events above touch every kind.
-	if kscope != 32 {
-		t.Fatalf("%d kscope families gathered, want 32", kscope)
+	if kscope != 33 {
+		t.Fatalf("%d kscope families gathered, want 33", kscope)
 	}
 	for _, name := range []string{"process_resident_memory_bytes", "process_cpu_seconds_total", "go_goroutines"} {
 		if out[name] == nil {

@@ -21,6 +21,7 @@ type Health struct {
 	DecodeErrors  int64 // request or response bodies that failed to decode
 	BatchErrors   int64 // record batches that failed to decode
 	Evicted       int64 // requests dropped from a full in-flight table
+	IDsNotHeld    int64 // produce requests whose message ids were not kept for the slow log (memory bound)
 	Connections   int   // TCP connections tracked now
 	InFlight      map[string]int
 	RingbufDrops  map[string]int64 // by ring buffer: writes, journal, waits, run_delays, conns
@@ -41,7 +42,7 @@ type Health struct {
 type HealthCollector struct {
 	read func() Health
 
-	up, brokerPID, packets, kernelDrops, skipped, gaps, decodeErrors, batchErrors, evicted,
+	up, brokerPID, packets, kernelDrops, skipped, gaps, decodeErrors, batchErrors, evicted, idsNotHeld,
 	connections, inFlight, ringbufDrops, restarts, slow, slowDropped, traced, slowLogErrors, tlsConns *prometheus.Desc
 }
 
@@ -61,6 +62,7 @@ func NewHealthCollector(read func() Health) *HealthCollector {
 		decodeErrors:  d("decode_errors_total", "Request or response bodies of known APIs that failed to decode."),
 		batchErrors:   d("batch_errors_total", "Record batches that failed to decode."),
 		evicted:       d("evicted_requests_total", "Requests dropped from a connection's full in-flight table."),
+		idsNotHeld:    d("message_ids_not_held_total", "Produce requests whose message ids were not read for the slow log: the record bytes held for them were at their bound."),
 		connections:   d("connections", "TCP connections on the broker ports being tracked."),
 		inFlight:      d("requests_in_flight", "Requests seen whose response has not been seen yet.", "api"),
 		ringbufDrops:  d("ringbuf_drops_total", "Traced events lost because an eBPF ring buffer was full.", "ring"),
@@ -76,7 +78,7 @@ func NewHealthCollector(read func() Health) *HealthCollector {
 // Describe implements prometheus.Collector.
 func (c *HealthCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.brokerPID, c.packets, c.kernelDrops, c.skipped, c.gaps, c.decodeErrors,
-		c.batchErrors, c.evicted, c.connections, c.inFlight, c.ringbufDrops, c.restarts, c.slow, c.slowDropped, c.traced, c.slowLogErrors, c.tlsConns} {
+		c.batchErrors, c.evicted, c.idsNotHeld, c.connections, c.inFlight, c.ringbufDrops, c.restarts, c.slow, c.slowDropped, c.traced, c.slowLogErrors, c.tlsConns} {
 		ch <- d
 	}
 }
@@ -100,6 +102,7 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.decodeErrors, h.DecodeErrors)
 	counter(c.batchErrors, h.BatchErrors)
 	counter(c.evicted, h.Evicted)
+	counter(c.idsNotHeld, h.IDsNotHeld)
 	gauge(c.connections, float64(h.Connections))
 	for _, api := range sortedKeys(h.InFlight) {
 		gauge(c.inFlight, float64(h.InFlight[api]), api)

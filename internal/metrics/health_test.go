@@ -27,7 +27,7 @@ func TestHealthCollector(t *testing.T) {
 		Connections:  12,
 		InFlight:     map[string]int{"Produce": 3, "Fetch": 1},
 		RingbufDrops: map[string]int64{"writes": 9, "journal": 0, "waits": 4},
-		Restarts:     map[string]int64{"capture": 2, "trace": 1},
+		Restarts:     map[string]int64{"capture": 2, "trace": 1}, IDsNotHeld: 8,
 		SlowRequests: 40, SlowDropped: 6, TracedEvents: 123456, HeapBytes: 1 << 20, SlowLogErrors: 1,
 	}
 	tests := []struct {
@@ -50,6 +50,7 @@ func TestHealthCollector(t *testing.T) {
 				{"kscope_agent_decode_errors_total", l(), counter, 2},
 				{"kscope_agent_batch_errors_total", l(), counter, 1},
 				{"kscope_agent_evicted_requests_total", l(), counter, 5},
+				{"kscope_agent_message_ids_not_held_total", l(), counter, 8},
 				{"kscope_agent_connections", l(), gauge, 12},
 				{"kscope_agent_requests_in_flight", l("api", "Produce"), gauge, 3},
 				{"kscope_agent_requests_in_flight", l("api", "Fetch"), gauge, 1},
@@ -63,7 +64,7 @@ func TestHealthCollector(t *testing.T) {
 				{"kscope_agent_traced_events_total", l(), counter, 123456},
 				{"kscope_agent_slow_log_errors_total", l(), counter, 1},
 			},
-			families: 17,
+			families: 18,
 		},
 		{
 			name:   "zero value: no labelled series from nil maps",
@@ -75,7 +76,7 @@ func TestHealthCollector(t *testing.T) {
 				{"kscope_agent_capture_drops_total", l(), counter, 0},
 				{"kscope_agent_slow_requests_dropped_total", l(), counter, 0},
 			},
-			families: 14, // no in-flight, ring buffer or restart series
+			families: 15, // no in-flight, ring buffer or restart series
 		},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,12 @@
 // the rest are "other" (see topN), and values are made valid, short UTF-8.
 // Series of a value that loses its place are deleted, so the number of
 // series stays bounded on a cluster with any number of topics and clients.
+//
+// Request runs for every request the agent decodes, so it resolves its
+// series through a cache kept with the label values' top-N slots
+// (seriesCache): a request like one seen before builds no label string,
+// hashes no label values and allocates nothing; only a rerank that takes
+// a value's name away empties the cache.
 package metrics
 
 import (
@@ -17,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -99,26 +104,15 @@ type Set struct {
 	topics     *topN
 	clients    *topN
 	partitions *topN // keys "topic\x00partition"
-	// Observers by label values: a map lookup instead of hashing the
-	// labels on every event. Cleared when a label value is demoted.
-	reqSeries   map[reqKey]*reqSeries
-	latSeries   map[latKey]prometheus.Observer
-	writeSeries map[writeKey]*writeSeries
+	cache      seriesCache
+	scratch    requestScratch
 }
 
-type reqKey struct{ api, topic, client string }
-
-type reqSeries struct {
-	requests, records, recordBytes prometheus.Counter
-}
-
-type latKey struct{ api, topic, partition string }
-
-type writeKey struct{ topic, partition, op string }
-
-type writeSeries struct {
-	latency prometheus.Observer
-	bytes   prometheus.Counter
+// requestScratch is Request's working space, reused (under Set's lock) so
+// that a request allocates nothing.
+type requestScratch struct {
+	topics  []topicTraffic
+	topicOf []int32 // by partition: its index in topics
 }
 
 // New creates the metrics and registers them with reg.
@@ -176,12 +170,10 @@ func New(reg prometheus.Registerer, o Options) (*Set, error) {
 		throttled: counter("cgroup_throttled_seconds_total",
 			"Time the broker's cgroup (or an ancestor) was throttled by its CPU quota, by cgroup.", "cgroup"),
 
-		topics:      newTopN(o.TopTopics),
-		clients:     newTopN(o.TopClients),
-		partitions:  newTopN(o.TopPartitions),
-		reqSeries:   make(map[reqKey]*reqSeries),
-		latSeries:   make(map[latKey]prometheus.Observer),
-		writeSeries: make(map[writeKey]*writeSeries),
+		topics:     newTopN(o.TopTopics),
+		clients:    newTopN(o.TopClients),
+		partitions: newTopN(o.TopPartitions),
+		cache:      newSeriesCache(),
 	}
 	for _, c := range s.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -205,13 +197,7 @@ const maxLabelBytes = 128
 // UTF-8), control characters (C0, DEL and C1) escaped as \xNN, at most
 // maxLabelBytes (cut at a character's boundary).
 func cleanLabel(v string) string {
-	clean := len(v) <= maxLabelBytes
-	for i := 0; clean && i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c == 0x7f || c >= utf8.RuneSelf {
-			clean = false
-		}
-	}
-	if clean {
+	if isCleanLabel(v) {
 		return v
 	}
 	var b strings.Builder
@@ -226,6 +212,22 @@ func cleanLabel(v string) string {
 		b.WriteString(piece)
 	}
 	return b.String()
+}
+
+// isCleanLabel reports whether v is a label value as it is: short,
+// printable ASCII. It runs for every client id and topic of every
+// request, so it tests each byte once: c-0x20 wraps around for bytes
+// below 0x20, and 0x7f (DEL) and above are at least 0x5f after it.
+func isCleanLabel(v string) bool {
+	if len(v) > maxLabelBytes {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i]-0x20 >= 0x7f-0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // apiLabel bounds the api label: an unknown key would otherwise make a
@@ -251,34 +253,40 @@ func errorName(code int16) string {
 	return UnknownErrorCode
 }
 
-// Request counts one decoded request.
+// Request counts one decoded request. Its labels are resolved through
+// the series cache: the topN tables are counted exactly as before, in the
+// same order (the client, each topic with its bytes, then each partition
+// with its topic again), so the same keys are named and evicted.
 func (s *Set) Request(r *event.Request) {
-	api := apiLabel(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	client := s.clients.label(cleanLabel(r.ClientID), float64(r.RequestBytes+r.ResponseBytes))
-	s.reqBytes.WithLabelValues(api, client).Add(float64(r.RequestBytes))
+	api := s.apiFor(r)
+	client := s.clientRef(s.clients.find(cleanLabel(r.ClientID), float64(r.RequestBytes+r.ResponseBytes)))
+	cs := seriesOf(client, api)
+	s.addRequestBytes(cs, api, client, r.RequestBytes)
 	if r.ResponseBytes > 0 {
-		s.respBytes.WithLabelValues(api, client).Add(float64(r.ResponseBytes))
+		s.addResponseBytes(cs, api, client, r.ResponseBytes)
 	}
 	answered := !r.End.IsZero()
 	if !answered {
-		s.unanswered.WithLabelValues(api).Inc()
+		s.addUnanswered(api)
 	}
 	seconds := r.End.Sub(r.Arrival).Seconds()
 	if r.ErrorCode != nil && *r.ErrorCode != 0 {
-		s.errors.WithLabelValues(api, "", errorName(*r.ErrorCode)).Inc()
+		s.errorsFor(api, s.cache.noTopic, *r.ErrorCode).Inc()
 	}
 
 	// The topics the request names, in order, each once, with their
 	// records and bytes; a request with none is counted under topic "".
-	var buf [4]topicTraffic
-	for _, t := range trafficByTopic(r.Partitions, buf[:0]) {
-		topic := t.name
-		if topic != "" {
-			topic = s.topics.label(topic, float64(t.bytes+1))
+	topics, topicOf := s.groupTopics(r.Partitions)
+	for i := range topics {
+		t := &topics[i]
+		topic := s.cache.noTopic
+		if t.name != "" {
+			t.slot = s.topics.find(t.name, float64(t.bytes+1))
+			topic = s.topicRef(t.slot)
 		}
-		rs := s.reqSeriesFor(reqKey{api, topic, client})
+		rs := s.reqSeriesFor(seriesOf(topic, api), api, topic, client)
 		rs.requests.Inc()
 		if t.records > 0 {
 			rs.records.Add(float64(t.records))
@@ -287,50 +295,56 @@ func (s *Set) Request(r *event.Request) {
 			rs.recordBytes.Add(float64(t.bytes))
 		}
 		if answered && !s.opts.PartitionLabel {
-			s.latencyFor(latKey{api: api, topic: topic}).Observe(seconds)
+			s.topicLatency(api, topic).Observe(seconds)
 		}
 	}
 	if answered && s.opts.PartitionLabel && len(r.Partitions) == 0 {
-		s.latencyFor(latKey{api: api}).Observe(seconds) // topic and partition ""
+		s.topicLatency(api, s.cache.noTopic).Observe(seconds) // topic and partition ""
 	}
 	for i := range r.Partitions {
 		p := &r.Partitions[i]
-		topic, partition := s.topicPartition(p.Topic, p.TopicID, p.Partition, 0)
+		t := &topics[topicOf[i]]
+		t.slot = s.countTopic(t, 0)
+		topic, partition := s.partitionRefs(t.slot, p.Partition, 0)
 		if answered && s.opts.PartitionLabel {
-			s.latencyFor(latKey{api, topic, partition}).Observe(seconds)
+			s.latency(api, topic, partition).Observe(seconds)
 		}
 		if p.ErrorCode != 0 {
-			s.errors.WithLabelValues(api, topic, errorName(p.ErrorCode)).Inc()
+			s.errorsFor(api, topic, p.ErrorCode).Inc()
 		}
 	}
 }
 
-// topicPartition are the bounded labels of a topic-partition.
-func (s *Set) topicPartition(topic, topicID string, partition int32, weight float64) (string, string) {
-	t := cleanLabel(topic)
-	if t == "" {
-		t = cleanLabel(topicID)
+// countTopic counts weight for a topic of the request again: by its slot
+// when the traffic loop counted it (a topic named "" was not), by its
+// name otherwise.
+func (s *Set) countTopic(t *topicTraffic, weight float64) *slot {
+	if t.slot == nil {
+		return s.topics.find(t.name, weight)
 	}
-	t = s.topics.label(t, weight)
-	if t == Other {
-		return Other, Other
-	}
-	key := t + "\x00" + strconv.Itoa(int(partition))
-	if s.partitions.label(key, weight+1) == Other {
-		return t, Other
-	}
-	return t, strconv.Itoa(int(partition))
+	return s.topics.again(t.slot, weight)
 }
 
+// topicTraffic is one topic of a request: its name (cleaned), records
+// and bytes, and its slot in the topics table once counted.
 type topicTraffic struct {
 	name           string
 	records, bytes int
+	slot           *slot
 }
 
 // trafficByTopic appends to out each topic of ps once (named by id when
 // the name is unknown), in order of first appearance, with its records
 // and bytes summed; a single entry "" when ps is empty.
 func trafficByTopic(ps []event.Partition, out []topicTraffic) []topicTraffic {
+	out, _ = groupByTopic(ps, out, nil)
+	return out
+}
+
+// groupByTopic is trafficByTopic that also appends to topicOf, for each
+// partition, its topic's index in out, so that the partitions need not be
+// cleaned and matched to their topic again.
+func groupByTopic(ps []event.Partition, out []topicTraffic, topicOf []int32) ([]topicTraffic, []int32) {
 	for i := range ps {
 		p := &ps[i]
 		name := p.Topic
@@ -345,59 +359,35 @@ func trafficByTopic(ps []event.Partition, out []topicTraffic) []topicTraffic {
 		}
 		out[j].records += p.Records
 		out[j].bytes += p.Bytes
+		topicOf = append(topicOf, int32(j))
 	}
 	if len(out) == 0 {
 		out = append(out, topicTraffic{})
 	}
-	return out
+	return out, topicOf
 }
 
-func (s *Set) reqSeriesFor(k reqKey) *reqSeries {
-	if rs, ok := s.reqSeries[k]; ok {
-		return rs
-	}
-	rs := &reqSeries{
-		requests:    s.requests.WithLabelValues(k.api, k.topic, k.client),
-		records:     s.records.WithLabelValues(k.api, k.topic, k.client),
-		recordBytes: s.recordBytes.WithLabelValues(k.api, k.topic, k.client),
-	}
-	s.reqSeries[k] = rs
-	return rs
-}
-
-func (s *Set) latencyFor(k latKey) prometheus.Observer {
-	if o, ok := s.latSeries[k]; ok {
-		return o
-	}
-	var o prometheus.Observer
-	if s.opts.PartitionLabel {
-		o = s.reqDuration.WithLabelValues(k.api, k.topic, k.partition)
-	} else {
-		o = s.reqDuration.WithLabelValues(k.api, k.topic)
-	}
-	s.latSeries[k] = o
-	return o
+// groupTopics is groupByTopic into the Set's scratch space.
+func (s *Set) groupTopics(ps []event.Partition) ([]topicTraffic, []int32) {
+	sc := &s.scratch
+	sc.topics, sc.topicOf = groupByTopic(ps, sc.topics[:0], sc.topicOf[:0])
+	return sc.topics, sc.topicOf
 }
 
 // Write counts one traced write or fsync call on a segment file.
 func (s *Set) Write(w *event.Write) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	topic, partition := s.topicPartition(w.Topic, "", w.Partition, float64(w.Bytes))
+	weight := float64(w.Bytes)
+	topic, partition := s.partitionRefs(s.topics.find(cleanLabel(w.Topic), weight), w.Partition, weight)
 	op := cleanLabel(w.Op)
-	k := writeKey{topic, partition, op}
-	ws, ok := s.writeSeries[k]
-	if !ok {
-		ws = &writeSeries{latency: s.writeLatency.WithLabelValues(topic, partition, op),
-			bytes: s.writeBytes.WithLabelValues(topic, partition, op)}
-		s.writeSeries[k] = ws
-	}
+	ws := s.writeSeriesFor(topic, partition, op)
 	ws.latency.Observe(w.End.Sub(w.Start).Seconds())
 	if w.Bytes > 0 {
 		ws.bytes.Add(float64(w.Bytes))
 	}
 	if w.Error != "" {
-		s.writeErrors.WithLabelValues(topic, op).Inc()
+		s.writeErrors.WithLabelValues(topic.key, op).Inc()
 	}
 }
 
@@ -461,6 +451,7 @@ func (s *Set) Throttle(t *event.CPUThrottle) {
 func (s *Set) Rerank() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	named := []map[string]*slot{s.topics.named, s.clients.named, s.partitions.named} // before the rerank
 	demotedTopics := s.topics.rerank()
 	demotedClients := s.clients.rerank()
 	demotedParts := s.partitions.rerank()
@@ -488,7 +479,5 @@ func (s *Set) Rerank() {
 			s.reqDuration.DeletePartialMatch(labels)
 		}
 	}
-	clear(s.reqSeries)
-	clear(s.latSeries)
-	clear(s.writeSeries)
+	s.cache.reset(named...)
 }

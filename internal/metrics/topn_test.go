@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -111,8 +112,8 @@ func TestTopNRerank(t *testing.T) {
 			if got := slices.Sorted(maps.Keys(tn.named)); !slices.Equal(got, tc.wantNamed) {
 				t.Errorf("named %q, want %q", got, tc.wantNamed)
 			}
-			if !maps.Equal(tn.counts, tc.wantCounts) {
-				t.Errorf("counts %v, want %v", tn.counts, tc.wantCounts)
+			if got := countsOf(tn); !maps.Equal(got, tc.wantCounts) {
+				t.Errorf("counts %v, want %v", got, tc.wantCounts)
 			}
 			for _, k := range tc.wantNamed {
 				if got := tn.label(k, 0); got != k {
@@ -212,5 +213,72 @@ func TestTopNEvictSmallest(t *testing.T) {
 	}
 	if len(tn.counts) != tn.size {
 		t.Errorf("%d counted, want %d", len(tn.counts), tn.size)
+	}
+}
+
+// countsOf is the table's counts by key.
+func countsOf(tn *topN) map[string]float64 {
+	out := make(map[string]float64, len(tn.counts))
+	for k, sl := range tn.counts {
+		out[k] = sl.count
+	}
+	return out
+}
+
+// TestTopNSlotsMatchReference: counting through held slots (again) and
+// by key (find, label) leaves the table as the string-keyed topN before
+// slots (refTopN) did, with evictions, forgotten keys and reranks.
+func TestTopNSlotsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tn, ref := newTopN(3), newRefTopN(3)
+	held := map[string]*slot{}
+	for i := range 20000 {
+		key := fmt.Sprint("k", rng.IntN(300)) // more keys than the table's 256
+		weight := []float64{0, 1e-4, 1, 7, 1000}[rng.IntN(5)]
+		var named bool
+		switch sl := held[key]; {
+		case sl != nil && rng.IntN(4) > 0:
+			sl = tn.again(sl, weight)
+			held[key], named = sl, sl.named
+		case rng.IntN(2) == 0:
+			sl = tn.find(key, weight)
+			held[key], named = sl, sl.named
+		default:
+			named = tn.label(key, weight) == key
+		}
+		if want := ref.label(key, weight) == key; named != want {
+			t.Fatalf("op %d: %s named %v, reference %v", i, key, named, want)
+		}
+		if rng.IntN(500) == 0 {
+			if got, want := tn.rerank(), ref.rerank(); !slices.Equal(got, want) {
+				t.Fatalf("op %d: demoted %q, reference %q", i, got, want)
+			}
+		}
+		if got := countsOf(tn); !maps.Equal(got, ref.counts) {
+			t.Fatalf("op %d: counts differ: %s", i, firstDifferent(got, ref.counts))
+		}
+		if got, want := slices.Sorted(maps.Keys(tn.named)), slices.Sorted(maps.Keys(ref.named)); !slices.Equal(got, want) {
+			t.Fatalf("op %d: named %q, reference %q", i, got, want)
+		}
+	}
+}
+
+// TestTopNForgottenKeepsSlot: a named key forgotten by the decay (no
+// longer counted) that comes back before it loses its name takes its old
+// slot again, so a caller holding it still sees the key named.
+func TestTopNForgottenKeepsSlot(t *testing.T) {
+	tn := newTopN(1)
+	old := tn.find("old", 1)
+	for range 10 { // 1/2^10 < 1e-3
+		tn.rerank()
+	}
+	if old.counted || !old.named {
+		t.Fatalf("after the decay: %+v, want named and not counted", *old)
+	}
+	if again := tn.again(old, 5); again != old || !again.counted || !again.named || again.count != 5 {
+		t.Fatalf("again: %+v (same slot %v)", *again, again == old)
+	}
+	if d := tn.rerank(); len(d) != 0 {
+		t.Fatalf("demoted %q", d)
 	}
 }
