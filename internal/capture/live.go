@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -31,12 +32,12 @@ const (
 	// LivePollTimeout is the longest Next waits for a packet before it
 	// returns ErrTimeout, so callers can stop.
 	LivePollTimeout = 150 * time.Millisecond
-	// liveBlockTimeout is how long the kernel keeps a partly filled ring
-	// block before handing it over: the most a packet waits for user
+	// DefaultBlockTimeout is how long the kernel keeps a partly filled
+	// ring block before handing it over: the most a packet waits for user
 	// space (its timestamp is the kernel's, unaffected).
-	liveBlockTimeout = 10 * time.Millisecond
-	liveFrameSize    = 4096
-	liveMinBlock     = 1 << 20
+	DefaultBlockTimeout = 10 * time.Millisecond
+	liveFrameSize       = 4096
+	liveMinBlock        = 1 << 20
 )
 
 // ErrTimeout is returned by (*Live).Next when no packet arrived within
@@ -59,6 +60,13 @@ type LiveConfig struct {
 	// DefaultLiveBufferBytes. It is taken in whole blocks of 1 MiB (more
 	// for a snap length near 1 MiB), at least two.
 	BufferBytes int
+	// BlockTimeout is how long a partly filled block waits for more
+	// packets before the reader gets it; 0 is DefaultBlockTimeout. Each
+	// block handed over wakes the reader: a long-running capture that
+	// needs no answer within milliseconds (the agent) saves most of its
+	// CPU with a longer one, as long as the ring holds that long's
+	// packets.
+	BlockTimeout time.Duration
 }
 
 // LiveStats are a live capture's counters.
@@ -172,7 +180,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		afpacket.OptFrameSize(liveFrameSize),
 		afpacket.OptBlockSize(block),
 		afpacket.OptNumBlocks(blocks),
-		afpacket.OptBlockTimeout(liveBlockTimeout),
+		afpacket.OptBlockTimeout(cmp.Or(cfg.BlockTimeout, DefaultBlockTimeout)),
 		afpacket.OptPollTimeout(LivePollTimeout),
 	)
 	if err != nil {

@@ -289,7 +289,7 @@ func TestLiveNoAllocs(t *testing.T) {
 	}
 	defer lv.Close()
 	ex.run(t, 2000)
-	time.Sleep(3 * liveBlockTimeout) // let the kernel hand over the last block
+	time.Sleep(3 * DefaultBlockTimeout) // let the kernel hand over the last block
 	dec := NewDecoder()
 	var n int
 	allocs := testing.AllocsPerRun(3000, func() {
