@@ -133,9 +133,6 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	// Fetch responses' message ids are never used here: counting their
-	// records from the batch headers spares reading every record.
-	cfg.ProduceIDsOnly = true
 	if o.keep <= 0 || o.slowRate <= 0 || o.rotate <= 0 || o.slow <= 0 {
 		return badInput(errors.New("--keep, --slow-rate, --rotate and --slow must be positive"))
 	}

@@ -25,31 +25,43 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 	ev := p.ev
 	switch p.header.key {
 	case 0:
-		var req kmsg.ProduceRequest
+		req := &d.produceReq
+		*req = kmsg.ProduceRequest{Topics: req.Topics[:0]}
 		req.SetVersion(p.header.version)
-		if err := req.ReadFrom(body); err != nil {
+		if err := req.UnsafeReadFrom(body); err != nil {
 			return true, false
 		}
-		acks := req.Acks
-		ev.Acks = &acks
+		ev.Acks = d.int16s.one(req.Acks)
+		if ev.Partitions == nil {
+			ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
+		}
+		header := d.cfg.MessageIDHeader
+		if d.holdsIDs() {
+			header = "" // counted from the batch headers; ids if slow
+			if req.Acks != 0 {
+				p.held = d.holdProduceRecords(req)
+			}
+		}
 		for i := range req.Topics {
 			t := &req.Topics[i]
+			topic := d.names.intern(t.Topic)
 			for j := range t.Partitions {
 				tp := &t.Partitions[j]
-				part := event.Partition{Topic: t.Topic, Partition: tp.Partition, Bytes: len(tp.Records)}
+				part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
 				d.topics.resolve(&part, t.TopicID)
-				d.summarize(&part, tp.Records, d.cfg.MessageIDHeader)
+				d.summarize(&part, tp.Records, header)
 				if d.cfg.BatchStats {
 					d.batchStats(&part, tp.Records)
 				}
 				ev.Partitions = append(ev.Partitions, part)
 			}
 		}
-		return acks != 0, true
+		return req.Acks != 0, true
 	case 1:
-		var req kmsg.FetchRequest
+		req := &d.fetchReq
+		*req = kmsg.FetchRequest{Topics: req.Topics[:0]}
 		req.SetVersion(p.header.version)
-		if err := req.ReadFrom(body); err != nil {
+		if err := req.UnsafeReadFrom(body); err != nil {
 			return true, false
 		}
 		// v15+ moved the fetching replica's id into a tagged field
@@ -58,16 +70,19 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 		if req.Version >= 15 {
 			replica = req.ReplicaState.ID
 		}
-		ev.ReplicaID = &replica
-		// One array for every partition's fetch offset: one allocation
-		// per request, not one per partition.
-		offsets := make([]int64, 0, fetchPartitions(&req))
+		ev.ReplicaID = d.int32s.one(replica)
+		n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
+		offsets := d.int64s.take(n)
+		if ev.Partitions == nil {
+			ev.Partitions = make([]event.Partition, 0, n)
+		}
 		for i := range req.Topics {
 			t := &req.Topics[i]
+			topic := d.names.intern(t.Topic)
 			for j := range t.Partitions {
 				tp := &t.Partitions[j]
 				offsets = append(offsets, tp.FetchOffset)
-				part := event.Partition{Topic: t.Topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
+				part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
 				d.topics.resolve(&part, t.TopicID)
 				ev.Partitions = append(ev.Partitions, part)
 			}
@@ -82,11 +97,12 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 	return true, req.ReadFrom(body) == nil
 }
 
-// fetchPartitions counts the partitions a decoded Fetch request names.
-func fetchPartitions(req *kmsg.FetchRequest) int {
+// requestPartitions counts the partitions of decoded topics: the
+// capacity an event's partitions are allocated with, once.
+func requestPartitions[T any](topics []T, partitions func(*T) int) int {
 	n := 0
-	for i := range req.Topics {
-		n += len(req.Topics[i].Partitions)
+	for i := range topics {
+		n += partitions(&topics[i])
 	}
 	return n
 }
@@ -147,13 +163,14 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 	ev := p.ev
 	switch p.header.key {
 	case 0:
-		var resp kmsg.ProduceResponse
+		resp := &d.produceResp
+		*resp = kmsg.ProduceResponse{Topics: resp.Topics[:0]}
 		resp.SetVersion(p.header.version)
-		if err := resp.ReadFrom(body); err != nil {
+		if err := resp.UnsafeReadFrom(body); err != nil {
 			return false
 		}
 		ev.ThrottleMs = resp.ThrottleMillis
-		var offsets []int64 // the base offsets, one allocation per response
+		var offsets []int64 // the base offsets, from the slab
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
@@ -170,7 +187,7 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 				if offsets == nil {
 					// Sized by the request's partitions, which bound the
 					// ones an offset is kept for, not by the response.
-					offsets = make([]int64, 0, len(ev.Partitions))
+					offsets = d.int64s.take(len(ev.Partitions))
 				}
 				offsets = append(offsets, rp.BaseOffset)
 				part.BaseOffset = &offsets[len(offsets)-1]
@@ -178,18 +195,18 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 		}
 		return true
 	case 1:
-		var resp kmsg.FetchResponse
+		resp := &d.fetchResp
+		*resp = kmsg.FetchResponse{Topics: resp.Topics[:0]}
 		resp.SetVersion(p.header.version)
-		if err := resp.ReadFrom(body); err != nil {
+		if err := resp.UnsafeReadFrom(body); err != nil {
 			return false
 		}
 		ev.ThrottleMs = resp.ThrottleMillis
 		if resp.Version >= 7 {
-			code := resp.ErrorCode
-			ev.ErrorCode = &code
+			ev.ErrorCode = d.int16s.one(resp.ErrorCode)
 		}
-		// The high watermarks, one allocation per response, sized by the
-		// partitions kmsg decoded (not by a length the response claims).
+		// The high watermarks, from the slab, sized by the partitions
+		// kmsg decoded (not by a length the response claims).
 		var hws []int64
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
@@ -197,16 +214,12 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 				rp := &t.Partitions[j]
 				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
 				if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && hws == nil {
-					n := 0
-					for k := range resp.Topics {
-						n += len(resp.Topics[k].Partitions)
-					}
-					hws = make([]int64, 0, n)
+					hws = d.int64s.take(requestPartitions(resp.Topics, func(t *kmsg.FetchResponseTopic) int { return len(t.Partitions) }))
 				}
 				if part == nil {
 					// Incremental fetch sessions answer for
 					// partitions the request did not list.
-					ev.Partitions = append(ev.Partitions, event.Partition{Topic: t.Topic, Partition: rp.Partition})
+					ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: rp.Partition})
 					part = &ev.Partitions[len(ev.Partitions)-1]
 					d.topics.resolve(part, t.TopicID)
 				}

@@ -12,6 +12,9 @@ type pending struct {
 	ev       *event.Request
 	header   requestHeader
 	received time.Time // capture time of the request's last byte
+	// held are the record batches read for message ids if the request
+	// turns out slow (Config.MessageIDsMinLatency).
+	held heldRecords
 }
 
 // conn is the state of one TCP connection between a client and a broker.
@@ -19,8 +22,8 @@ type conn struct {
 	d              *Decoder
 	client, broker string
 	req, resp      *frameParser
-	inflight       map[int32]*pending
-	order          []int32 // correlation ids in arrival order, to evict the oldest
+	inflight       map[int32]pending // by value: no allocation per request
+	order          []int32           // correlation ids in arrival order, to evict the oldest
 	reqSink        requestSink
 	respSink       responseSink
 	// lastEnd is when the previous response on this connection ended:
@@ -36,6 +39,9 @@ type conn struct {
 	signals [2]tcpSignals
 	acks    ackClock
 	sasl    saslState
+	// clientID is the client id of the connection's last request: one
+	// string per connection, not one per request.
+	clientID string
 }
 
 // earlyResponse is a response frame kept until its request shows up.
@@ -54,7 +60,7 @@ const (
 )
 
 func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *conn {
-	c := &conn{d: d, client: client, broker: broker, inflight: make(map[int32]*pending)}
+	c := &conn{d: d, client: client, broker: broker, inflight: make(map[int32]pending)}
 	c.reqSink.c, c.respSink.c = c, c
 	c.req = newFrameParser(&c.reqSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
 	c.resp = newFrameParser(&c.respSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
@@ -70,7 +76,7 @@ func (c *conn) close() {
 	for _, id := range c.order {
 		if p, ok := c.inflight[id]; ok {
 			c.d.stats.Unanswered++
-			c.d.emitRequest(p.ev)
+			c.d.emitUnanswered(&p)
 		}
 	}
 	clear(c.inflight)
@@ -91,12 +97,12 @@ func (c *conn) addInflight(p *pending) {
 		// A reused correlation id: the old request will not be
 		// answered any more.
 		c.d.stats.Unanswered++
-		c.d.emitRequest(old.ev)
+		c.d.emitUnanswered(&old)
 	}
 	if len(c.inflight) >= c.d.cfg.MaxInflight {
 		c.evictOldest()
 	}
-	c.inflight[id] = p
+	c.inflight[id] = *p
 	c.order = append(c.order, id)
 	if len(c.order) > 2*c.d.cfg.MaxInflight {
 		c.compactOrder()
@@ -112,7 +118,7 @@ func (c *conn) evictOldest() {
 			delete(c.inflight, id)
 			c.d.stats.Evicted++
 			c.d.stats.Unanswered++
-			c.d.emitRequest(p.ev)
+			c.d.emitUnanswered(&p)
 			return
 		}
 	}
@@ -177,7 +183,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 		APIKey:        h.key,
 		APIVersion:    h.version,
 		CorrelationID: h.correlationID,
-		ClientID:      string(h.clientID),
+		ClientID:      c.internClientID(h.clientID),
 		RequestBytes:  f.size + 4,
 		Partial:       f.lost,
 	}
@@ -193,9 +199,9 @@ func (s *requestSink) onFrame(f *frame) bool {
 		ev.Partial = true
 	}
 	ev.Principal = c.sasl.principal
-	p := &pending{ev: ev, header: h, received: f.last}
+	p := pending{ev: ev, header: h, received: f.last}
 	if h.known && !ev.Partial {
-		expectResponse, ok := c.d.decodeRequestBody(p, body)
+		expectResponse, ok := c.d.decodeRequestBody(&p, body)
 		if !ok {
 			c.d.stats.DecodeErrors++
 			if f.resynced {
@@ -212,7 +218,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 			return true
 		}
 	}
-	c.addInflight(p)
+	c.addInflight(&p)
 	return true
 }
 
@@ -309,13 +315,13 @@ func (s *responseSink) onFrame(f *frame) bool {
 		// A frame found by resynchronisation must prove itself: a
 		// correlation id match alone is weak (small integers abound
 		// in record data).
-		if f.lost || f.cut || !p.header.known || !c.d.decodeResponseBody(p, f.body[4:]) {
+		if f.lost || f.cut || !p.header.known || !c.d.decodeResponseBody(&p, f.body[4:]) {
 			return false
 		}
 		decoded = true
 	}
 	delete(c.inflight, id)
-	c.complete(p, f, decoded)
+	c.complete(&p, f, decoded)
 	c.answeredUpTo(id)
 	return true
 }
@@ -333,7 +339,7 @@ func (c *conn) answeredUpTo(id int32) {
 			if p, ok := c.inflight[older]; ok {
 				delete(c.inflight, older)
 				c.d.stats.Unanswered++
-				c.d.emitRequest(p.ev)
+				c.d.emitUnanswered(&p)
 			}
 		}
 		c.order = c.order[i+1:]
@@ -355,6 +361,15 @@ func (c *conn) keepEarly(id int32, f *frame) {
 		kept.body = append([]byte(nil), f.body...)
 	}
 	c.early = append(c.early, earlyResponse{correlationID: id, frame: kept})
+}
+
+// internClientID returns id as a string, the connection's previous one
+// when it is the same (a client keeps its id; comparing allocates nothing).
+func (c *conn) internClientID(id []byte) string {
+	if string(id) != c.clientID {
+		c.clientID = string(id)
+	}
+	return c.clientID
 }
 
 // complete pairs a request with its response frame and emits it;
@@ -397,6 +412,7 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 			c.saslResponse(p, f.body[4:])
 		}
 	}
+	c.d.releaseHeld(&p.held, ev, true)
 	c.d.emitRequest(ev)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/reassembly"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
@@ -24,6 +25,11 @@ type Config struct {
 	MessageIDHeader string
 	// MaxMessageIDs bounds the ids kept per partition of a request.
 	MaxMessageIDs int
+	// MessageIDsMinLatency, when positive, reads a produce request's
+	// message ids only if it is at least this slow (or unanswered): the
+	// agent's slow-request log wants them, nothing else does. Its record
+	// batches are copied aside until the response (see slowids.go).
+	MessageIDsMinLatency time.Duration
 	// ProduceIDsOnly collects message ids from produce requests only:
 	// fetch responses are then counted from their batch headers, without
 	// reading (or decompressing) a record (the agent's hot path).
@@ -87,6 +93,28 @@ type Decoder struct {
 	streams map[connKey]*stream
 	// tlsProblems are the first TLS connections not decrypted.
 	tlsProblems []TLSProblem
+	// last is the stream streamOf found last, for key in direction
+	// lastDir (nil when it has gone).
+	last    *stream
+	lastKey connKey
+	lastDir int
+
+	// The bodies decoded on every request, reused: kmsg decodes into
+	// them again, keeping their top-level arrays. Their strings point
+	// into the frame (UnsafeReadFrom): names are interned before an
+	// event keeps them.
+	produceReq  kmsg.ProduceRequest
+	produceResp kmsg.ProduceResponse
+	fetchReq    kmsg.FetchRequest
+	fetchResp   kmsg.FetchResponse
+	names       interner
+	int16s      slab[int16]
+	int32s      slab[int32]
+	int64s      slab[int64]
+	// Produce requests' record batches held for their message ids
+	// (MessageIDsMinLatency): bytes held now, copies free for reuse.
+	heldBytes int
+	heldFree  [][]byte
 }
 
 // NewDecoder returns a decoder that calls emit for every request, in the
@@ -175,7 +203,11 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 	d.stats.Bytes += int64(len(tcp.Payload))
 	ts := ci.Timestamp
 	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
-	if tcp.ACK && d.ackedGap(seg) {
+	s, dir := d.streamOf(seg)
+	if s != nil && tcp.RST {
+		s.abort()
+	}
+	if s != nil && tcp.ACK && s.times[1-dir].lostInCapture(tcp.Ack) {
 		// The peer has acknowledged bytes the capture lost: no
 		// retransmission will come, so waiting for one would only hold
 		// back the data after the gap (and let this packet's response
@@ -203,17 +235,32 @@ type connKey struct {
 	net, transport gopacket.Flow
 }
 
-// ackedGap reports whether seg acknowledges bytes of the other direction
-// that the capture lost.
-func (d *Decoder) ackedGap(seg capture.Segment) bool {
+// streamOf returns seg's connection and seg's direction in it (0: the
+// direction of the connection's first packet), or nil. The last one
+// found is remembered: a connection's packets come in runs, and a map
+// lookup hashes two flows.
+func (d *Decoder) streamOf(seg capture.Segment) (*stream, int) {
 	k := connKey{seg.NetFlow, seg.TCP.TransportFlow()}
+	if d.last != nil && k == d.lastKey {
+		return d.last, d.lastDir
+	}
 	s, ok := d.streams[k]
 	dir := 0
 	if !ok {
 		s, ok = d.streams[connKey{k.net.Reverse(), k.transport.Reverse()}]
 		dir = 1
 	}
-	return ok && s.times[1-dir].lostInCapture(seg.TCP.Ack)
+	if !ok {
+		return nil, 0
+	}
+	d.last, d.lastKey, d.lastDir = s, k, dir
+	return s, dir
+}
+
+// emitUnanswered emits a request that will get no response.
+func (d *Decoder) emitUnanswered(p *pending) {
+	d.releaseHeld(&p.held, p.ev, false)
+	d.emitRequest(p.ev)
 }
 
 func (d *Decoder) emitRequest(ev *event.Request) {
@@ -399,14 +446,29 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 }
 
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
+	s.abort()
+	if s.d.streams[s.key] == s {
+		delete(s.d.streams, s.key)
+	}
+	if s.d.last == s {
+		s.d.last = nil
+	}
+	return true
+}
+
+// abort ends the connection: its requests still waiting are unanswered.
+// Reassembly completes a connection when both directions have ended, but
+// a reset ends only the direction that sent it (a client that closes its
+// socket with unread bytes resets it, and the broker then sends nothing):
+// without this the connection's last requests would wait for the idle
+// timeout, minutes, before they are counted. Closing is idempotent; a
+// late retransmission after the reset is still decoded, and its requests
+// are emitted when reassembly completes the connection.
+func (s *stream) abort() {
 	if s.tls != nil {
 		s.tls.close()
 	}
 	s.conn.close()
-	if s.d.streams[s.key] == s {
-		delete(s.d.streams, s.key)
-	}
-	return true
 }
 
 // chunkTime gives capture times of the bytes of the chunk being parsed.

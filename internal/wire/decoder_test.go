@@ -306,3 +306,42 @@ func TestHostileTagCount(t *testing.T) {
 		t.Fatal("decoding a frame claiming 2^32-1 tags did not end in 20 s")
 	}
 }
+
+// TestResetEndsConnection: a client that resets its connection (it closed
+// the socket with a response unread) ends it at once: its request still
+// waiting is emitted unanswered at the reset, not when the connection
+// would be flushed as idle, minutes later. Reassembly alone waits for the
+// broker's direction to end too, which after a reset it never does.
+func TestResetEndsConnection(t *testing.T) {
+	c := newConversation(40001)
+	c.handshake()
+	c.send(true, requestFrame(produceRequest("orders", 0, -1, "m-1"), 7, 1, "p"), 1000, time.Millisecond)
+	c.send(false, responseFrame(produceResponse("orders", 0), 7, 1), 1000, time.Millisecond)
+	fetch := kmsg.NewPtrFetchRequest()
+	c.send(true, requestFrame(fetch, 11, 2, "p"), 1000, time.Millisecond)
+	c.rst = true
+	c.add(true, nil, false)
+	c.rst = false
+	// Another connection's packet a second later (capture time moves on).
+	other := newConversation(40002)
+	other.now = c.now.Add(time.Second)
+	other.handshake()
+
+	var got []*event.Request
+	d := NewDecoder(DefaultConfig(), &records.Decoder{}, nil, func(r *event.Request) { got = append(got, r) })
+	pd := capture.NewDecoder()
+	for _, s := range append(c.segs, other.segs...) {
+		seg, _ := pd.Decode(s.data, layers.LinkTypeRaw)
+		d.Packet(seg, s.ci)
+	}
+	if len(got) != 2 || got[1].API != "Fetch" || got[1].Answered {
+		t.Fatalf("before the end of the capture: %d requests emitted, want the produce and the unanswered fetch", len(got))
+	}
+	if g := d.Gauges(); len(g.InFlight) != 0 {
+		t.Errorf("requests in flight after the reset: %v", g.InFlight)
+	}
+	d.Close()
+	if len(got) != 2 || d.Stats().Unanswered != 1 {
+		t.Errorf("after close: %d requests, %d unanswered; want 2 and 1", len(got), d.Stats().Unanswered)
+	}
+}

@@ -76,6 +76,11 @@ type frameParser struct {
 	scan       []byte
 	shifted    shiftedTime
 	rescanTS   fixedTime
+	// cur is the frame handed to the sink: kept here, not on the stack,
+	// because a pointer passed to an interface method escapes (an
+	// allocation per frame otherwise). A sink never completes a frame of
+	// its own parser, so cur is not overwritten during onFrame.
+	cur frame
 }
 
 // fixedTime is a timeSource with one time for every byte.
@@ -159,7 +164,7 @@ func (p *frameParser) noteLatest(t time.Time) {
 }
 
 func (p *frameParser) finishWith(body []byte, last time.Time) {
-	f := frame{
+	p.cur = frame{
 		body:     body,
 		size:     p.size,
 		first:    p.first,
@@ -168,7 +173,8 @@ func (p *frameParser) finishWith(body []byte, last time.Time) {
 		cut:      len(body) < p.size,
 		resynced: p.resynced,
 	}
-	ok := p.sink.onFrame(&f)
+	f := &p.cur
+	ok := p.sink.onFrame(f)
 	wasResynced := p.resynced
 	p.reset()
 	if !ok && wasResynced {
@@ -187,6 +193,7 @@ func (p *frameParser) finishWith(body []byte, last time.Time) {
 			p.stats.SkippedBytes += int64(f.size) + 3
 		}
 	}
+	p.cur.body = nil // not to pin a reassembly page until the next frame
 	// Do not let one huge frame pin its buffer for the connection's life.
 	if cap(p.body) > 4<<20 {
 		p.body = nil

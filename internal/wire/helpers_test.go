@@ -74,6 +74,7 @@ type conversation struct {
 	now            time.Time
 	segs           []testSegment
 	zeroWindow     bool // the next segments advertise a zero window
+	rst            bool // the next segments reset the connection
 	ack            bool // the next client segments acknowledge every broker byte sent
 }
 
@@ -89,7 +90,7 @@ func newConversation(cport uint16) *conversation {
 }
 
 func (c *conversation) add(fromClient bool, payload []byte, syn bool) {
-	tcp := &layers.TCP{SYN: syn, ACK: !syn || !fromClient, Window: 65535}
+	tcp := &layers.TCP{SYN: syn, ACK: !syn || !fromClient, RST: c.rst, Window: 65535}
 	if c.zeroWindow {
 		tcp.Window = 0
 	}

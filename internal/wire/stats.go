@@ -23,6 +23,10 @@ type Stats struct {
 	Oversized    int64 `json:"oversized"`             // frames larger than the keep limit: not decoded
 	Evicted      int64 `json:"evicted"`               // requests dropped from a full in-flight table
 	SASLTokens   int64 `json:"sasl_tokens,omitempty"` // raw SASL tokens (after a SaslHandshake v0), not requests
+	// IDsNotHeld counts produce requests whose message ids were not read
+	// because the bytes held for slow requests' ids were at their bound
+	// (Config.MessageIDsMinLatency).
+	IDsNotHeld int64 `json:"ids_not_held,omitempty"`
 
 	// TLS listeners: connections whose bytes are TLS records; those
 	// whose records decrypted (counted at the first, as a live capture's
@@ -66,6 +70,7 @@ func (s *Stats) Add(o Stats) {
 	s.Oversized += o.Oversized
 	s.Evicted += o.Evicted
 	s.SASLTokens += o.SASLTokens
+	s.IDsNotHeld += o.IDsNotHeld
 	s.TLSConnections += o.TLSConnections
 	s.TLSDecrypted += o.TLSDecrypted
 	s.TLSHandshakeOnly += o.TLSHandshakeOnly
