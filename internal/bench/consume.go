@@ -51,6 +51,7 @@ func (r *run) startConsumers(ctx context.Context) error {
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { c.assigned.Add(count(m)) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { c.assigned.Add(-count(m)) }),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { c.assigned.Add(-count(m)) }),
+			kgo.WithHooks(&r.requests),
 		)
 		if err != nil {
 			return fmt.Errorf("bench: consumer client: %w", err)

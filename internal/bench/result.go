@@ -107,6 +107,11 @@ type Totals struct {
 	// Achieved rates over the measured part.
 	MsgsPerSec float64 `json:"msgs_per_sec"`
 	MBPerSec   float64 `json:"mb_per_sec"`
+	// Requests the clients (producers and consumers) wrote in the
+	// measured part, by API, and their rate: batching decides how many
+	// requests a message rate makes.
+	Requests       map[string]int64 `json:"requests,omitempty"`
+	RequestsPerSec float64          `json:"requests_per_sec,omitempty"`
 	// ClientCPUSeconds is user+system CPU of the bench process; per
 	// message in ClientCPUPerMsgUs.
 	ClientCPUSeconds  float64 `json:"client_cpu_seconds"`

@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cpu0 := cpuSeconds()
 	r := &run{s: s, clk: newClock(), stop: make(chan struct{}), out: s.Progress}
+	r.requests.r = r
 	var idb [4]byte
 	_, _ = crand.Read(idb[:])
 	r.id = binary.BigEndian.Uint32(idb[:])
@@ -124,6 +125,7 @@ type run struct {
 	cancelC   context.CancelFunc
 	secs      *seconds
 	ledger    *ledger
+	requests  requestCounter
 }
 
 func (r *run) halt(interrupted bool) {
@@ -222,6 +224,7 @@ func (r *run) newProducers() error {
 			// A broker that never answers fails records after this, rather
 			// than leaving the run waiting for ever.
 			kgo.RecordDeliveryTimeout(deliveryTimeout),
+			kgo.WithHooks(&r.requests),
 		}
 		if !s.Idempotent {
 			opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(s.MaxInFlight))
@@ -387,6 +390,7 @@ func (r *run) produce(ctx context.Context) *Result {
 	r.measureStart = r.t0 + int64(s.Warmup)
 	r.plannedEnd = r.measureStart + int64(s.Duration)
 	r.windowEnd.Store(r.plannedEnd)
+	r.requests.start.Store(r.measureStart)
 	r.sched = schedule{t0: r.t0, rate: s.Rate, n: s.Producers}
 	series := []int{sService, sResponse}
 	if s.Sync && s.ackSet {
@@ -635,9 +639,12 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 		t.Lost, t.Duplicated, t.ConsumedUnacked = a.lost, a.duplicated, a.consumedUnacked
 		t.Foreign = r.ledger.foreign
 	}
+	var requests int64
+	t.Requests, requests = r.requests.totals()
 	if measured > 0 {
 		t.MsgsPerSec = float64(ackedInWindow) / (float64(measured) / 1e9)
 		t.MBPerSec = float64(bytesInWindow) / 1e6 / (float64(measured) / 1e9)
+		t.RequestsPerSec = float64(requests) / (float64(measured) / 1e9)
 	}
 	t.ClientCPUSeconds = cpuSeconds() - cpu0
 	if t.Acked > 0 {
