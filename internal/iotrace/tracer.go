@@ -400,10 +400,14 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 // ringIdlePause is how long a reader that emptied its ring waits before
 // it blocks on it again. Without it, a broker writing steadily wakes the
 // reader for every event (an epoll_wait per event: most of a busy
-// agent's CPU); with it, events are read in batches. Events carry their
-// own kernel timestamps, so the delay changes no figure, and a ring
-// (megabytes) does not fill in 2 ms.
-const ringIdlePause = 2 * time.Millisecond
+// agent's CPU); with it, events are read in batches. Each wake-up costs
+// far more than the events it reads (the scheduler, Go's timers and
+// sysmon): at 2 ms they were a third of the agent's CPU at 10k
+// requests/s. Events carry their own kernel timestamps, so the delay
+// changes no figure (the agent's slow log waits a second for them), and
+// 50 ms of a broker's writes fill a tenth of the 4 MiB ring at 170k
+// writes/s.
+const ringIdlePause = 50 * time.Millisecond
 
 // readRing reads rd until it is flushed or closed, passing each sample to
 // fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
