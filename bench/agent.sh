@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
-# bench/agent.sh: the cost of watching a broker continuously, side by side
-# with what a user would otherwise turn on: Kafka's own request logger
-# (kafka.request.logger at DEBUG, the only per-request record a broker
-# keeps). One `kscope lab broker` on loopback, driven at its maximum
-# request rate by `kscope bench run --rate max` (100-byte messages, linger
-# 0, 1 KiB batches: about 7 messages a request, so that requests, not
-# bytes, are the load), in three phases of PHASE
-# seconds each on the same broker:
+# bench/agent.sh: what `kscope agent` costs a broker host, at fixed loads
+# and at the broker's maximum, side by side with nothing watching, with an
+# earlier build of the agent (BEFORE_REV, to show a change's effect in the
+# same run) and, at the maximum, with what a user would otherwise turn on:
+# Kafka's own request logger (kafka.request.logger at DEBUG).
 #
-#   base    nothing watching: the broker's CPU per request
-#   reqlog  the broker restarted with its request logger on
-#   agent   `kscope agent` (capture + eBPF + slow log) watching; SOAK
-#           seconds long, sampling the agent's RSS and CPU every 10 s
+# One `kscope lab broker` on loopback (a second one with its request
+# logger on, for that arm), driven by `kscope bench run` with 8 producers
+# and 2 consumers:
 #
-# CPU is user+system time from /proc of the broker's and the agent's
-# processes over each phase. Requests are what the agent counted
-# (kscope_requests_total) in its phase, and what the load generator
-# reported in the others; drops are the agent's own counters.
+#   fixed loads  LOADS messages/s of 900 bytes, linger 0, 1 KiB batches:
+#                one message per produce request, so the load is a request
+#                rate (the clients' own count of the requests they wrote
+#                is in the result, and printed);
+#   max          --rate max with 100-byte messages into one partition:
+#                the most requests/s this machine's broker serves.
 #
-#   bench/agent.sh                     # PHASE=60 SOAK=600 SIZE=100 PRODUCERS=4
+# Each load runs TRIALS times in each arm, the arms' order rotating from
+# trial to trial (interleaved, so that drift hits every arm), DURATION
+# seconds measured each. Arms: none (nothing watching), agent (this
+# build), before (BEFORE_REV's build, if given), reqlog (max only).
+# The agent runs as deployed: capture, eBPF tracing (writes, journal,
+# block I/O, kernel waits), metrics and the slow log (--out).
+#
+# Measured per run: the agent's CPU (user+system from /proc, its whole
+# process), the run time of its BPF programs (kernel.bpf_stats_enabled,
+# /proc/PID/fdinfo: time spent in the traced processes' context, a cost
+# to the host rather than to the agent), its peak RSS, the packets and
+# events it lost; the broker's CPU, the messages/s acknowledged and the
+# p99 of the service latency the clients saw. Figures are means with 95%
+# confidence intervals over the trials (Student's t).
+#
+# Then, if SOAK > 0, the agent alone for SOAK seconds at the highest
+# fixed load, its RSS sampled every 10 s: flat memory.
+#
+#   bench/agent.sh            # LOADS="2500 5000 10000" TRIALS=3 DURATION=20 SOAK=300
+#   BEFORE_REV=8dca453 bench/agent.sh
 #   KSCOPE_BIN=/path/kscope bench/agent.sh
 #
-# Prints a Markdown report; bench/agent-results.md holds a run's output.
+# Needs root. Prints a Markdown report; bench/agent-results.md holds a
+# run's output.
 set -euo pipefail
 shopt -s inherit_errexit
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 work="${KSCOPE_BENCH_DIR:-/tmp/kscope-agentbench}"
 port="${KSCOPE_BENCH_PORT:-19096}"
+logport="${KSCOPE_BENCH_LOG_PORT:-19098}"
 mport="${KSCOPE_METRICS_PORT:-19464}"
-phase="${PHASE:-60}"
-soak="${SOAK:-600}"
-size="${SIZE:-100}"
-producers="${PRODUCERS:-4}"
+read -r -a loads <<<"${LOADS:-2500 5000 10000}"
+trials="${TRIALS:-3}"
+duration="${DURATION:-20}"
+soak="${SOAK:-300}"
+before_rev="${BEFORE_REV:-}"
 mkdir -p "$work"
 scripts/setup.sh >/dev/null
 if [[ -z "${KSCOPE_BIN:-}" ]]; then
@@ -41,127 +61,210 @@ if [[ -z "${KSCOPE_BIN:-}" ]]; then
 else
   kscope="$KSCOPE_BIN"
 fi
+before=""
+if [[ -n "$before_rev" ]]; then
+  rm -rf "$work/before-src"
+  git worktree add -f --detach "$work/before-src" "$before_rev" >/dev/null 2>&1
+  (cd "$work/before-src" && CGO_ENABLED=0 go build -o "$work/kscope-before" ./cmd/kscope)
+  git worktree remove --force "$work/before-src"
+  before="$work/kscope-before"
+fi
 hz="$(getconf CLK_TCK)"
+stats_before="$(sysctl -n kernel.bpf_stats_enabled)"
+sysctl -q -w kernel.bpf_stats_enabled=1
 
 agent_pid=""
 cleanup() {
   [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null || true
   "$kscope" lab broker stop --dir "$work/broker" >/dev/null 2>&1 || true
+  "$kscope" lab broker stop --dir "$work/broker-log" >/dev/null 2>&1 || true
+  sysctl -q -w kernel.bpf_stats_enabled="$stats_before" || true
 }
 trap cleanup EXIT
 
-# start_broker [--request-log]: a fresh broker.
-start_broker() {
-  "$kscope" lab broker stop --dir "$work/broker" >/dev/null 2>&1 || true
-  rm -rf "$work/broker"
-  "$kscope" lab broker start --dir "$work/broker" --port "$port" "$@" >/dev/null
-  broker_pid="$("$kscope" lab broker status --dir "$work/broker" | awk '$1 == "pid" {print $2}')"
+start_broker() { # DIR PORT [--request-log]
+  "$kscope" lab broker stop --dir "$1" >/dev/null 2>&1 || true
+  rm -rf "$1"
+  "$kscope" lab broker start --dir "$1" --port "$2" "${@:3}" >/dev/null
+  "$kscope" lab broker status --dir "$1" | awk '$1 == "pid" {print $2}'
 }
+broker_pid="$(start_broker "$work/broker" "$port")"
+log_pid="$(start_broker "$work/broker-log" "$logport" --request-log)"
 
-# cpu_ticks PID: user+system clock ticks of a process so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
-
-# load SECONDS NAME: the maximum request rate for SECONDS; prints the
-# produce requests/s the load generator's broker saw (from its summary).
-load() {
-  "$kscope" bench run --bootstrap "127.0.0.1:$port" --rate max --producers "$producers" --linger 0 --batch-bytes 1024 \
-    --message-size "$size" --consumers 1 --warmup 3s --duration "${1}s" --topic "agentbench-$2" \
-    --partitions 4 -o "$work/$2.json" >"$work/$2.out" 2>&1
-}
-
+bpf_ns() { cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "run_time_ns:" {t += $2} END {printf "%d\n", t}'; }
 # metric NAME: the sum of a metric's samples on the agent's /metrics.
 metric() {
   curl -s "http://127.0.0.1:$mport/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%.0f\n", s}'
 }
 
-# sent NAME: messages the load generator got acknowledged.
-sent() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["totals"]["acked"])' "$work/$1.json"; }
-
-declare -A cpu msgs
-run_phase() { # NAME SECONDS
-  local t0 t1 c0 c1
-  c0="$(cpu_ticks "$broker_pid")"
-  t0="$(date +%s.%N)"
-  load "$2" "$1"
-  t1="$(date +%s.%N)"
-  c1="$(cpu_ticks "$broker_pid")"
-  cpu[$1]="$(python3 -c "print(($c1 - $c0) / $hz)")"
-  msgs[$1]="$(sent "$1")"
-  elapsed[$1]="$(python3 -c "print($t1 - $t0)")"
+# load LOAD PORT NAME: one bench run (LOAD: messages/s, or max).
+load() {
+  local args=(--producers 8 --consumers 2 --linger 0 --batch-bytes 1024)
+  if [[ "$1" == max ]]; then
+    args+=(--rate max --message-size 100 --partitions 1)
+  else
+    args+=(--rate "$1" --message-size 900 --partitions 4)
+  fi
+  "$kscope" bench run --bootstrap "127.0.0.1:$2" "${args[@]}" --warmup 3s --duration "${duration}s" \
+    --topic "ab-$3" -q -o "$work/$3.json" >"$work/$3.out" 2>&1
 }
-declare -A elapsed
 
-start_broker
-run_phase base "$phase"
-start_broker --request-log
-run_phase reqlog "$phase"
-logbytes="$(stat -c %s "$work/broker/kafka-request.log" 2>/dev/null || echo 0)"
-start_broker
+start_agent() { # BINARY
+  "$1" agent --iface lo --port "$port" --pid "$broker_pid" --listen "127.0.0.1:$mport" \
+    --out "$work/slow" --slow 100ms >"$work/agent.out" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null && break; sleep 0.2; done
+  curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null || { cat "$work/agent.out" >&2; exit 1; }
+}
+stop_agent() {
+  kill "$agent_pid"
+  wait "$agent_pid" || true
+  agent_pid=""
+  rm -rf "$work/slow"
+}
 
-"$kscope" agent --iface lo --port "$port" --pid "$broker_pid" --listen "127.0.0.1:$mport" \
-  --out "$work/slow" --slow 100ms --pprof >"$work/agent.out" 2>&1 &
-agent_pid=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null || { cat "$work/agent.out"; exit 1; }
-: >"$work/agent-samples.tsv"
-(
-  start="$(date +%s)"
-  while kill -0 "$agent_pid" 2>/dev/null; do
-    printf '%s\t%s\t%s\t%s\n' "$(($(date +%s) - start))" "$(rss_kib "$agent_pid")" "$(cpu_ticks "$agent_pid")" \
-      "$(metric kscope_requests_total)" >>"$work/agent-samples.tsv"
-    sleep 10
-  done
-) &
-sampler=$!
-a0="$(cpu_ticks "$agent_pid")"
-r0="$(metric kscope_requests_total)"
-run_phase agent "$soak"
-a1="$(cpu_ticks "$agent_pid")"
-r1="$(metric kscope_requests_total)"
-drops="$(metric kscope_agent_capture_drops_total)"
-rdrops="$(metric kscope_agent_ringbuf_drops_total)"
-skipped="$(metric kscope_agent_skipped_bytes_total)"
-decode="$(metric kscope_agent_decode_errors_total)"
-series="$(curl -s "http://127.0.0.1:$mport/metrics" | grep -c '^kscope_')"
-kill "$agent_pid"
-wait "$agent_pid" || true
-agent_pid=""
-wait "$sampler" 2>/dev/null || true
-
-python3 - "$work" "$hz" "${cpu[base]}" "${msgs[base]}" "${elapsed[base]}" "${cpu[reqlog]}" "${msgs[reqlog]}" \
-  "${elapsed[reqlog]}" "${cpu[agent]}" "${msgs[agent]}" "${elapsed[agent]}" "$a0" "$a1" "$r0" "$r1" \
-  "$drops" "$rdrops" "$skipped" "$decode" "$series" "$logbytes" "$phase" "$soak" "$size" "$producers" <<'EOF'
-import sys
-(work, hz, cb, mb, eb, cr, mr, er, ca, ma, ea, a0, a1, r0, r1, drops, rdrops, skipped, decode, series,
- logbytes, phase, soak, size, producers) = sys.argv[1:]
+# run ARM LOAD TRIAL: one run; appends a line to runs.tsv.
+n=0
+run() {
+  local arm=$1 ld=$2 trial=$3 bpid=$broker_pid bport=$port name
+  n=$((n + 1))
+  name="$arm-$ld-$trial-$n"
+  [[ "$arm" == reqlog ]] && bpid=$log_pid bport=$logport
+  case "$arm" in
+    agent) start_agent "$kscope" ;;
+    before) start_agent "$before" ;;
+  esac
+  local a0=0 a1=0 f0=0 f1=0 r0=0 r1=0 peak=0 b0 b1 t0 t1 sampler=""
+  if [[ -n "$agent_pid" ]]; then
+    a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
+    (while kill -0 "$agent_pid" 2>/dev/null; do rss_kib "$agent_pid" >>"$work/rss-$name"; sleep 2; done) 2>/dev/null &
+    sampler=$!
+  fi
+  b0="$(cpu_ticks "$bpid")" t0="$(date +%s.%N)"
+  load "$ld" "$bport" "$name"
+  b1="$(cpu_ticks "$bpid")" t1="$(date +%s.%N)"
+  local drops=0
+  if [[ -n "$agent_pid" ]]; then
+    a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
+    drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
+    stop_agent
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    peak="$(sort -n "$work/rss-$name" | tail -1)"
+  fi
+  python3 - "$work/$name.json" "$arm" "$ld" "$trial" "$t0" "$t1" "$b0" "$b1" "$a0" "$a1" "$f0" "$f1" "$r0" "$r1" \
+    "$peak" "$drops" "$hz" >>"$work/runs.tsv" <<'EOF'
+import json, sys
+(path, arm, ld, trial, t0, t1, b0, b1, a0, a1, f0, f1, r0, r1, peak, drops, hz) = sys.argv[1:]
+res = json.load(open(path))
+t = res["totals"]
+wall = float(t1) - float(t0)
 hz = float(hz)
-agent_cpu = (float(a1) - float(a0)) / hz
-reqs = float(r1) - float(r0)
-ea = float(ea)
-rate = reqs / ea
-samples = [l.rstrip('\n').split('\t') for l in open(f'{work}/agent-samples.tsv') if l.strip()]
-rss = [int(s[1]) for s in samples if s[1]]
-print(f"# kscope agent soak: {float(soak)/60:.0f} min at the broker's maximum request rate\n")
-print(f"Load: `kscope bench run --rate max`, {producers} producers, {size}-byte messages, linger 0, 1 KiB batches, 4 partitions, one consumer. Messages/s and CPU per message are over each whole run (warm-up and drain included).\n")
-print("| phase | seconds | messages acked | messages/s | broker CPU s | broker CPU µs/message |")
-print("|---|---|---|---|---|---|")
-for name, c, m, e in (("nothing watching", cb, mb, eb), ("Kafka request logger on", cr, mr, er), ("kscope agent watching", ca, ma, ea)):
-    c, m, e = float(c), float(m), float(e)
-    print(f"| {name} | {e:.0f} | {m:.0f} | {m/e:.0f} | {c:.1f} | {c/m*1e6:.1f} |")
-print()
-print(f"Request logger: {int(logbytes)/2**20:.0f} MiB of log in {float(phase):.0f} s.\n")
-print(f"Agent: {reqs:.0f} requests decoded in {ea:.0f} s = {rate:.0f} requests/s; "
-      f"agent CPU {agent_cpu:.1f} s = {agent_cpu/ea*100:.1f}% of one core = "
-      f"{agent_cpu/ea/(rate/1e4)*100:.1f}% of a core per 10k requests/s.")
-print(f"Losses: {drops} packets dropped by the kernel, {rdrops} traced events lost in ring buffers, "
-      f"{skipped} stream bytes skipped, {decode} decode errors. Series on /metrics: {series}.")
-if rss:
-    print(f"Agent RSS: {rss[0]/1024:.0f} MiB at the first sample, {rss[-1]/1024:.0f} MiB at the last, max {max(rss)/1024:.0f} MiB "
-          f"({len(rss)} samples, every 10 s).\n")
-    print("| s | RSS MiB | requests |")
-    print("|---|---|---|")
-    step = max(1, len(samples)//12)
-    for s in samples[::step]:
-        print(f"| {s[0]} | {int(s[1])/1024:.1f} | {s[3]} |")
+# Rates over the whole run (warm-up, measured part and drain), as the CPU is.
+agent_req = (float(r1) - float(r0)) / wall
+print("\t".join(str(x) for x in (arm, ld, trial, round(t["requests_per_sec"]), round(t["msgs_per_sec"]),
+      res["latency"]["service"]["p99_us"], round((float(b1) - float(b0)) / hz / wall * 100, 2),
+      round((float(a1) - float(a0)) / hz / wall * 100, 3), round((float(f1) - float(f0)) / 1e9 / wall * 100, 3),
+      round(agent_req), peak, drops)))
 EOF
+}
+
+: >"$work/runs.tsv"
+arms=(none agent)
+[[ -n "$before" ]] && arms+=(before)
+load 5000 "$port" warmup >/dev/null
+load 5000 "$logport" warmup-log >/dev/null
+for trial in $(seq "$trials"); do
+  for ld in "${loads[@]}" max; do
+    these=("${arms[@]}")
+    [[ "$ld" == max ]] && these+=(reqlog)
+    k=${#these[@]}
+    for i in $(seq 0 $((k - 1))); do
+      run "${these[$(((i + trial) % k))]}" "$ld" "$trial"
+    done
+  done
+done
+
+soak_line=""
+if ((soak > 0)); then
+  ld="${loads[-1]}"
+  start_agent "$kscope"
+  : >"$work/soak-rss.tsv"
+  (s0="$(date +%s)"; while kill -0 "$agent_pid" 2>/dev/null; do
+    printf '%s\t%s\n' "$(($(date +%s) - s0))" "$(rss_kib "$agent_pid")" >>"$work/soak-rss.tsv"; sleep 10; done) 2>/dev/null &
+  sampler=$!
+  a0="$(cpu_ticks "$agent_pid")" t0="$(date +%s.%N)" r0="$(metric kscope_requests_total)"
+  saved="$duration"; duration="$soak"
+  load "$ld" "$port" soak
+  duration="$saved"
+  a1="$(cpu_ticks "$agent_pid")" t1="$(date +%s.%N)" r1="$(metric kscope_requests_total)"
+  drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
+  stop_agent
+  kill "$sampler" 2>/dev/null || true
+  soak_line="$(python3 - "$work/soak-rss.tsv" "$t0" "$t1" "$a0" "$a1" "$r0" "$r1" "$drops" "$hz" "$ld" "$soak" <<'EOF'
+import sys
+path, t0, t1, a0, a1, r0, r1, drops, hz, ld, soak = sys.argv[1:]
+rss = [int(l.split("\t")[1]) for l in open(path) if l.strip() and l.split("\t")[1].strip()]
+wall = float(t1) - float(t0)
+cpu = (float(a1) - float(a0)) / float(hz) / wall * 100
+req = (float(r1) - float(r0)) / wall
+first = rss[min(6, len(rss) - 1)]  # after the first minute
+print(f"Soak: {float(soak)/60:.0f} min at {ld} messages/s: the agent decoded {req:.0f} requests/s at {cpu:.1f}% of a core "
+      f"({cpu / (req / 1e4):.1f}% per 10k requests/s), {drops} packets or events lost; RSS {rss[0]/1024:.0f} MiB at start, "
+      f"{first/1024:.0f} MiB after a minute, {rss[-1]/1024:.0f} MiB at the end, {max(rss)/1024:.0f} MiB at most "
+      f"({len(rss)} samples).")
+EOF
+)"
+fi
+
+python3 - "$work/runs.tsv" "$trials" "$duration" "$before_rev" "$(nproc)" <<'EOF'
+import math, sys
+from collections import defaultdict
+path, trials, duration, before_rev, cores = sys.argv[1:]
+# Student's t, two-sided 95%, by degrees of freedom.
+T = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
+rows = defaultdict(list)
+for line in open(path):
+    f = line.rstrip("\n").split("\t")
+    rows[(f[1], f[0])].append([float(x) for x in f[3:]])
+def ci(xs):
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, float("nan")
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    return m, T.get(len(xs) - 1, 1.96) * sd / math.sqrt(len(xs))
+def fmt(xs, nd=1):
+    m, h = ci(xs)
+    return f"{m:.{nd}f} ± {h:.{nd}f}" if not math.isnan(h) else f"{m:.{nd}f}"
+order = {"none": 0, "agent": 1, "before": 2, "reqlog": 3}
+names = {"none": "nothing watching", "agent": "kscope agent", "before": f"kscope agent before ({before_rev})",
+         "reqlog": "Kafka request logger"}
+print(f"# kscope agent: cost at fixed loads and at the maximum\n")
+print(f"Load: `kscope bench run`, 8 producers, 2 consumers, linger 0, 1 KiB batches; fixed loads of 900-byte messages "
+      f"(one per produce request), max: `--rate max` with 100-byte messages into one partition. {trials} trials per arm, "
+      f"arms interleaved, {duration} s measured per run (CPU over the whole run: warm-up, measured part and drain). "
+      f"Means ± 95% confidence intervals over the trials. {cores} cores.\n")
+print("| load (msgs/s) | arm | requests/s | msgs/s | p99 service ms | broker CPU % | agent CPU % of a core | agent CPU % per 10k req/s | agent BPF % of a core | BPF % per 10k req/s | agent peak RSS MiB | lost |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+def loadkey(k):
+    return (math.inf if k[0] == "max" else float(k[0]), order[k[1]])
+for key in sorted(rows, key=loadkey):
+    rs = rows[key]
+    col = lambda i: [r[i] for r in rs]
+    req, msgs, p99, bcpu, acpu, bpf, areq, peak, lost = (col(i) for i in range(9))
+    line = f"| {key[0]} | {names[key[1]]} | {fmt(req, 0)} | {fmt(msgs, 0)} | {fmt([x / 1000 for x in p99])} | {fmt(bcpu)} |"
+    if key[1] in ("agent", "before"):
+        # Per the requests the agent decoded over the same wall time as
+        # its CPU (the clients count only the measured part).
+        per = [a / (q / 1e4) for a, q in zip(acpu, areq)]
+        bper = [b / (q / 1e4) for b, q in zip(bpf, areq)]
+        line += f" {fmt(acpu, 2)} | {fmt(per, 2)} | {fmt(bpf, 2)} | {fmt(bper, 2)} | {max(peak)/1024:.0f} | {int(sum(lost))} |"
+    else:
+        line += " | | | | | |"
+    print(line)
+EOF
+echo
+[[ -n "$soak_line" ]] && echo "$soak_line" && echo
+echo "Command: \`BEFORE_REV=${before_rev:-none} TRIALS=$trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."

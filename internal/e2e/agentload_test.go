@@ -27,8 +27,9 @@ import (
 
 // TestAgentExactAtLoad: at the highest request rate the broker sustains
 // here (kscope bench run --rate max: 100-byte messages, linger 0, 1 KiB
-// batches, so that requests rather than bytes are the load; 4 producers
-// and 2 consumers), with tracing and the slow log on, the agent counts
+// batches into one partition, so that requests rather than bytes are the
+// load; 8 producers and 2 consumers), with tracing and the slow log on,
+// the agent counts
 // every request the broker's own request log has, once, by API and
 // topic: nothing dropped by a busy agent, nothing counted twice.
 func TestAgentExactAtLoad(t *testing.T) {
@@ -45,8 +46,8 @@ func TestAgentExactAtLoad(t *testing.T) {
 	const topic = "agent-load"
 	out := filepath.Join(t.TempDir(), "load.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "run", "--bootstrap", b.Addr(), "--rate", "max", "--producers", "4", "--linger", "0",
-		"--batch-bytes", "1024", "--message-size", "100", "--consumers", "2", "--partitions", "4",
+	args := []string{"bench", "run", "--bootstrap", b.Addr(), "--rate", "max", "--producers", "8", "--linger", "0",
+		"--batch-bytes", "1024", "--message-size", "100", "--consumers", "2", "--partitions", "1",
 		"--warmup", "2s", "--duration", "15s", "--topic", topic, "-q", "-o", out}
 	if code := cli.Main(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("kscope bench run: exit %d: %s", code, stderr.String())
