@@ -74,7 +74,10 @@ func (c *conn) close() {
 	c.d.stats.Unpaired += int64(len(c.early))
 	c.early = nil
 	for _, id := range c.order {
+		// Deleted as it goes: a reused correlation id is in the order
+		// twice, and must be emitted (and its held bytes given back) once.
 		if p, ok := c.inflight[id]; ok {
+			delete(c.inflight, id)
 			c.d.stats.Unanswered++
 			c.d.emitUnanswered(&p)
 		}

@@ -345,3 +345,28 @@ func TestResetEndsConnection(t *testing.T) {
 		t.Errorf("after close: %d requests, %d unanswered; want 2 and 1", len(got), d.Stats().Unanswered)
 	}
 }
+
+// TestReusedCorrelationIDEmittedOnce: a correlation id reused while its
+// request still waits ends the old request (unanswered), and at the end
+// the new one is emitted once, though the id is in the arrival order
+// twice.
+func TestReusedCorrelationIDEmittedOnce(t *testing.T) {
+	c := newConversation(40003)
+	c.handshake()
+	for range 2 {
+		c.send(true, requestFrame(produceRequest("orders", 0, -1, "m-1"), 7, 5, "p"), 1000, time.Millisecond)
+	}
+	cfg := DefaultConfig()
+	cfg.MessageIDsMinLatency = time.Millisecond
+	var got []*event.Request
+	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { got = append(got, r) })
+	pd := capture.NewDecoder()
+	for _, s := range c.segs {
+		seg, _ := pd.Decode(s.data, layers.LinkTypeRaw)
+		d.Packet(seg, s.ci)
+	}
+	d.Close()
+	if len(got) != 2 || d.Stats().Unanswered != 2 || d.heldBytes != 0 {
+		t.Errorf("%d requests emitted, %d unanswered, %d bytes still held; want 2, 2, 0", len(got), d.Stats().Unanswered, d.heldBytes)
+	}
+}
