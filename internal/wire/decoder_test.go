@@ -358,14 +358,7 @@ func TestReusedCorrelationIDEmittedOnce(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.MessageIDsMinLatency = time.Millisecond
-	var got []*event.Request
-	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { got = append(got, r) })
-	pd := capture.NewDecoder()
-	for _, s := range c.segs {
-		seg, _ := pd.Decode(s.data, layers.LinkTypeRaw)
-		d.Packet(seg, s.ci)
-	}
-	d.Close()
+	got, d := decodeConfig(c.segs, cfg)
 	if len(got) != 2 || d.Stats().Unanswered != 2 || d.heldBytes != 0 {
 		t.Errorf("%d requests emitted, %d unanswered, %d bytes still held; want 2, 2, 0", len(got), d.Stats().Unanswered, d.heldBytes)
 	}

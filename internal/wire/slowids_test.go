@@ -5,12 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kscope-dev/kscope/internal/capture"
-	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/records"
 )
 
 // TestSlowMessageIDs: with MessageIDsMinLatency, a produce request's
@@ -54,14 +49,7 @@ func TestSlowMessageIDs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.MessageIDsMinLatency = tc.min
-			var got []*event.Request
-			d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { got = append(got, r) })
-			pd := capture.NewDecoder()
-			for _, s := range c.segs {
-				seg, _ := pd.Decode(s.data, layers.LinkTypeRaw)
-				d.Packet(seg, s.ci)
-			}
-			d.Close()
+			got, d := decodeConfig(c.segs, cfg)
 			if len(got) != 3 {
 				t.Fatalf("got %d requests, want 3", len(got))
 			}

@@ -199,9 +199,15 @@ func tlsSegments(writes []tlsWrite) []testSegment {
 }
 
 func decodeWith(segs []testSegment, keys tlsdecrypt.KeySource) ([]*event.Request, *Decoder) {
-	var out []*event.Request
 	cfg := DefaultConfig()
 	cfg.TLSKeys = keys
+	return decodeConfig(segs, cfg)
+}
+
+// decodeConfig feeds segments to a new decoder with cfg, closes it and
+// returns what it emitted.
+func decodeConfig(segs []testSegment, cfg Config) ([]*event.Request, *Decoder) {
+	var out []*event.Request
 	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { out = append(out, r) })
 	pd := capture.NewDecoder()
 	for _, s := range segs {
