@@ -283,6 +283,11 @@ func (a *Agent) housekeeping(ctx context.Context) {
 // timestamps, and the slow log waits a second for its I/O anyway.
 const captureBlockTimeout = 100 * time.Millisecond
 
+// traceRingPause is how long the tracer's ring readers pause after
+// emptying their rings: a wake-up per 2 ms and ring was a third of the
+// agent's CPU at 10k requests/s (see iotrace.Config.RingPause).
+const traceRingPause = 50 * time.Millisecond
+
 // captureLoop captures until ctx ends, opening the socket again after
 // any failure. A packet socket reports its interface going down (and the
 // same socket captures again when it comes back up, but this loop opens
@@ -398,8 +403,8 @@ func (a *Agent) traceLoop(ctx context.Context) {
 		waiting = false
 		fc := iotrace.FollowConfig{
 			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, Waits: a.cfg.Waits && a.slow != nil,
-				WaitMinLatency: time.Millisecond,
-				RunQueue:       a.cfg.Sched, RunQueueMin: a.cfg.RunQueueMin, Conns: a.cfg.Sched, Ports: a.cfg.Wire.Ports},
+				WaitMinLatency: time.Millisecond, RingPause: traceRingPause,
+				RunQueue: a.cfg.Sched, RunQueueMin: a.cfg.RunQueueMin, Conns: a.cfg.Sched, Ports: a.cfg.Wire.Ports},
 			OnAttach: a.onAttach,
 			OnExit: func(pid int) {
 				a.mu.Lock()

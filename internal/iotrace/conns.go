@@ -229,7 +229,7 @@ func connThread(ev *iosockIosockEvent, clock clockOffset, thread func(int) strin
 }
 
 func (c *conns) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
-	return readRing(c.rd, 0, func(b []byte) error {
+	return readRing(c.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, err := decodeSockEvent(b)
 		if err != nil {
 			return err

@@ -92,7 +92,7 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 }
 
 func (t *Tracer) readSteals(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.steals.rd, 0, func(b []byte) error {
+	return readRing(t.steals.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeStealEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)

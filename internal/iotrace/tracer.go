@@ -1,6 +1,7 @@
 package iotrace
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -52,6 +53,13 @@ type Config struct {
 	Waits bool
 	// WaitMinLatency is the threshold for waits (0: MinLatency).
 	WaitMinLatency time.Duration
+	// RingPause is how long a ring reader that emptied its ring waits
+	// before reading again (0: DefaultRingPause). Each wake-up costs far
+	// more than the events it reads: a long-running consumer that needs
+	// no event within milliseconds (the agent: 50 ms, a third of its CPU
+	// at 10k requests/s) sets a longer one; 50 ms of a broker's writes
+	// fill a tenth of the 4 MiB ring at 170k writes/s.
+	RingPause time.Duration
 	// Functions also times writes inside the file system, where the
 	// kernel allows fentry (see FunctionMode and Tracer.Mode). Their
 	// events have ops ext4_file_write_iter and xfs_file_write_iter and
@@ -397,29 +405,27 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	return first
 }
 
-// ringIdlePause is how long a reader that emptied its ring waits before
-// it blocks on it again. Without it, a broker writing steadily wakes the
-// reader for every event (an epoll_wait per event: most of a busy
-// agent's CPU); with it, events are read in batches. Each wake-up costs
-// far more than the events it reads (the scheduler, Go's timers and
-// sysmon): at 2 ms they were a third of the agent's CPU at 10k
-// requests/s. Events carry their own kernel timestamps, so the delay
-// changes no figure (the agent's slow log waits a second for them), and
-// 50 ms of a broker's writes fill a tenth of the 4 MiB ring at 170k
-// writes/s.
-const ringIdlePause = 50 * time.Millisecond
+// DefaultRingPause is how long a reader that emptied its ring waits
+// before it blocks on it again (Config.RingPause). Without a pause, a
+// broker writing steadily wakes the reader for every event (an
+// epoll_wait per event); with it, events are read in batches. Events
+// carry their own kernel timestamps, so the pause changes no figure.
+const DefaultRingPause = 2 * time.Millisecond
+
+// ringPause is the tracer's Config.RingPause or its default.
+func (t *Tracer) ringPause() time.Duration { return cmp.Or(t.cfg.RingPause, DefaultRingPause) }
 
 // readRing reads rd until it is flushed or closed, passing each sample to
 // fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
-// ringIdlePause after emptying it; with poll > 0 the producer does not
+// pause after emptying it; with poll > 0 the producer does not
 // wake readers (BPF_RB_NO_WAKEUP) and the ring is read every poll.
-func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) error {
+func readRing(rd *ringbuf.Reader, poll, pause time.Duration, fn func([]byte) error) error {
 	var rec ringbuf.Record
 	for {
 		if poll > 0 {
 			rd.SetDeadline(time.Now().Add(poll))
 		} else if rd.AvailableBytes() == 0 {
-			time.Sleep(ringIdlePause)
+			time.Sleep(pause)
 		}
 		err := rd.ReadInto(&rec)
 		switch {
@@ -437,7 +443,7 @@ func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) err
 }
 
 func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.rd, 0, func(b []byte) error {
+	return readRing(t.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
@@ -452,7 +458,7 @@ func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error 
 }
 
 func (t *Tracer) readJournal(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.journal.rd, 0, func(b []byte) error {
+	return readRing(t.journal.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)

@@ -99,7 +99,7 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 }
 
 func (t *Tracer) readWaits(h Handlers, deliver func(func() error) error) error {
-	return readRing(t.waits.rd, 0, func(b []byte) error {
+	return readRing(t.waits.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeWaitEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)
