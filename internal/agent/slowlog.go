@@ -156,7 +156,11 @@ func newSlowLog(cfg SlowLogConfig, meta func() recording.Meta) (*slowLog, error)
 		return nil, fmt.Errorf("slow-request log: %w", err)
 	}
 	s := &slowLog{cfg: cfg, meta: meta, conns: make(map[connKey][]*keptRequest),
-		threads: make(map[string]event.ConnThread), threadsWritten: make(map[string]bool)}
+		threads: make(map[string]event.ConnThread), threadsWritten: make(map[string]bool),
+		// compact keeps the events within twice MaxEvents: reserved at
+		// once, so a busy broker's events never copy the slice to grow it
+		// (untouched, the reserve costs no memory until it is used).
+		io: make([]ioItem, 0, 2*cfg.MaxEvents)}
 	if !cfg.AllAPIs {
 		s.apis = make(map[string]bool)
 		for _, a := range cfg.APIs {

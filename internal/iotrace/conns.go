@@ -228,7 +228,7 @@ func connThread(ev *iosockIosockEvent, clock clockOffset, thread func(int) strin
 		Thread: thread(int(ev.Tid)), Client: client, Broker: broker}, nil
 }
 
-func (c *conns) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+func (c *conns) read(t *Tracer, h Handlers, deliver *delivery) error {
 	return readRing(c.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, err := decodeSockEvent(b)
 		if err != nil {
@@ -239,6 +239,6 @@ func (c *conns) read(t *Tracer, h Handlers, deliver func(func() error) error) er
 		if err != nil || h.ConnThread == nil {
 			return nil // the kernel sends AF_INET and AF_INET6 only
 		}
-		return deliver(func() error { return h.ConnThread(ct) })
+		return deliver.do(func() error { return h.ConnThread(ct) })
 	})
 }

@@ -206,7 +206,7 @@ func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *
 // them, far more than 20 ms bring.
 const runqPoll = 20 * time.Millisecond
 
-func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+func (r *runq) read(t *Tracer, h Handlers, deliver *delivery) error {
 	return readRing(r.rd, runqPoll, 0, func(b []byte) error {
 		ev, err := decodeRunqEvent(b)
 		if err != nil {
@@ -218,14 +218,14 @@ func (r *runq) read(t *Tracer, h Handlers, deliver func(func() error) error) err
 				return nil
 			}
 			w := wakeup(&ev, t.clock, t.threads.name)
-			return deliver(func() error { return h.Wakeup(w) })
+			return deliver.do(func() error { return h.Wakeup(w) })
 		}
 		t.count(func(s *Stats) { s.RunDelayEvents++ })
 		if h.RunDelay == nil {
 			return nil
 		}
 		rd := runDelay(&ev, t.clock, t.threads.name)
-		return deliver(func() error { return h.RunDelay(rd) })
+		return deliver.do(func() error { return h.RunDelay(rd) })
 	})
 }
 

@@ -91,7 +91,7 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 	return ev, true
 }
 
-func (t *Tracer) readSteals(h Handlers, deliver func(func() error) error) error {
+func (t *Tracer) readSteals(h Handlers, deliver *delivery) error {
 	return readRing(t.steals.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeStealEvent(b)
 		if !ok {
@@ -106,6 +106,6 @@ func (t *Tracer) readSteals(h Handlers, deliver func(func() error) error) error 
 		if cs.PID == t.cfg.PID {
 			cs.Thread = t.threads.name(cs.TID)
 		}
-		return deliver(func() error { return h.Steal(cs) })
+		return deliver.do(func() error { return h.Steal(cs) })
 	})
 }

@@ -17,7 +17,7 @@ type subtracer interface {
 	ring() *ringbuf.Reader
 	// read reads ring until it is flushed or closed, passing events to
 	// h through deliver.
-	read(t *Tracer, h Handlers, deliver func(func() error) error) error
+	read(t *Tracer, h Handlers, deliver *delivery) error
 	// counters adds its kernel-side counters (losses) to s.
 	counters(s *Stats) error
 	programs() []*ebpf.Program
@@ -96,12 +96,12 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 // The older sub-tracers' parts of the interface; run-queue delays and
 // connections have theirs in runq.go and conns.go.
 
-func (f *functions) ring() *ringbuf.Reader                                  { return nil }
-func (f *functions) read(*Tracer, Handlers, func(func() error) error) error { return nil }
-func (f *functions) counters(*Stats) error                                  { return nil } // counted in ksio_counters
+func (f *functions) ring() *ringbuf.Reader                   { return nil }
+func (f *functions) read(*Tracer, Handlers, *delivery) error { return nil }
+func (f *functions) counters(*Stats) error                   { return nil } // counted in ksio_counters
 
 func (j *journal) ring() *ringbuf.Reader { return j.rd }
-func (j *journal) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {
 	return t.readJournal(h, deliver)
 }
 func (j *journal) counters(s *Stats) error {
@@ -116,7 +116,7 @@ func (j *journal) programs() []*ebpf.Program {
 }
 
 func (w *waits) ring() *ringbuf.Reader { return w.rd }
-func (w *waits) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+func (w *waits) read(t *Tracer, h Handlers, deliver *delivery) error {
 	return t.readWaits(h, deliver)
 }
 func (w *waits) counters(s *Stats) error {
@@ -125,7 +125,7 @@ func (w *waits) counters(s *Stats) error {
 func (w *waits) programs() []*ebpf.Program { return []*ebpf.Program{w.objs.KsioSchedSwitch} }
 
 func (s *steals) ring() *ringbuf.Reader { return s.rd }
-func (s *steals) read(t *Tracer, h Handlers, deliver func(func() error) error) error {
+func (s *steals) read(t *Tracer, h Handlers, deliver *delivery) error {
 	return t.readSteals(h, deliver)
 }
 func (s *steals) counters(st *Stats) error {

@@ -367,23 +367,7 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 		}
 	})
 	defer stop()
-	// deliver serialises the handlers and stops delivering after the
-	// first error, while the other reader drains.
-	var mu sync.Mutex
-	var failed error
-	deliver := func(f func() error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failed != nil {
-			return nil
-		}
-		if err := f(); err != nil {
-			failed = err
-			cancel()
-			return err
-		}
-		return nil
-	}
+	deliver := &delivery{cancel: cancel}
 	errc := make(chan error, 1+len(t.subs))
 	go func() { errc <- t.readWrites(h, deliver) }()
 	readers := 1
@@ -442,7 +426,7 @@ func readRing(rd *ringbuf.Reader, poll, pause time.Duration, fn func([]byte) err
 	}
 }
 
-func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error {
+func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 	return readRing(t.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
@@ -453,11 +437,11 @@ func (t *Tracer) readWrites(h Handlers, deliver func(func() error) error) error 
 		if err != nil || w == nil || h.Write == nil {
 			return nil
 		}
-		return deliver(func() error { return h.Write(w) })
+		return deliver.do(func() error { return h.Write(w) })
 	})
 }
 
-func (t *Tracer) readJournal(h Handlers, deliver func(func() error) error) error {
+func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
 	return readRing(t.journal.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
@@ -468,7 +452,7 @@ func (t *Tracer) readJournal(h Handlers, deliver func(func() error) error) error
 		if err != nil {
 			return err
 		}
-		return deliver(func() error {
+		return deliver.do(func() error {
 			switch e := je.(type) {
 			case *event.JournalCommit:
 				if h.Commit != nil {

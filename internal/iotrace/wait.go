@@ -98,7 +98,7 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 	return ev, true
 }
 
-func (t *Tracer) readWaits(h Handlers, deliver func(func() error) error) error {
+func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
 	return readRing(t.waits.rd, 0, t.ringPause(), func(b []byte) error {
 		ev, ok := decodeWaitEvent(b)
 		if !ok {
@@ -111,7 +111,7 @@ func (t *Tracer) readWaits(h Handlers, deliver func(func() error) error) error {
 		if h.Wait == nil {
 			return nil
 		}
-		return deliver(func() error { return h.Wait(kw) })
+		return deliver.do(func() error { return h.Wait(kw) })
 	})
 }
 
