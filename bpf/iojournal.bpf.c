@@ -25,6 +25,10 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 min_latency_ns = 0;
+/* BPF_RB_NO_WAKEUP when the reader polls the ring (the agent): a wake-up
+ * per event is work in the traced thread's context that no one waits
+ * for. Set by user space before loading. */
+const volatile __u64 ringbuf_flags = 0;
 
 /* jbd2:jbd2_start_commit and jbd2:jbd2_end_commit */
 struct jbd2_commit_ctx {
@@ -261,7 +265,7 @@ static __always_inline void emit(const struct iojournal_event *src)
 		return;
 	}
 	__builtin_memcpy(e, src, sizeof(*e));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_flags);
 }
 
 /* --- jbd2 --------------------------------------------------------------- */

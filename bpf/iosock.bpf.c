@@ -26,6 +26,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 targ_tgid = 0;
 /* The broker's ports, host order; unused slots are 0 (never a socket's). */
 const volatile __u16 kafka_ports[SOCK_MAX_PORTS] = {};
+/* BPF_RB_NO_WAKEUP when the reader polls the ring (the agent): a wake-up
+ * per event is work in the traced thread's context that no one waits
+ * for. Set by user space before loading. */
+const volatile __u64 ringbuf_flags = 0;
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -136,6 +140,6 @@ int ksio_sock_recv(__u64 *ctx)
 		bpf_probe_read_kernel(e->laddr, sizeof(e->laddr), &sk->__sk_common.skc_v6_rcv_saddr);
 		bpf_probe_read_kernel(e->raddr, sizeof(e->raddr), &sk->__sk_common.skc_v6_daddr);
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_flags);
 	return 0;
 }

@@ -25,6 +25,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Only intervals with at least this much steal are sent to user space. */
 const volatile __u64 min_stolen_ns = 0;
+/* BPF_RB_NO_WAKEUP when the reader polls the ring (the agent): a wake-up
+ * per event is work in the traced thread's context that no one waits
+ * for. Set by user space before loading. */
+const volatile __u64 ringbuf_flags = 0;
 
 struct rq {
 	__u64 prev_steal_time_rq;
@@ -116,6 +120,6 @@ int ksio_steal_switch(__u64 *ctx)
 	e->tid = (__u32)id;
 	e->tgid = (__u32)(id >> 32);
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_flags);
 	return 0;
 }

@@ -36,6 +36,10 @@ const volatile __u64 min_latency_ns = 0;
 /* When set, only files on the devices in ksio_devs are traced: the log
  * directories' file systems. */
 const volatile __u8 filter_dev = 0;
+/* BPF_RB_NO_WAKEUP when the reader polls the ring (the agent): a wake-up
+ * per event is work in the traced thread's context that no one waits
+ * for. Set by user space before loading. */
+const volatile __u64 ringbuf_flags = 0;
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -160,7 +164,7 @@ static __always_inline void finish(struct start *s, __u32 tid, __u64 end, __s64 
 			e->tid = tid;
 			e->fd = s->fd;
 			e->op = s->op;
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, ringbuf_flags);
 		}
 	}
 }

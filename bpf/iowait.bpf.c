@@ -24,6 +24,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 targ_tgid = 0;
 const volatile __u64 min_latency_ns = 0;
+/* BPF_RB_NO_WAKEUP when the reader polls the ring (the agent): a wake-up
+ * per event is work in the traced thread's context that no one waits
+ * for. Set by user space before loading. */
+const volatile __u64 ringbuf_flags = 0;
 
 #define TASK_UNINTERRUPTIBLE 0x0002
 
@@ -114,6 +118,6 @@ int ksio_sched_switch(struct sched_switch_ctx *ctx)
 	e->end_ns = now;
 	e->tid = next;
 	e->stack_id = (__s32)stack_id;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_flags);
 	return 0;
 }

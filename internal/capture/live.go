@@ -68,6 +68,12 @@ type LiveConfig struct {
 	// CPU with a longer one, as long as the ring holds that long's
 	// packets.
 	BlockTimeout time.Duration
+	// BlockBytes is the size of a ring block, rounded up to a power of
+	// two that holds a packet of the snap length; 0 is 1 MiB. Each block
+	// handed over is a wake-up of the reader: a consumer at high packet
+	// rates that needs no answer within milliseconds (the agent) wakes
+	// less often with larger ones.
+	BlockBytes int
 }
 
 // LiveStats are a live capture's counters.
@@ -167,7 +173,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 
 	// A block holds whole packets: at least one of snap bytes.
 	block := liveMinBlock
-	for block < snap+4096 {
+	for block < snap+4096 || block < cfg.BlockBytes {
 		block *= 2
 	}
 	blocks := max(bufBytes/block, 2)

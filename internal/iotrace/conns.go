@@ -37,7 +37,7 @@ type conns struct {
 	ports []uint16
 }
 
-func openConns(pid int, ports []uint16) (_ *conns, err error) {
+func openConns(pid int, ports []uint16, ringFlags uint64) (_ *conns, err error) {
 	if len(ports) == 0 {
 		if ports, err = ListenPorts(pid); err != nil {
 			return nil, err
@@ -59,6 +59,9 @@ func openConns(pid int, ports []uint16) (_ *conns, err error) {
 	}
 	spec, err := loadIosock()
 	if err != nil {
+		return nil, fmt.Errorf("iotrace: connections: %w", err)
+	}
+	if err := setRingFlags(spec, ringFlags); err != nil {
 		return nil, fmt.Errorf("iotrace: connections: %w", err)
 	}
 	if err := spec.Variables[iosockVarTargTgid].Set(uint32(pid)); err != nil {
@@ -229,7 +232,7 @@ func connThread(ev *iosockIosockEvent, clock clockOffset, thread func(int) strin
 }
 
 func (c *conns) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return readRing(c.rd, 0, t.ringPause(), func(b []byte) error {
+	return readRing(c.rd, t.cfg.RingPoll, func(b []byte) error {
 		ev, err := decodeSockEvent(b)
 		if err != nil {
 			return err

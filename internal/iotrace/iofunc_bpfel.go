@@ -56,6 +56,7 @@ const (
 	iofuncProgKsioFxXfs   = "ksio_fx_xfs"
 	iofuncVarFilterDev    = "filter_dev"
 	iofuncVarMinLatencyNs = "min_latency_ns"
+	iofuncVarRingbufFlags = "ringbuf_flags"
 	iofuncVarTargTgid     = "targ_tgid"
 	iofuncVarUnusedEvent  = "unused_event"
 )
@@ -126,6 +127,7 @@ type iofuncMapSpecs struct {
 type iofuncVariableSpecs struct {
 	FilterDev    *ebpf.VariableSpec `ebpf:"filter_dev"`
 	MinLatencyNs *ebpf.VariableSpec `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedEvent  *ebpf.VariableSpec `ebpf:"unused_event"`
 }
@@ -175,6 +177,7 @@ func (m *iofuncMaps) Close() error {
 type iofuncVariables struct {
 	FilterDev    *ebpf.Variable `ebpf:"filter_dev"`
 	MinLatencyNs *ebpf.Variable `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.Variable `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedEvent  *ebpf.Variable `ebpf:"unused_event"`
 }

@@ -105,6 +105,7 @@ const (
 	iojournalProgKsioXlogDone  = "ksio_xlog_done"
 	iojournalProgKsioXlogWrite = "ksio_xlog_write"
 	iojournalVarMinLatencyNs   = "min_latency_ns"
+	iojournalVarRingbufFlags   = "ringbuf_flags"
 	iojournalVarUnusedJevent   = "unused_jevent"
 	iojournalVarUnusedJkey     = "unused_jkey"
 )
@@ -181,6 +182,7 @@ type iojournalMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iojournalVariableSpecs struct {
 	MinLatencyNs *ebpf.VariableSpec `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	UnusedJevent *ebpf.VariableSpec `ebpf:"unused_jevent"`
 	UnusedJkey   *ebpf.VariableSpec `ebpf:"unused_jkey"`
 }
@@ -231,6 +233,7 @@ func (m *iojournalMaps) Close() error {
 // It can be passed to loadIojournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iojournalVariables struct {
 	MinLatencyNs *ebpf.Variable `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.Variable `ebpf:"ringbuf_flags"`
 	UnusedJevent *ebpf.Variable `ebpf:"unused_jevent"`
 	UnusedJkey   *ebpf.Variable `ebpf:"unused_jkey"`
 }

@@ -36,6 +36,7 @@ const (
 	iosockMapKsioKevents       = "ksio_kevents"
 	iosockProgKsioSockRecv     = "ksio_sock_recv"
 	iosockVarKafkaPorts        = "kafka_ports"
+	iosockVarRingbufFlags      = "ringbuf_flags"
 	iosockVarTargTgid          = "targ_tgid"
 	iosockVarUnusedIosockEvent = "unused_iosock_event"
 )
@@ -99,6 +100,7 @@ type iosockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iosockVariableSpecs struct {
 	KafkaPorts        *ebpf.VariableSpec `ebpf:"kafka_ports"`
+	RingbufFlags      *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	TargTgid          *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedIosockEvent *ebpf.VariableSpec `ebpf:"unused_iosock_event"`
 }
@@ -141,6 +143,7 @@ func (m *iosockMaps) Close() error {
 // It can be passed to loadIosockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iosockVariables struct {
 	KafkaPorts        *ebpf.Variable `ebpf:"kafka_ports"`
+	RingbufFlags      *ebpf.Variable `ebpf:"ringbuf_flags"`
 	TargTgid          *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedIosockEvent *ebpf.Variable `ebpf:"unused_iosock_event"`
 }

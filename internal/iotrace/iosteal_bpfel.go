@@ -39,6 +39,7 @@ const (
 	iostealMapKsioSstate         = "ksio_sstate"
 	iostealProgKsioStealSwitch   = "ksio_steal_switch"
 	iostealVarMinStolenNs        = "min_stolen_ns"
+	iostealVarRingbufFlags       = "ringbuf_flags"
 	iostealVarUnusedIostealEvent = "unused_iosteal_event"
 )
 
@@ -101,6 +102,7 @@ type iostealMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iostealVariableSpecs struct {
 	MinStolenNs        *ebpf.VariableSpec `ebpf:"min_stolen_ns"`
+	RingbufFlags       *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	UnusedIostealEvent *ebpf.VariableSpec `ebpf:"unused_iosteal_event"`
 }
 
@@ -142,6 +144,7 @@ func (m *iostealMaps) Close() error {
 // It can be passed to loadIostealObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iostealVariables struct {
 	MinStolenNs        *ebpf.Variable `ebpf:"min_stolen_ns"`
+	RingbufFlags       *ebpf.Variable `ebpf:"ringbuf_flags"`
 	UnusedIostealEvent *ebpf.Variable `ebpf:"unused_iosteal_event"`
 }
 

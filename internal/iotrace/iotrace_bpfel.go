@@ -79,6 +79,7 @@ const (
 	iotraceProgKsioX_writev   = "ksio_x_writev"
 	iotraceVarFilterDev       = "filter_dev"
 	iotraceVarMinLatencyNs    = "min_latency_ns"
+	iotraceVarRingbufFlags    = "ringbuf_flags"
 	iotraceVarTargTgid        = "targ_tgid"
 	iotraceVarUnusedEvent     = "unused_event"
 )
@@ -159,6 +160,7 @@ type iotraceMapSpecs struct {
 type iotraceVariableSpecs struct {
 	FilterDev    *ebpf.VariableSpec `ebpf:"filter_dev"`
 	MinLatencyNs *ebpf.VariableSpec `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedEvent  *ebpf.VariableSpec `ebpf:"unused_event"`
 }
@@ -208,6 +210,7 @@ func (m *iotraceMaps) Close() error {
 type iotraceVariables struct {
 	FilterDev    *ebpf.Variable `ebpf:"filter_dev"`
 	MinLatencyNs *ebpf.Variable `ebpf:"min_latency_ns"`
+	RingbufFlags *ebpf.Variable `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedEvent  *ebpf.Variable `ebpf:"unused_event"`
 }

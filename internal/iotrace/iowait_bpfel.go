@@ -37,6 +37,7 @@ const (
 	iowaitMapKsioWstart        = "ksio_wstart"
 	iowaitProgKsioSchedSwitch  = "ksio_sched_switch"
 	iowaitVarMinLatencyNs      = "min_latency_ns"
+	iowaitVarRingbufFlags      = "ringbuf_flags"
 	iowaitVarTargTgid          = "targ_tgid"
 	iowaitVarUnusedIowaitEvent = "unused_iowait_event"
 )
@@ -101,6 +102,7 @@ type iowaitMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iowaitVariableSpecs struct {
 	MinLatencyNs      *ebpf.VariableSpec `ebpf:"min_latency_ns"`
+	RingbufFlags      *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	TargTgid          *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedIowaitEvent *ebpf.VariableSpec `ebpf:"unused_iowait_event"`
 }
@@ -145,6 +147,7 @@ func (m *iowaitMaps) Close() error {
 // It can be passed to loadIowaitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iowaitVariables struct {
 	MinLatencyNs      *ebpf.Variable `ebpf:"min_latency_ns"`
+	RingbufFlags      *ebpf.Variable `ebpf:"ringbuf_flags"`
 	TargTgid          *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedIowaitEvent *ebpf.Variable `ebpf:"unused_iowait_event"`
 }

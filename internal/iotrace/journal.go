@@ -110,9 +110,12 @@ type journal struct {
 // tracepoint group this kernel has with the record layout it was built
 // for. A group is attached whole or not at all, so no start goes without
 // its end.
-func openJournal(minLatency uint64, devs []uint32) (_ *journal, err error) {
+func openJournal(minLatency uint64, devs []uint32, ringFlags uint64) (_ *journal, err error) {
 	spec, err := loadIojournal()
 	if err != nil {
+		return nil, fmt.Errorf("iotrace: journal: %w", err)
+	}
+	if err := setRingFlags(spec, ringFlags); err != nil {
 		return nil, fmt.Errorf("iotrace: journal: %w", err)
 	}
 	if err := spec.Variables[iojournalVarMinLatencyNs].Set(minLatency); err != nil {

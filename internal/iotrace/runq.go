@@ -201,13 +201,13 @@ func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *
 		WakerTID: int(ev.WakerTid), WakerThread: commString(ev.WakerComm[:]), Timer: ev.Timer != 0}
 }
 
-// runqPoll is how often the run-queue ring is read: its events come
-// without a wake-up (BPF_RB_NO_WAKEUP), and 1 MiB holds thousands of
-// them, far more than 20 ms bring.
+// runqPoll is how often the run-queue ring is read (or Config.RingPoll,
+// if longer): its events come without a wake-up (BPF_RB_NO_WAKEUP), and
+// 1 MiB holds thousands of them, far more than 50 ms bring.
 const runqPoll = 20 * time.Millisecond
 
 func (r *runq) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return readRing(r.rd, runqPoll, 0, func(b []byte) error {
+	return readRing(r.rd, max(runqPoll, t.cfg.RingPoll), func(b []byte) error {
 		ev, err := decodeRunqEvent(b)
 		if err != nil {
 			return err

@@ -26,9 +26,12 @@ type steals struct {
 // CONFIG_PARAVIRT_TIME_ACCOUNTING).
 var errNoStealClock = errors.New("the kernel does not account steal time per run queue (CONFIG_PARAVIRT_TIME_ACCOUNTING)")
 
-func openSteals(minStolen time.Duration) (_ *steals, err error) {
+func openSteals(minStolen time.Duration, ringFlags uint64) (_ *steals, err error) {
 	spec, err := loadIosteal()
 	if err != nil {
+		return nil, fmt.Errorf("iotrace: steal: %w", err)
+	}
+	if err := setRingFlags(spec, ringFlags); err != nil {
 		return nil, fmt.Errorf("iotrace: steal: %w", err)
 	}
 	if err := spec.Variables[iostealVarMinStolenNs].Set(uint64(minStolen)); err != nil {
@@ -92,7 +95,7 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 }
 
 func (t *Tracer) readSteals(h Handlers, deliver *delivery) error {
-	return readRing(t.steals.rd, 0, t.ringPause(), func(b []byte) error {
+	return readRing(t.steals.rd, t.cfg.RingPoll, func(b []byte) error {
 		ev, ok := decodeStealEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)

@@ -42,7 +42,7 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 		}
 	}
 	if cfg.Journal {
-		j, err := openJournal(uint64(cfg.MinLatency), devs)
+		j, err := openJournal(uint64(cfg.MinLatency), devs, cfg.ringFlags())
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 		if wmin <= 0 {
 			wmin = cfg.MinLatency
 		}
-		w, err := openWaits(cfg.PID, wmin)
+		w, err := openWaits(cfg.PID, wmin, cfg.ringFlags())
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 		t.subs = append(t.subs, w)
 	}
 	if cfg.Steal {
-		s, err := openSteals(cfg.StealMin)
+		s, err := openSteals(cfg.StealMin, cfg.ringFlags())
 		switch {
 		case err == nil:
 			t.steals = s
@@ -83,7 +83,7 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 		t.mode.RunQueue = true
 	}
 	if cfg.Conns {
-		c, err := openConns(cfg.PID, cfg.Ports)
+		c, err := openConns(cfg.PID, cfg.Ports, cfg.ringFlags())
 		if err != nil {
 			return err
 		}

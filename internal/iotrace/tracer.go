@@ -1,7 +1,6 @@
 package iotrace
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -53,13 +52,16 @@ type Config struct {
 	Waits bool
 	// WaitMinLatency is the threshold for waits (0: MinLatency).
 	WaitMinLatency time.Duration
-	// RingPause is how long a ring reader that emptied its ring waits
-	// before reading again (0: DefaultRingPause). Each wake-up costs far
-	// more than the events it reads: a long-running consumer that needs
-	// no event within milliseconds (the agent: 50 ms, a third of its CPU
-	// at 10k requests/s) sets a longer one; 50 ms of a broker's writes
-	// fill a tenth of the 4 MiB ring at 170k writes/s.
-	RingPause time.Duration
+	// RingPoll, when set, has every ring buffer read every RingPoll, all
+	// at the same instants, by readers that never block on a ring; and
+	// the BPF programs submit events without waking anyone
+	// (BPF_RB_NO_WAKEUP). Each wake-up costs far more than the events it
+	// reads: a long-running consumer that needs no event within
+	// milliseconds (the agent: 50 ms) sets it; 50 ms of a broker's
+	// writes fill a tenth of the 4 MiB ring at 170k writes/s. 0: each
+	// reader blocks on its ring, its producer wakes it, and it pauses
+	// DefaultRingPause after emptying it (events within milliseconds).
+	RingPoll time.Duration
 	// Functions also times writes inside the file system, where the
 	// kernel allows fentry (see FunctionMode and Tracer.Mode). Their
 	// events have ops ext4_file_write_iter and xfs_file_write_iter and
@@ -231,6 +233,9 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	if err := spec.Variables[iotraceVarMinLatencyNs].Set(uint64(cfg.MinLatency)); err != nil {
 		return nil, fmt.Errorf("iotrace: set minimum latency: %w", err)
 	}
+	if err := setRingFlags(spec, cfg.ringFlags()); err != nil {
+		return nil, fmt.Errorf("iotrace: %w", err)
+	}
 	devs, err := devicesOf(cfg.LogDirs)
 	if err != nil {
 		return nil, err
@@ -390,26 +395,27 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 }
 
 // DefaultRingPause is how long a reader that emptied its ring waits
-// before it blocks on it again (Config.RingPause). Without a pause, a
+// before it blocks on it again (without Config.RingPoll). Without a pause, a
 // broker writing steadily wakes the reader for every event (an
 // epoll_wait per event); with it, events are read in batches. Events
 // carry their own kernel timestamps, so the pause changes no figure.
 const DefaultRingPause = 2 * time.Millisecond
 
-// ringPause is the tracer's Config.RingPause or its default.
-func (t *Tracer) ringPause() time.Duration { return cmp.Or(t.cfg.RingPause, DefaultRingPause) }
-
 // readRing reads rd until it is flushed or closed, passing each sample to
 // fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
-// pause after emptying it; with poll > 0 the producer does not
-// wake readers (BPF_RB_NO_WAKEUP) and the ring is read every poll.
-func readRing(rd *ringbuf.Reader, poll, pause time.Duration, fn func([]byte) error) error {
+// DefaultRingPause after emptying it. With poll > 0 it never blocks: it
+// empties the ring, then sleeps to the next multiple of poll (for
+// producers that wake no one, BPF_RB_NO_WAKEUP). A thread blocked in
+// epoll_wait for over 10 ms also makes Go's runtime hand its processor
+// to another thread and its monitor spin at 20 µs for a while.
+func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) error {
 	var rec ringbuf.Record
+	if poll > 0 {
+		rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
+	}
 	for {
-		if poll > 0 {
-			rd.SetDeadline(time.Now().Add(poll))
-		} else if rd.AvailableBytes() == 0 {
-			time.Sleep(pause)
+		if poll == 0 && rd.AvailableBytes() == 0 {
+			time.Sleep(DefaultRingPause)
 		}
 		err := rd.ReadInto(&rec)
 		switch {
@@ -418,6 +424,7 @@ func readRing(rd *ringbuf.Reader, poll, pause time.Duration, fn func([]byte) err
 				return err
 			}
 		case poll > 0 && errors.Is(err, os.ErrDeadlineExceeded):
+			sleepToTick(poll)
 		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
 			return nil
 		default:
@@ -426,8 +433,16 @@ func readRing(rd *ringbuf.Reader, poll, pause time.Duration, fn func([]byte) err
 	}
 }
 
+// sleepToTick sleeps until the next multiple of d since the zero time:
+// readers polling every d wake together, one wake-up of the process
+// rather than one per ring.
+func sleepToTick(d time.Duration) {
+	now := time.Now()
+	time.Sleep(now.Truncate(d).Add(d).Sub(now))
+}
+
 func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
-	return readRing(t.rd, 0, t.ringPause(), func(b []byte) error {
+	return readRing(t.rd, t.cfg.RingPoll, func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
@@ -442,7 +457,7 @@ func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 }
 
 func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
-	return readRing(t.journal.rd, 0, t.ringPause(), func(b []byte) error {
+	return readRing(t.journal.rd, t.cfg.RingPoll, func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)

@@ -28,15 +28,20 @@ type want struct {
 // call on a segment file, an index file, a file outside the log directory
 // and, from another process, on the same segment: exactly the calls of
 // this process on the reported files must come out, with their bytes and
-// offsets, and the programs must be gone after Close.
+// offsets, and the programs must be gone after Close. Also with the rings
+// polled (Config.RingPoll, as the agent reads them): events submitted
+// without a wake-up, read every 50 ms.
 func TestTraceOwnCalls(t *testing.T) {
 	requireRoot(t)
-	for _, allFiles := range []bool{false, true} {
-		t.Run("allFiles="+strconv.FormatBool(allFiles), func(t *testing.T) { traceOwnCalls(t, allFiles) })
+	for _, tc := range []struct {
+		allFiles bool
+		poll     time.Duration
+	}{{false, 0}, {true, 0}, {false, 50 * time.Millisecond}} {
+		t.Run("allFiles="+strconv.FormatBool(tc.allFiles)+",poll="+tc.poll.String(), func(t *testing.T) { traceOwnCalls(t, tc.allFiles, tc.poll) })
 	}
 }
 
-func traceOwnCalls(t *testing.T, allFiles bool) {
+func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
 	logDir := t.TempDir()
 	partDir := filepath.Join(logDir, "own-calls-7")
 	if err := os.Mkdir(partDir, 0o755); err != nil {
@@ -60,7 +65,7 @@ func traceOwnCalls(t *testing.T, allFiles bool) {
 	}
 	t.Cleanup(func() { unix.Close(ro) })
 
-	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles})
+	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles, RingPoll: poll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +145,12 @@ func traceOwnCalls(t *testing.T, allFiles bool) {
 
 	// Events cross the ring buffer asynchronously: wait for them, bounded.
 	deadline := time.Now().Add(5 * time.Second)
+	seen := 0 // the events came while running, not only at the flush
 	for {
 		mu.Lock()
-		n := len(events)
+		seen = len(events)
 		mu.Unlock()
-		if n >= len(wants) || time.Now().After(deadline) {
+		if seen >= len(wants) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -152,6 +158,9 @@ func traceOwnCalls(t *testing.T, allFiles bool) {
 	cancel()
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
+	}
+	if seen < len(wants) {
+		t.Errorf("%d of %d events read within 5 s while tracing", seen, len(wants))
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(seg, &st); err != nil {

@@ -31,9 +31,12 @@ type waits struct {
 	syms *kallsyms
 }
 
-func openWaits(pid int, minLatency time.Duration) (_ *waits, err error) {
+func openWaits(pid int, minLatency time.Duration, ringFlags uint64) (_ *waits, err error) {
 	spec, err := loadIowait()
 	if err != nil {
+		return nil, fmt.Errorf("iotrace: waits: %w", err)
+	}
+	if err := setRingFlags(spec, ringFlags); err != nil {
 		return nil, fmt.Errorf("iotrace: waits: %w", err)
 	}
 	if err := spec.Variables["targ_tgid"].Set(uint32(pid)); err != nil {
@@ -99,7 +102,7 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 }
 
 func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
-	return readRing(t.waits.rd, 0, t.ringPause(), func(b []byte) error {
+	return readRing(t.waits.rd, t.cfg.RingPoll, func(b []byte) error {
 		ev, ok := decodeWaitEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)
