@@ -23,12 +23,15 @@
 # The agent runs as deployed: capture, eBPF tracing (writes, journal,
 # block I/O, kernel waits), metrics and the slow log (--out).
 #
-# Measured per run: the agent's CPU (user+system from /proc, its whole
-# process), the run time of its BPF programs (kernel.bpf_stats_enabled,
+# Measured per run, over its steady part (DURATION-2 s from 2 s after the
+# load's warm-up, the agent started before the load):
+# the agent's CPU (user+system from /proc, its whole process), the
+# requests it decoded, the run time of its BPF programs (kernel.bpf_stats_enabled,
 # /proc/PID/fdinfo: time spent in the traced processes' context, a cost
-# to the host rather than to the agent), its peak RSS, the packets and
-# events it lost; the broker's CPU, the messages/s acknowledged and the
-# p99 of the service latency the clients saw. Figures are means with 95%
+# to the host rather than to the agent), the broker's CPU; over the whole
+# run: the agent's peak RSS, the packets and events it lost; from the
+# clients' measured part: the messages/s acknowledged and the p99 of the
+# service latency they saw. Figures are means with 95%
 # confidence intervals over the trials (Student's t).
 #
 # Then, if SOAK > 0, the agent alone for SOAK seconds at the highest
@@ -52,6 +55,7 @@ read -r -a loads <<<"${LOADS:-2500 5000 10000}"
 trials="${TRIALS:-3}"
 duration="${DURATION:-20}"
 soak="${SOAK:-300}"
+warmup=3
 before_rev="${BEFORE_REV:-}"
 mkdir -p "$work"
 scripts/setup.sh >/dev/null
@@ -107,7 +111,7 @@ load() {
   else
     args+=(--rate "$1" --message-size 900 --partitions 4)
   fi
-  "$kscope" bench run --bootstrap "127.0.0.1:$2" "${args[@]}" --warmup 3s --duration "${duration}s" \
+  "$kscope" bench run --bootstrap "127.0.0.1:$2" "${args[@]}" --warmup "${warmup}s" --duration "${duration}s" \
     --topic "ab-$3" -q -o "$work/$3.json" >"$work/$3.out" 2>&1
 }
 
@@ -138,16 +142,20 @@ run() {
   esac
   local a0=0 a1=0 f0=0 f1=0 r0=0 r1=0 peak=0 b0 b1 t0 t1 sampler=""
   if [[ -n "$agent_pid" ]]; then
-    a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
     (while kill -0 "$agent_pid" 2>/dev/null; do rss_kib "$agent_pid" >>"$work/rss-$name"; sleep 2; done) 2>/dev/null &
     sampler=$!
   fi
+  load "$ld" "$bport" "$name" &
+  local lp=$!
+  sleep $((warmup + 2))
   b0="$(cpu_ticks "$bpid")" t0="$(date +%s.%N)"
-  load "$ld" "$bport" "$name"
+  [[ -n "$agent_pid" ]] && a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
+  sleep $((duration - 2))
   b1="$(cpu_ticks "$bpid")" t1="$(date +%s.%N)"
+  [[ -n "$agent_pid" ]] && a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
+  wait "$lp"
   local drops=0
   if [[ -n "$agent_pid" ]]; then
-    a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
     drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
     stop_agent
     kill "$sampler" 2>/dev/null || true
@@ -162,7 +170,7 @@ res = json.load(open(path))
 t = res["totals"]
 wall = float(t1) - float(t0)
 hz = float(hz)
-# Rates over the whole run (warm-up, measured part and drain), as the CPU is.
+# CPU and the agent's requests over the same steady window.
 agent_req = (float(r1) - float(r0)) / wall
 print("\t".join(str(x) for x in (arm, ld, trial, round(t["requests_per_sec"]), round(t["msgs_per_sec"]),
       res["latency"]["service"]["p99_us"], round((float(b1) - float(b0)) / hz / wall * 100, 2),
@@ -244,7 +252,8 @@ names = {"none": "nothing watching", "agent": "kscope agent", "before": f"kscope
 print(f"# kscope agent: cost at fixed loads and at the maximum\n")
 print(f"Load: `kscope bench run`, 8 producers, 2 consumers, linger 0, 1 KiB batches; fixed loads of 900-byte messages "
       f"(one per produce request), max: `--rate max` with 100-byte messages into one partition. {trials} trials per arm, "
-      f"arms interleaved, {duration} s measured per run (CPU over the whole run: warm-up, measured part and drain). "
+      f"arms interleaved, {duration} s measured per run (CPU and the agent's requests over its steady part: "
+      f"{int(duration) - 2} s from 2 s after the warm-up). "
       f"Means ± 95% confidence intervals over the trials. {cores} cores.\n")
 print("| load (msgs/s) | arm | requests/s | msgs/s | p99 service ms | broker CPU % | agent CPU % of a core | agent CPU % per 10k req/s | agent BPF % of a core | BPF % per 10k req/s | agent peak RSS MiB | lost |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")

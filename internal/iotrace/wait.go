@@ -2,14 +2,15 @@ package iotrace
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf/link"
@@ -138,10 +139,13 @@ func (t *Tracer) waitStack(id int32) []string {
 }
 
 // kallsyms maps kernel addresses to function names (/proc/kallsyms, which
-// shows real addresses to root).
+// shows real addresses to root). The names are one string and their ends
+// offsets into it: a hundred thousand strings of their own were pointers
+// the garbage collector marked in every cycle of a long-running agent.
 type kallsyms struct {
 	addrs []uint64
-	names []string
+	ends  []uint32 // names[i] is blob[ends[i-1]:ends[i]]
+	blob  string
 }
 
 func loadKallsyms(path string) (*kallsyms, error) {
@@ -151,28 +155,33 @@ func loadKallsyms(path string) (*kallsyms, error) {
 	}
 	defer f.Close()
 	type sym struct {
-		addr uint64
-		name string
+		addr     uint64
+		from, to uint32 // the name in blob
 	}
-	var syms []sym
+	var (
+		syms []sym
+		blob []byte
+	)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		// "ffffffff81000000 T _stext" (and " [module]" after the name)
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 3 || len(fields[1]) != 1 {
 			continue
 		}
-		switch fields[1] {
-		case "T", "t", "W", "w":
+		switch fields[1][0] {
+		case 'T', 't', 'W', 'w':
 		default:
 			continue
 		}
-		addr, err := strconv.ParseUint(fields[0], 16, 64)
-		if err != nil || addr == 0 {
+		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
+		if err != nil || addr == 0 || len(blob)+len(fields[2]) > math.MaxUint32 {
 			continue
 		}
-		syms = append(syms, sym{addr, fields[2]})
+		from := uint32(len(blob))
+		blob = append(blob, fields[2]...)
+		syms = append(syms, sym{addr, from, uint32(len(blob))})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -181,10 +190,14 @@ func loadKallsyms(path string) (*kallsyms, error) {
 		return nil, errors.New("no kernel symbols with addresses (kptr_restrict?)")
 	}
 	slices.SortFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
-	k := &kallsyms{addrs: make([]uint64, len(syms)), names: make([]string, len(syms))}
+	// The blob again in address order, so that ends alone delimit names.
+	sorted := make([]byte, 0, len(blob))
+	k := &kallsyms{addrs: make([]uint64, len(syms)), ends: make([]uint32, len(syms))}
 	for i, s := range syms {
-		k.addrs[i], k.names[i] = s.addr, s.name
+		sorted = append(sorted, blob[s.from:s.to]...)
+		k.addrs[i], k.ends[i] = s.addr, uint32(len(sorted))
 	}
+	k.blob = string(sorted)
 	return k, nil
 }
 
@@ -196,7 +209,11 @@ func (k *kallsyms) name(ip uint64) string {
 			i--
 		}
 		if i >= 0 {
-			return k.names[i]
+			from := uint32(0)
+			if i > 0 {
+				from = k.ends[i-1]
+			}
+			return k.blob[from:k.ends[i]]
 		}
 	}
 	return "0x" + strconv.FormatUint(ip, 16)

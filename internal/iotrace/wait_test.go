@@ -14,6 +14,7 @@ ffffffff81000100 t helper
 0000000000000000 T hidden
 ffffffff81000200 D some_data
 ffffffff81000300 T ext4_page_mkwrite	[ext4]
+ffffffff81000050 W early_but_listed_last
 `), 0o644)
 	k, err := loadKallsyms(path)
 	if err != nil {
@@ -23,7 +24,7 @@ ffffffff81000300 T ext4_page_mkwrite	[ext4]
 		ip   uint64
 		want string
 	}{
-		{0xffffffff81000000, "_stext"}, {0xffffffff810000ff, "_stext"}, {0xffffffff81000150, "helper"},
+		{0xffffffff81000000, "_stext"}, {0xffffffff8100004f, "_stext"}, {0xffffffff810000ff, "early_but_listed_last"}, {0xffffffff81000150, "helper"},
 		{0xffffffff81000250, "helper"}, {0xffffffff81000301, "ext4_page_mkwrite"}, {0x10, "0x10"},
 	}
 	for _, tt := range tests {
