@@ -93,11 +93,13 @@ type Decoder struct {
 	streams map[connKey]*stream
 	// tlsProblems are the first TLS connections not decrypted.
 	tlsProblems []TLSProblem
-	// last is the stream streamOf found last, for key in direction
-	// lastDir (nil when it has gone).
-	last    *stream
-	lastKey connKey
-	lastDir int
+	// accepted is the stream reassembly handed the packet being
+	// assembled (its Accept), in direction acceptedDir; nil if none, or
+	// if the packet ended the connection. Reassembly has looked the
+	// connection up already: a map lookup of its own hashed two flows
+	// per packet.
+	accepted    *stream
+	acceptedDir int
 
 	// The bodies decoded on every request, reused: kmsg decodes into
 	// them again, keeping their top-level arrays. Their strings point
@@ -202,8 +204,9 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 	d.stats.Packets++
 	d.stats.Bytes += int64(len(tcp.Payload))
 	ts := ci.Timestamp
+	d.accepted = nil
 	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
-	s, dir := d.streamOf(seg)
+	s, dir := d.accepted, d.acceptedDir
 	if s != nil && tcp.RST {
 		s.abort()
 	}
@@ -233,28 +236,6 @@ func (d *Decoder) Close() {
 // connKey identifies a connection by the first packet's direction.
 type connKey struct {
 	net, transport gopacket.Flow
-}
-
-// streamOf returns seg's connection and seg's direction in it (0: the
-// direction of the connection's first packet), or nil. The last one
-// found is remembered: a connection's packets come in runs, and a map
-// lookup hashes two flows.
-func (d *Decoder) streamOf(seg capture.Segment) (*stream, int) {
-	k := connKey{seg.NetFlow, seg.TCP.TransportFlow()}
-	if d.last != nil && k == d.lastKey {
-		return d.last, d.lastDir
-	}
-	s, ok := d.streams[k]
-	dir := 0
-	if !ok {
-		s, ok = d.streams[connKey{k.net.Reverse(), k.transport.Reverse()}]
-		dir = 1
-	}
-	if !ok {
-		return nil, 0
-	}
-	d.last, d.lastKey, d.lastDir = s, k, dir
-	return s, dir
 }
 
 // emitUnanswered emits a request that will get no response.
@@ -367,6 +348,7 @@ func dirIndex(dir reassembly.TCPFlowDirection) int {
 
 func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
 	i := dirIndex(dir)
+	s.d.accepted, s.d.acceptedDir = s, i
 	if tcp.SYN {
 		s.times[i].syn(tcp.Seq)
 	} else {
@@ -450,8 +432,8 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 	if s.d.streams[s.key] == s {
 		delete(s.d.streams, s.key)
 	}
-	if s.d.last == s {
-		s.d.last = nil
+	if s.d.accepted == s {
+		s.d.accepted = nil
 	}
 	return true
 }
