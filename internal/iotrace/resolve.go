@@ -32,14 +32,16 @@ func (id fileID) matches(st *unix.Stat_t) bool {
 const recheckAfter = time.Second
 
 // How often a file not found by its fd sends the resolver through all the
-// broker's open files, and through the log directories; and when a name
-// not seen since is forgotten. Journal and block events name files the
-// broker may not have open (a segment deleted since, another process's
-// file): looking for each of those every second walked every segment of
-// every partition, 8% of the agent's CPU on a small broker.
+// broker's open files, and through the log directories; how long a file
+// not found that way is not looked for again; and when a name not seen
+// since is forgotten. Journal and block events name files the broker may
+// not have open (a segment deleted since, another process's file, the
+// journal itself): looking for each of those every second walked every
+// segment of every partition, 8% of the agent's CPU on a small broker.
 const (
 	scanEvery   = time.Second
 	walkEvery   = 10 * time.Second
+	missRetry   = time.Minute
 	forgetAfter = 10 * time.Minute
 )
 
@@ -60,11 +62,12 @@ type fileResolver struct {
 
 	mu              sync.Mutex
 	names           map[fileID]namedFile
-	scanned, walked time.Time // the last scanFDs and walkLogDirs
+	misses          map[fileID]time.Time // files not found, when last looked for
+	scanned, walked time.Time            // the last scanFDs and walkLogDirs
 }
 
 func newFileResolver(pid int, logDirs []string) *fileResolver {
-	return &fileResolver{pid: pid, logDirs: logDirs, names: map[fileID]namedFile{},
+	return &fileResolver{pid: pid, logDirs: logDirs, names: map[fileID]namedFile{}, misses: map[fileID]time.Time{},
 		scanEvery: scanEvery, walkEvery: walkEvery}
 }
 
@@ -88,6 +91,9 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 		r.names[id] = namedFile{cached.path, now}
 		return cached.path, true
 	}
+	if at, missed := r.misses[id]; missed && now.Sub(at) < missRetry {
+		return "", false
+	}
 	if now.Sub(r.scanned) >= r.scanEvery {
 		r.scanned = now
 		r.scanFDs(now)
@@ -102,6 +108,7 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 		if n, ok := r.names[id]; ok {
 			return n.path, true
 		}
+		r.misses[id] = now // looked for everywhere
 	}
 	return "", false
 }
@@ -110,6 +117,7 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 // ago, whose inode numbers are free again.
 func (r *fileResolver) forget(now time.Time) {
 	maps.DeleteFunc(r.names, func(_ fileID, n namedFile) bool { return now.Sub(n.checked) >= forgetAfter })
+	maps.DeleteFunc(r.misses, func(_ fileID, at time.Time) bool { return now.Sub(at) >= missRetry })
 }
 
 // fromFD names id from /proc/PID/fd/FD if that fd still refers to it.

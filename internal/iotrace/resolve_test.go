@@ -71,6 +71,17 @@ func TestFileResolver(t *testing.T) {
 	if got, ok := r.lookup(laterID, -1); !ok || got != laterPath {
 		t.Errorf("after walkEvery: %q %v, want %q", got, ok, laterPath)
 	}
+	// A file looked for everywhere is not looked for again for missRetry,
+	// even when walks are due.
+	r.lookup(unknown, -1) // a walk is due: it looks everywhere
+	if _, missed := r.misses[unknown]; !missed {
+		t.Error("the unknown file is not remembered as missed")
+	}
+	walked = r.walked
+	r.lookup(unknown, -1)
+	if r.walked != walked {
+		t.Error("the unknown file was looked for again within missRetry")
+	}
 	// Names not seen for forgetAfter are forgotten at a walk.
 	r.names[unknown] = namedFile{"/gone", time.Now().Add(-forgetAfter)}
 	r.lookup(fileID{dev: openID.dev, ino: 1<<40 + 8}, -1)
