@@ -363,3 +363,28 @@ func TestReusedCorrelationIDEmittedOnce(t *testing.T) {
 		t.Errorf("%d requests emitted, %d unanswered, %d bytes still held; want 2, 2, 0", len(got), d.Stats().Unanswered, d.heldBytes)
 	}
 }
+
+// TestVersionsOfMatchesKmsg: the table of known keys, highest versions and
+// flexible versions says what kmsg's request structs say, for every key
+// and version (and one past each end).
+func TestVersionsOfMatchesKmsg(t *testing.T) {
+	for key := int16(-1); key <= kmsg.MaxKey+1; key++ {
+		kv := versionsOf(key)
+		req := kmsg.RequestForKey(key)
+		if (req != nil) != kv.known {
+			t.Fatalf("key %d: known %v, kmsg %v", key, kv.known, req != nil)
+		}
+		if req == nil {
+			continue
+		}
+		if kv.max != req.MaxVersion() {
+			t.Errorf("key %d: max version %d, kmsg %d", key, kv.max, req.MaxVersion())
+		}
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			req.SetVersion(v)
+			if got := kv.flexibleFrom >= 0 && v >= kv.flexibleFrom; got != req.IsFlexible() {
+				t.Errorf("key %d version %d: flexible %v, kmsg %v", key, v, got, req.IsFlexible())
+			}
+		}
+	}
+}

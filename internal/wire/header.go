@@ -38,9 +38,8 @@ func parseRequestHeader(b []byte) (requestHeader, []byte, error) {
 		}
 		h.clientID, rest = rest[:idLen], rest[idLen:]
 	}
-	if req := kmsg.RequestForKey(h.key); req != nil && h.version >= 0 && h.version <= req.MaxVersion() {
-		req.SetVersion(h.version)
-		h.known, h.flexible = true, req.IsFlexible()
+	if kv := versionsOf(h.key); kv.known && h.version >= 0 && h.version <= kv.max {
+		h.known, h.flexible = true, kv.flexibleFrom >= 0 && h.version >= kv.flexibleFrom
 	}
 	if h.flexible {
 		var ok bool
@@ -88,8 +87,7 @@ func plausibleRequest(b []byte, maxFrame int) (ok bool, need int) {
 	}
 	key := int16(binary.BigEndian.Uint16(b[4:6]))
 	version := int16(binary.BigEndian.Uint16(b[6:8]))
-	req := kmsg.RequestForKey(key)
-	if req == nil || version < 0 || version > req.MaxVersion() {
+	if kv := versionsOf(key); !kv.known || version < 0 || version > kv.max {
 		return false, 0
 	}
 	if int32(binary.BigEndian.Uint32(b[8:12])) < 0 {
@@ -121,4 +119,41 @@ func skipTags(b []byte) ([]byte, bool) {
 		r.Span(int(size))
 	}
 	return r.Src, r.Ok()
+}
+
+// keyVersions is what parsing a request header needs to know of its API
+// key: whether kmsg knows it, its highest version, and its first flexible
+// version (-1: none; Kafka's flexible versions are always "N+").
+type keyVersions struct {
+	known        bool
+	max          int16
+	flexibleFrom int16
+}
+
+// requestVersions is keyVersions by API key, asked of kmsg once: a request
+// struct built per request only to ask was an allocation per request.
+var requestVersions = func() (t [kmsg.MaxKey + 1]keyVersions) {
+	for key := range t {
+		req := kmsg.RequestForKey(int16(key))
+		if req == nil {
+			continue
+		}
+		kv := keyVersions{known: true, max: req.MaxVersion(), flexibleFrom: -1}
+		for v := int16(0); v <= kv.max; v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				kv.flexibleFrom = v
+				break
+			}
+		}
+		t[key] = kv
+	}
+	return t
+}()
+
+func versionsOf(key int16) keyVersions {
+	if key < 0 || int(key) >= len(requestVersions) {
+		return keyVersions{}
+	}
+	return requestVersions[key]
 }
