@@ -207,7 +207,7 @@ func wakeup(ev *iorunqIorunqEvent, clock clockOffset, thread func(int) string) *
 const runqPoll = 20 * time.Millisecond
 
 func (r *runq) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return readRing(r.rd, max(runqPoll, t.cfg.RingPoll), func(b []byte) error {
+	return readRing(r.rd, max(runqPoll, t.cfg.RingPoll), &t.stopping, func(b []byte) error {
 		ev, err := decodeRunqEvent(b)
 		if err != nil {
 			return err

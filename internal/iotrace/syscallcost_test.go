@@ -149,7 +149,7 @@ func TestSyscallCostHelper(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			readRing(rd, 0, func([]byte) error { return nil })
+			readRing(rd, 0, nil, func([]byte) error { return nil })
 		}()
 		defer func() {
 			rd.Close()

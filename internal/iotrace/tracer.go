@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,12 +94,16 @@ type Config struct {
 // releases them all; the kernel also releases them when the process dies,
 // since nothing is pinned.
 type Tracer struct {
-	cfg   Config
-	objs  iotraceObjects
-	links []link.Link
-	rd    *ringbuf.Reader
-	clock clockOffset
-	files *fileResolver
+	cfg Config
+	// stopping is set when RunAll's context ends, before the rings are
+	// flushed: polling readers then read a ring even when it looks empty,
+	// to see the flush.
+	stopping atomic.Bool
+	objs     iotraceObjects
+	links    []link.Link
+	rd       *ringbuf.Reader
+	clock    clockOffset
+	files    *fileResolver
 	// Caches of convert, which only the write ring's reader calls: a
 	// path's classification (filepath.Rel and logdir.ParsePath cost more
 	// than the rest of an event) and device names.
@@ -361,7 +366,9 @@ func (t *Tracer) Run(ctx context.Context, fn func(*event.Write) error) error {
 func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	t.stopping.Store(false)
 	stop := context.AfterFunc(ctx, func() {
+		t.stopping.Store(true)
 		t.detach()
 		// Read returns what is left in the ring buffer, then ErrFlushed.
 		_ = t.rd.Flush()
@@ -405,10 +412,13 @@ const DefaultRingPause = 2 * time.Millisecond
 // fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
 // DefaultRingPause after emptying it. With poll > 0 it never blocks: it
 // empties the ring, then sleeps to the next multiple of poll (for
-// producers that wake no one, BPF_RB_NO_WAKEUP). A thread blocked in
-// epoll_wait for over 10 ms also makes Go's runtime hand its processor
-// to another thread and its monitor spin at 20 µs for a while.
-func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) error {
+// producers that wake no one, BPF_RB_NO_WAKEUP); an empty ring is not
+// read at all (no system call) until stopping is set. A thread blocked
+// in epoll_wait for over 10 ms makes Go's runtime hand its processor to
+// another thread, and any system call after the process was idle sets
+// the runtime's monitor spinning at 20 µs for a while: a cost per
+// wake-up of the agent, idle or not.
+func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn func([]byte) error) error {
 	var rec ringbuf.Record
 	if poll > 0 {
 		rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
@@ -416,6 +426,9 @@ func readRing(rd *ringbuf.Reader, poll time.Duration, fn func([]byte) error) err
 	for {
 		if poll == 0 && rd.AvailableBytes() == 0 {
 			time.Sleep(DefaultRingPause)
+		}
+		for poll > 0 && rd.AvailableBytes() == 0 && !stopping.Load() {
+			sleepToTick(poll)
 		}
 		err := rd.ReadInto(&rec)
 		switch {
@@ -442,7 +455,7 @@ func sleepToTick(d time.Duration) {
 }
 
 func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
-	return readRing(t.rd, t.cfg.RingPoll, func(b []byte) error {
+	return readRing(t.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
@@ -457,7 +470,7 @@ func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 }
 
 func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
-	return readRing(t.journal.rd, t.cfg.RingPoll, func(b []byte) error {
+	return readRing(t.journal.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
