@@ -31,16 +31,15 @@ func (id fileID) matches(st *unix.Stat_t) bool {
 // (.deleted, .cleaned, .swap) and inode numbers are reused after deletion.
 const recheckAfter = time.Second
 
-// How often a file not found by its fd sends the resolver through all the
-// broker's open files, and through the log directories; how long a file
-// not found that way is not looked for again; and when a name not seen
-// since is forgotten. Journal and block events name files the broker may
-// not have open (a segment deleted since, another process's file, the
-// journal itself): looking for each of those every second walked every
-// segment of every partition, 8% of the agent's CPU on a small broker.
+// How long a file looked for everywhere and not found is not looked for
+// again, and when a name not seen since is forgotten. Journal and block
+// events name files the broker may not have open (a segment deleted
+// since, another process's file, the journal itself): looking for each
+// of those again every second walked every segment of every partition,
+// 8% of the agent's CPU on a small broker. A file new to the resolver is
+// looked for at once: a broker creates files in bursts (a new partition's,
+// checkpoints), and an event on one of them should be named.
 const (
-	scanEvery   = time.Second
-	walkEvery   = 10 * time.Second
 	missRetry   = time.Minute
 	forgetAfter = 10 * time.Minute
 )
@@ -58,17 +57,13 @@ type fileResolver struct {
 	pid     int
 	logDirs []string
 
-	scanEvery, walkEvery time.Duration
-
-	mu              sync.Mutex
-	names           map[fileID]namedFile
-	misses          map[fileID]time.Time // files not found, when last looked for
-	scanned, walked time.Time            // the last scanFDs and walkLogDirs
+	mu     sync.Mutex
+	names  map[fileID]namedFile
+	misses map[fileID]time.Time // files looked for everywhere, not found, and when
 }
 
 func newFileResolver(pid int, logDirs []string) *fileResolver {
-	return &fileResolver{pid: pid, logDirs: logDirs, names: map[fileID]namedFile{}, misses: map[fileID]time.Time{},
-		scanEvery: scanEvery, walkEvery: walkEvery}
+	return &fileResolver{pid: pid, logDirs: logDirs, names: map[fileID]namedFile{}, misses: map[fileID]time.Time{}}
 }
 
 // lookup returns the path of id; fd is the descriptor the call used, or -1.
@@ -94,22 +89,16 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 	if at, missed := r.misses[id]; missed && now.Sub(at) < missRetry {
 		return "", false
 	}
-	if now.Sub(r.scanned) >= r.scanEvery {
-		r.scanned = now
-		r.scanFDs(now)
-		if n, ok := r.names[id]; ok {
-			return n.path, true
-		}
+	r.scanFDs(now)
+	if n, ok := r.names[id]; ok {
+		return n.path, true
 	}
-	if now.Sub(r.walked) >= r.walkEvery {
-		r.walked = now
-		r.forget(now)
-		r.walkLogDirs(now)
-		if n, ok := r.names[id]; ok {
-			return n.path, true
-		}
-		r.misses[id] = now // looked for everywhere
+	r.forget(now)
+	r.walkLogDirs(now)
+	if n, ok := r.names[id]; ok {
+		return n.path, true
 	}
+	r.misses[id] = now
 	return "", false
 }
 

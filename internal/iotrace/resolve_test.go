@@ -10,9 +10,9 @@ import (
 )
 
 // TestFileResolver names files of this process by (device, inode): from
-// the call's fd, from the open files, from the log directory; and looks
-// through all files at most once per interval, however many unknown
-// files it is asked about.
+// the call's fd, from the open files, from the log directory, a file new
+// to it at once; and does not look again for a file looked for everywhere
+// for missRetry, however often it is asked.
 func TestFileResolver(t *testing.T) {
 	dir := t.TempDir()
 	part := filepath.Join(dir, "topic-0")
@@ -40,7 +40,6 @@ func TestFileResolver(t *testing.T) {
 	unknown := fileID{dev: openID.dev, ino: 1<<40 + 7}
 
 	r := newFileResolver(os.Getpid(), []string{dir})
-	r.scanEvery, r.walkEvery = time.Hour, time.Hour
 	steps := []struct {
 		name string
 		id   fileID
@@ -49,7 +48,7 @@ func TestFileResolver(t *testing.T) {
 	}{
 		{"by its fd", openID, int(f.Fd()), openPath},
 		{"open, fd unknown", openID, -1, openPath},
-		{"closed: from the first walk", closedID, -1, closedPath},
+		{"closed: from the walk", closedID, -1, closedPath},
 		{"unknown", unknown, -1, ""},
 	}
 	for _, st := range steps {
@@ -58,34 +57,32 @@ func TestFileResolver(t *testing.T) {
 			t.Errorf("%s: %q %v, want %q", st.name, got, ok, st.want)
 		}
 	}
-	// A file created after the walk is not found before the next one.
+	// A file created since, new to the resolver: looked for at once.
 	laterPath, laterID := create("00000000000000000001.log")
-	walked := r.walked
-	if got, ok := r.lookup(laterID, -1); ok {
-		t.Errorf("a file created after the walk, within walkEvery: %q", got)
-	}
-	if r.walked != walked {
-		t.Error("a second walk within walkEvery")
-	}
-	r.walkEvery = 0
 	if got, ok := r.lookup(laterID, -1); !ok || got != laterPath {
-		t.Errorf("after walkEvery: %q %v, want %q", got, ok, laterPath)
+		t.Errorf("a file created after a walk: %q %v, want %q", got, ok, laterPath)
 	}
-	// A file looked for everywhere is not looked for again for missRetry,
-	// even when walks are due.
-	r.lookup(unknown, -1) // a walk is due: it looks everywhere
+	// The unknown file is not looked for again within missRetry: no walk
+	// (which would name the closed file again, forgotten here).
 	if _, missed := r.misses[unknown]; !missed {
-		t.Error("the unknown file is not remembered as missed")
+		t.Fatal("the unknown file is not remembered as missed")
 	}
-	walked = r.walked
+	delete(r.names, closedID)
+	if _, ok := r.lookup(unknown, -1); ok {
+		t.Error("the unknown file was named")
+	}
+	if _, ok := r.names[closedID]; ok {
+		t.Error("a lookup of a missed file within missRetry walked the log directories")
+	}
+	// After missRetry it is looked for again; names unseen for
+	// forgetAfter are forgotten then.
+	r.misses[unknown] = time.Now().Add(-missRetry)
+	r.names[fileID{dev: 1, ino: 2}] = namedFile{"/gone", time.Now().Add(-forgetAfter)}
 	r.lookup(unknown, -1)
-	if r.walked != walked {
-		t.Error("the unknown file was looked for again within missRetry")
+	if at := r.misses[unknown]; time.Since(at) > time.Minute/2 {
+		t.Error("a missed file was not looked for again after missRetry")
 	}
-	// Names not seen for forgetAfter are forgotten at a walk.
-	r.names[unknown] = namedFile{"/gone", time.Now().Add(-forgetAfter)}
-	r.lookup(fileID{dev: openID.dev, ino: 1<<40 + 8}, -1)
-	if _, ok := r.names[unknown]; ok {
+	if _, ok := r.names[fileID{dev: 1, ino: 2}]; ok {
 		t.Error("a name unseen for forgetAfter is still kept")
 	}
 }
