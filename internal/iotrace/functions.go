@@ -97,7 +97,7 @@ func (f *functions) open(cfg Config, spec *ebpf.CollectionSpec, shared *iotraceO
 		iofuncVarTargTgid:     uint32(cfg.PID),
 		iofuncVarMinLatencyNs: uint64(cfg.MinLatency),
 		iofuncVarFilterDev:    uint8(1),
-		"ringbuf_flags":       cfg.ringFlags(),
+		iofuncVarRingbufFlags: cfg.ringFlags(),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
