@@ -15,6 +15,8 @@
 #   KSCOPE_BIN=/path/kscope bench/agent-replay.sh
 #
 # Prints a Markdown table; bench/agent-results.md holds a run's output.
+# The capture (about 2 GB for CAPTURE=20) stays in KSCOPE_BENCH_DIR for
+# the next run; delete it to take a new one. The broker's data goes at exit.
 set -euo pipefail
 shopt -s inherit_errexit
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +41,7 @@ agent_pid=""
 cleanup() {
   [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null || true
   "$kscope" lab broker stop --dir "$work/broker" >/dev/null 2>&1 || true
+  rm -rf "$work/broker"
   ip link del "$a" 2>/dev/null || true
   ip netns del "$ns" 2>/dev/null || true
 }

@@ -82,6 +82,8 @@ cleanup() {
   [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null || true
   "$kscope" lab broker stop --dir "$work/broker" >/dev/null 2>&1 || true
   "$kscope" lab broker stop --dir "$work/broker-log" >/dev/null 2>&1 || true
+  # The brokers' logs reach gigabytes per run; the results stay.
+  rm -rf "$work/broker" "$work/broker-log" "$work/slow"
   sysctl -q -w kernel.bpf_stats_enabled="$stats_before" || true
 }
 trap cleanup EXIT
