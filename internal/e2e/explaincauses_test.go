@@ -512,9 +512,10 @@ func causeShare(s *explain.Summary, cause string) float64 {
 	return 0
 }
 
-// keepDirOnFailure copies a failed test's recording somewhere it survives.
+// keepDirOnFailure copies a failed test's recording somewhere it survives
+// (every test's, with KSCOPE_E2E_KEEP set, to study a passing run).
 func keepDirOnFailure(t *testing.T, dir string) {
-	if !t.Failed() {
+	if !t.Failed() && os.Getenv("KSCOPE_E2E_KEEP") == "" {
 		return
 	}
 	kept, _ := os.MkdirTemp("", "kscope-e2e-failed-")

@@ -360,7 +360,7 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		}
 		if dir == s.requestDir {
 			if tcp.ACK {
-				s.conn.acks.clientAck(tcp.Ack, ci.Timestamp)
+				s.conn.acks.clientAck(tcp.Ack, len(tcp.Payload), ci.Timestamp)
 			}
 		} else {
 			s.conn.acks.brokerData(tcp.Seq, len(tcp.Payload), ci.Timestamp)

@@ -73,9 +73,10 @@ type conversation struct {
 	cseq, bseq     uint32
 	now            time.Time
 	segs           []testSegment
-	zeroWindow     bool // the next segments advertise a zero window
-	rst            bool // the next segments reset the connection
-	ack            bool // the next client segments acknowledge every broker byte sent
+	zeroWindow     bool   // the next segments advertise a zero window
+	rst            bool   // the next segments reset the connection
+	ack            bool   // the next client segments acknowledge every broker byte sent
+	ackTo          uint32 // nonzero: the next client segments acknowledge broker bytes up to it
 }
 
 // testSegment is one serialized raw-IP packet.
@@ -96,6 +97,9 @@ func (c *conversation) add(fromClient bool, payload []byte, syn bool) {
 	}
 	if c.ack && fromClient {
 		tcp.Ack = c.bseq
+	}
+	if c.ackTo != 0 && fromClient {
+		tcp.Ack = c.ackTo
 	}
 	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP}
 	if fromClient {

@@ -131,3 +131,71 @@ func TestResponseHeldForACK(t *testing.T) {
 		}
 	}
 }
+
+// While the broker recovers from a loss (it retransmitted), its window is
+// a segment or two: a response that leaves right after an ACK of part of
+// the data in flight, or a duplicate ACK (its SACK says more arrived),
+// waited for that ACK. Without the retransmission the same ACK proves
+// nothing (the broker's window was open).
+func TestResponseHeldForPartialACK(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		retransmit bool
+		duplicate  bool // the ACK acknowledges nothing new
+		want       float64
+	}{
+		{"partial in recovery", true, false, 299.05},
+		{"partial, window open", false, false, 0},
+		{"duplicate in recovery", true, true, 299.05},
+		{"duplicate, window open", false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConversation(40103)
+			c.handshake()
+			t0 := c.now
+			c.send(true, requestFrame(produceRequest("orders", 1, 1, "m-1"), 9, 1, "p"), 10000, 0)
+			c.now = t0.Add(time.Millisecond)
+			resp1 := responseFrame(produceResponse("orders", 1), 9, 1)
+			seq1 := c.bseq
+			c.send(false, resp1, 10000, 0) // in flight from +1 ms
+			c.now = t0.Add(2 * time.Millisecond)
+			c.send(true, requestFrame(produceRequest("orders", 1, 1, "m-2"), 9, 2, "p"), 10000, 0)
+			c.now = t0.Add(3 * time.Millisecond)
+			c.send(false, responseFrame(produceResponse("orders", 1), 9, 2), 10000, 0)
+			c.now = t0.Add(5 * time.Millisecond)
+			c.send(true, requestFrame(produceRequest("orders", 1, 1, "m-3"), 9, 3, "p"), 10000, 0)
+			if tc.retransmit { // the retransmission timeout fires: response 1 again
+				c.now = t0.Add(250 * time.Millisecond)
+				next := c.bseq
+				c.bseq = seq1
+				c.add(false, resp1, false)
+				c.bseq = next
+			}
+			// The client acknowledges response 1 only at +300 ms (response 2
+			// is still in flight), or nothing new; response 3 leaves 50 µs
+			// later.
+			c.now = t0.Add(300 * time.Millisecond)
+			c.ackTo = seq1 + uint32(len(resp1))
+			if tc.duplicate {
+				c.ackTo = seq1
+			}
+			c.add(true, nil, false)
+			c.ackTo = 0
+			c.now = c.now.Add(50 * time.Microsecond)
+			c.send(false, responseFrame(produceResponse("orders", 1), 9, 3), 10000, 0)
+
+			got, _ := run(c.segs)
+			if len(got) != 3 {
+				t.Fatalf("got %d requests", len(got))
+			}
+			if d := got[2].ResponseAckWaitMs - tc.want; d < -0.001 || d > 0.001 {
+				t.Errorf("request 3: response_ack_wait_ms %v, want %v", got[2].ResponseAckWaitMs, tc.want)
+			}
+			for _, r := range got[:2] {
+				if r.ResponseAckWaitMs != 0 {
+					t.Errorf("request %d: response_ack_wait_ms %v, want 0", r.CorrelationID, r.ResponseAckWaitMs)
+				}
+			}
+		})
+	}
+}
