@@ -218,7 +218,7 @@ func (r *recorder) latency(series int, t, ns int64) {
 
 // series turns the shared table into the result's series: seconds
 // 0..n-1, where the last may be partial (lastLen ns long).
-func (s *seconds) series(n int, lastLen int64) []Second {
+func (s *seconds) series(n int, lastLen int64) ([]Second, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Second, 0, n)
@@ -239,11 +239,15 @@ func (s *seconds) series(n int, lastLen int64) []Second {
 				continue
 			}
 			p := h.ValueAtPercentiles([]float64{50, 99})
-			o.Latency[seriesNames[i]] = SecondLatency{Count: h.TotalCount(), P50Us: p[50], P99Us: p[99], MaxUs: h.Max()}
+			enc, err := encodeHist(h)
+			if err != nil {
+				return nil, err
+			}
+			o.Latency[seriesNames[i]] = SecondLatency{Count: h.TotalCount(), P50Us: p[50], P99Us: p[99], MaxUs: h.Max(), Histogram: enc}
 		}
 		out = append(out, o)
 	}
-	return out
+	return out, nil
 }
 
 // keys returns the seconds with data, sorted (for tests).

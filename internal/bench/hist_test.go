@@ -113,7 +113,10 @@ func TestRecorderSeconds(t *testing.T) {
 	if got := secs.keys(); len(got) != 3 {
 		t.Fatalf("seconds %v, want 0, 1, 2", got)
 	}
-	out := secs.series(3, 5e8)
+	out, err := secs.series(3, 5e8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(out) != 3 {
 		t.Fatalf("%d seconds", len(out))
 	}
@@ -122,6 +125,10 @@ func TestRecorderSeconds(t *testing.T) {
 	}
 	if l := out[0].Latency[LatencyService]; l.Count != 4 || l.MaxUs < 399 || l.MaxUs > 401 {
 		t.Errorf("second 0 latency %+v", l)
+	} else if h, err := DecodeHistogram(l.Histogram); err != nil {
+		t.Errorf("second 0 histogram: %v", err)
+	} else if h.TotalCount() != 4 {
+		t.Errorf("second 0 histogram holds %d values, want 4", h.TotalCount())
 	}
 	if out[2].MsgsPerSec != 2 {
 		t.Errorf("last (half) second: %.1f msg/s, want 2", out[2].MsgsPerSec)

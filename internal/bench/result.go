@@ -154,12 +154,17 @@ type Second struct {
 	Latency map[string]SecondLatency `json:"latency"`
 }
 
-// SecondLatency is one second's percentiles of one series.
+// SecondLatency is one second's percentiles of one series, and its
+// histogram (2 significant digits, compressed base64 like Latency's):
+// compare counts each second's requests above its thresholds and
+// resamples seconds from it. Results written before it was added lack
+// it.
 type SecondLatency struct {
-	Count int64 `json:"count"`
-	P50Us int64 `json:"p50_us"`
-	P99Us int64 `json:"p99_us"`
-	MaxUs int64 `json:"max_us"`
+	Count     int64  `json:"count"`
+	P50Us     int64  `json:"p50_us"`
+	P99Us     int64  `json:"p99_us"`
+	MaxUs     int64  `json:"max_us"`
+	Histogram string `json:"histogram,omitempty"`
 }
 
 // WriteResult writes r as RESULT.json: indented JSON, the form `bench

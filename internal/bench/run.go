@@ -681,7 +681,11 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 	} else {
 		lastLen = 0
 	}
-	res.Series = r.secs.series(n, lastLen)
+	series, err := r.secs.series(n, lastLen)
+	if err != nil {
+		fmt.Fprintf(r.out, "bench: %v\n", err)
+	}
+	res.Series = series
 }
 
 // cpuSeconds is the user+system CPU time of this process so far.

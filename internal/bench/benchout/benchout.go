@@ -48,8 +48,11 @@ func WriteComparison(w io.Writer, c *compare.Comparison, format string) error {
 func comparisonTable(w io.Writer, c *compare.Comparison) error {
 	nameA, nameB := label(c.NameA, "A"), label(c.NameB, "B")
 	fmt.Fprintf(w, "A (baseline): %s\nB:            %s\n", nameA, nameB)
-	fmt.Fprintf(w, "verdict: change beyond %s and Mann-Whitney p < %s over per-second samples (p adjusted for all tests, Holm)\n",
+	fmt.Fprintf(w, "verdict: a change beyond %s, significant at %s after Holm's adjustment over all the tests; tested on:\n",
 		pct(c.Threshold*100), strconv.FormatFloat(c.Alpha, 'g', -1, 64))
+	fmt.Fprintln(w, "  throughput, p50     Mann-Whitney over per-second samples")
+	fmt.Fprintln(w, "  p90 to p99.99       bootstrap over seconds: 95% interval of B-A")
+	fmt.Fprintln(w, "  > threshold         share of requests above it, exact test with the design effect of A's slow requests clustering in time")
 	for _, s := range c.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", output.Escape(s))
 	}
@@ -58,11 +61,17 @@ func comparisonTable(w io.Writer, c *compare.Comparison) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "METRIC\tSTAT\tUNIT\tA\tB\tCHANGE\tP\tTESTED ON (N A/B)\tVERDICT")
+	fmt.Fprintln(tw, "METRIC\tSTAT\tUNIT\tA\tB\tCHANGE\t95% INTERVAL B-A\tP\tTESTED ON\tVERDICT")
 	for _, r := range c.Rows {
 		unit, a, b := r.Unit, number(r.A), number(r.B)
-		if r.Unit == "us" { // microseconds are printed as ms, like the rest of kscope
+		switch r.Unit {
+		case "us": // microseconds are printed as ms, like the rest of kscope
 			unit, a, b = "ms", millis(r.A), millis(r.B)
+		case "%":
+			unit = "% reqs"
+			if ex := r.Exceedance; ex != nil {
+				a, b = share(ex.ShareA.Value, ex.CountA), share(ex.ShareB.Value, ex.CountB)
+			}
 		}
 		change := "-"
 		if r.ChangePct != nil {
@@ -71,16 +80,27 @@ func comparisonTable(w io.Writer, c *compare.Comparison) error {
 				change = "+" + change
 			}
 		}
+		interval := "-"
+		switch {
+		case r.Interval != nil:
+			interval = "[" + signed(millis(r.Interval.Lo)) + ", " + signed(millis(r.Interval.Hi)) + "] ms"
+		case r.Exceedance != nil:
+			d := r.Exceedance.Diff
+			interval = "[" + signed(strconv.FormatFloat(d.Lo*100, 'f', 3, 64)) + ", " + signed(strconv.FormatFloat(d.Hi*100, 'f', 3, 64)) + "] pp"
+		}
 		p := "-"
-		if r.Test.NA > 0 && r.Test.NB > 0 {
+		if r.Method != compare.MethodNone && (r.Method != compare.MethodMannWhitney || (r.Test.NA > 0 && r.Test.NB > 0)) {
 			p = pValue(r.PAdjusted)
+		}
+		tested := output.Escape(r.Sample)
+		if r.Method == compare.MethodMannWhitney {
+			tested += fmt.Sprintf(" (%d/%d)", r.Test.NA, r.Test.NB)
 		}
 		verdict := string(r.Verdict)
 		if r.Reason != "" {
 			verdict += " (" + r.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d/%d)\t%s\n", output.Escape(r.Metric), r.Stat, unit, a, b, change, p,
-			output.Escape(r.Sample), r.Test.NA, r.Test.NB, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", output.Escape(r.Metric), r.Stat, unit, a, b, change, interval, p, tested, verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -96,6 +116,19 @@ func comparisonTable(w io.Writer, c *compare.Comparison) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%d %s: %s\n", len(regs), plural(len(regs), "regression"), strings.Join(names, ", "))
 	return err
+}
+
+// share prints a share of requests as a percentage and its count.
+func share(v float64, n int64) string {
+	return strconv.FormatFloat(v*100, 'f', 3, 64) + " (" + strconv.FormatInt(n, 10) + ")"
+}
+
+// signed puts a + before a number that is not negative.
+func signed(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return s
+	}
+	return "+" + s
 }
 
 func label(name, def string) string {

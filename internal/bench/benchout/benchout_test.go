@@ -43,9 +43,13 @@ func TestComparisonTable(t *testing.T) {
 		"METRIC", "VERDICT",
 		"regression",
 		"-19.9%",
-		"per-second p99 (30/30)",
+		"per-second p50 (30/30)",
+		"bootstrap, 30/30 s",
+		"> 10 ms",
+		"% reqs",
+		"] pp",
 		"ms",
-		"regressions: throughput msgs/s, throughput MB/s, service p90, service p99",
+		"regressions: throughput msgs/s, throughput MB/s, service p90, service p99, service p99.9",
 		`warning: evil \x1b]0;title\x07 warning`,
 	} {
 		if !strings.Contains(out, want) {
@@ -65,15 +69,15 @@ func TestComparisonTable(t *testing.T) {
 	}
 	n := 0
 	for _, l := range lines {
-		if strings.HasPrefix(l, "throughput") || strings.HasPrefix(l, "service") {
+		if strings.HasPrefix(l, "throughput") || strings.HasPrefix(l, "service") || strings.HasPrefix(l, "response") {
 			n++
 			if len(l) < col || l[col-2:col] != "  " {
 				t.Errorf("misaligned: %q", l)
 			}
 		}
 	}
-	if n != 8 {
-		t.Errorf("%d rows", n)
+	if n != len(c.Rows) {
+		t.Errorf("%d rows, want %d", n, len(c.Rows))
 	}
 }
 

@@ -89,6 +89,12 @@ const (
 	NoChange    Verdict = "no change"
 )
 
+// MinTailSeconds is the fewest seconds with latencies each run needs for
+// the tail tests (bootstrap and exceedance): they estimate how the tail
+// varies from the seconds of a run, and a handful of seconds says little
+// about that.
+const MinTailSeconds = 10
+
 // Defaults of Options.
 const (
 	DefaultThreshold = 0.05
@@ -119,9 +125,21 @@ type Row struct {
 	B    float64 `json:"b"`
 	// ChangePct is (B−A)/A in percent; nil when A is 0.
 	ChangePct *float64 `json:"change_pct"`
-	// Sample names the per-second sample the test ran on.
-	Sample string            `json:"sample"`
-	Test   MannWhitneyResult `json:"test"`
+	// Method is the row's test: MethodMannWhitney, MethodBootstrap,
+	// MethodExceedance, or MethodNone (the row is shown, not tested).
+	Method string `json:"method"`
+	// Sample says what the test ran on.
+	Sample string `json:"sample"`
+	// Test is the Mann–Whitney test's detail (MethodMannWhitney rows).
+	Test MannWhitneyResult `json:"test"`
+	// P is the row's raw p-value, whichever its test.
+	P float64 `json:"p"`
+	// Interval is the 95% bootstrap interval of B−A (MethodBootstrap
+	// rows, in Unit).
+	Interval *Interval `json:"interval,omitempty"`
+	// Exceedance is what an exceedance row counted (MethodExceedance
+	// rows, whose A and B are the shares above its threshold in %).
+	Exceedance *Exceedance `json:"exceedance,omitempty"`
 	// PAdjusted is the test's p-value adjusted for the other tests of
 	// the comparison (Holm); Significant is PAdjusted < Alpha.
 	PAdjusted   float64 `json:"p_adjusted"`
@@ -129,7 +147,17 @@ type Row struct {
 	Verdict     Verdict `json:"verdict"`
 	// Reason says why a row with a change is "no change".
 	Reason string `json:"reason,omitempty"`
+
+	key string // the test's name in the Holm family (rows may share a test)
 }
+
+// Methods of Row.
+const (
+	MethodMannWhitney = "mann-whitney"
+	MethodBootstrap   = "bootstrap"
+	MethodExceedance  = "exceedance"
+	MethodNone        = "none"
+)
 
 // Comparison is the result of Compare.
 type Comparison struct {
@@ -189,16 +217,19 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 		}
 		return out
 	}
-	// The tests first, one per distinct per-second sample (p90 and p99
-	// share one, as do p99.9, p99.99 and max), then the verdicts.
-	tests := map[string]*MannWhitneyResult{}
-	test := func(row *Row, sa, sb func() []float64) {
-		key := row.Metric + "\x00" + row.Sample
-		if tests[key] == nil {
+	// The tests first, then the verdicts, which need every p-value of
+	// the family for Holm's adjustment. Rows that stand in for one
+	// another (the old per-second stand-ins) share a test.
+	ps := map[string]float64{}
+	mw := map[string]*MannWhitneyResult{}
+	mannWhitney := func(row *Row, sa, sb func() []float64) {
+		row.Method, row.key = MethodMannWhitney, row.Metric+"\x00"+row.Sample
+		if mw[row.key] == nil {
 			r := MannWhitney(sa(), sb())
-			tests[key] = &r
+			mw[row.key] = &r
+			ps[row.key] = r.P
 		}
-		row.Test = *tests[key]
+		row.Test, row.P = *mw[row.key], mw[row.key].P
 	}
 	for _, m := range []struct {
 		stat string
@@ -209,7 +240,7 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 		{"MB/s", a.Totals.MBPerSec, b.Totals.MBPerSec, func(s bench.Second) float64 { return s.MBPerSec }},
 	} {
 		row := Row{Metric: "throughput", Stat: m.stat, Unit: m.stat, A: m.a, B: m.b, Sample: "per-second " + m.stat}
-		test(&row, func() []float64 { return perSecond(a, m.get) }, func() []float64 { return perSecond(b, m.get) })
+		mannWhitney(&row, func() []float64 { return perSecond(a, m.get) }, func() []float64 { return perSecond(b, m.get) })
 		c.Rows = append(c.Rows, row)
 	}
 
@@ -226,18 +257,71 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 		default:
 			continue
 		}
+		secsA, okA, err := secondsOf(a, name)
+		if err != nil {
+			return nil, fmt.Errorf("compare: A: %w", err)
+		}
+		secsB, okB, err := secondsOf(b, name)
+		if err != nil {
+			return nil, fmt.Errorf("compare: B: %w", err)
+		}
+		tails := okA && okB && len(secsA) >= MinTailSeconds && len(secsB) >= MinTailSeconds
+		switch {
+		case !okA || !okB:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q: no per-second histograms in both runs (a result of an older kscope): its tail is compared by per-second p99 and max, which cannot see a stall of a few seconds", name))
+		case !tails:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q: fewer than %d seconds with latencies in a run: too few to resample; its tail is compared by per-second p99 and max", name, MinTailSeconds))
+		}
+		var boots []quantileBoot
+		if tails {
+			boots = bootstrapQuantiles(trials{blocksOf(secsA, bootstrapMaxBlocks)}, trials{blocksOf(secsB, bootstrapMaxBlocks)}, bootQuantiles)
+		}
 		for _, q := range quantiles {
-			pick := standIn(q.name)
-			row := Row{Metric: name, Stat: q.name, Unit: "us", A: float64(q.get(la)), B: float64(q.get(lb)), Sample: "per-second " + pick.name}
-			test(&row, func() []float64 { return latencySample(a, name, pick.get) }, func() []float64 { return latencySample(b, name, pick.get) })
+			row := Row{Metric: name, Stat: q.name, Unit: "us", A: float64(q.get(la)), B: float64(q.get(lb))}
+			switch {
+			case q.name == "p50" || !tails:
+				pick := standIn(q.name)
+				row.Sample = "per-second " + pick.name
+				mannWhitney(&row, func() []float64 { return latencySample(a, name, pick.get) }, func() []float64 { return latencySample(b, name, pick.get) })
+			case q.name == "max":
+				row.Method, row.Sample, row.P = MethodNone, "not tested: one value (see > rows)", 1
+			default:
+				bt := boots[bootIndex(q.q)]
+				row.Method, row.key, row.P = MethodBootstrap, name+"\x00"+q.name, bt.p
+				row.Interval = &Interval{Value: row.B - row.A, Lo: bt.lo, Hi: bt.hi}
+				row.Sample = fmt.Sprintf("bootstrap, %d/%d s", bt.nA, bt.nB)
+				ps[row.key] = bt.p
+			}
+			c.Rows = append(c.Rows, row)
+		}
+		if !tails {
+			continue
+		}
+		for _, t := range exceedances(secsA, secsB, ladder(la)) {
+			ex := t.ex
+			if ex.CountA == 0 && ex.CountB == 0 {
+				continue // nothing above it in either run: nothing to say
+			}
+			row := Row{Metric: name, Stat: rungStat(ex), Unit: "%", A: ex.ShareA.Value * 100, B: ex.ShareB.Value * 100,
+				Method: MethodExceedance, Sample: exceedanceSample(ex, len(secsA), len(secsB)), P: t.p, Exceedance: &ex}
+			row.key = name + "\x00" + row.Stat
+			ps[row.key] = t.p
 			c.Rows = append(c.Rows, row)
 		}
 	}
-	adjusted := holm(tests)
+	adjusted := Holm(ps)
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		r.PAdjusted = adjusted[r.Metric+"\x00"+r.Sample]
-		judge(opts, r, r.Unit != "us") // by unit: a series could be named "throughput"
+		switch r.Method {
+		case MethodNone:
+			r.PAdjusted, r.Verdict = 1, NoChange
+		case MethodExceedance:
+			r.PAdjusted = adjusted[r.key]
+			judgeTail(opts, r)
+		default:
+			r.PAdjusted = adjusted[r.key]
+			judge(opts, r, r.Unit != "us") // by unit: a series could be named "throughput"
+		}
 	}
 
 	c.Warnings = append(c.Warnings, configWarnings(a, b)...)
@@ -278,6 +362,18 @@ func seriesOrder(a, b *bench.Result) []string {
 type perSecondStat struct {
 	name string
 	get  func(bench.SecondLatency) float64
+}
+
+// bootQuantiles are the quantiles the bootstrap rows test, ascending.
+var bootQuantiles = []float64{90, 99, 99.9, 99.99}
+
+func bootIndex(q float64) int {
+	for i, b := range bootQuantiles {
+		if b == q {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("compare: no bootstrap of p%v", q))
 }
 
 // standIn maps an overall percentile to the per-second statistic tested
@@ -328,14 +424,6 @@ func Holm(p map[string]float64) map[string]float64 {
 	return out
 }
 
-func holm(tests map[string]*MannWhitneyResult) map[string]float64 {
-	p := make(map[string]float64, len(tests))
-	for k, t := range tests {
-		p[k] = t.P
-	}
-	return Holm(p)
-}
-
 // judge fills in the verdict of row from its change and its adjusted
 // p-value. higherIsBetter is true for throughput, false for latency.
 func judge(opts Options, row *Row, higherIsBetter bool) {
@@ -357,16 +445,19 @@ func judge(opts Options, row *Row, higherIsBetter bool) {
 	case math.Abs(change) <= opts.Threshold:
 		row.Reason = "within threshold"
 		return
-	case row.Test.NA == 0 || row.Test.NB == 0:
+	case row.Method == MethodMannWhitney && (row.Test.NA == 0 || row.Test.NB == 0):
 		row.Reason = "no per-second samples"
 		return
 	case !row.Significant:
 		row.Reason = "not significant"
 		return
-	case (change > 0) != (row.Test.U > float64(row.Test.NA*row.Test.NB)/2):
+	case row.Method == MethodMannWhitney && (change > 0) != (row.Test.U > float64(row.Test.NA*row.Test.NB)/2):
 		// Significant, but the seconds moved the other way: the overall
 		// value was decided by a few outliers.
 		row.Reason = "per-second samples shift the other way"
+		return
+	case row.Method == MethodBootstrap && (change > 0) != (row.Interval.Lo+row.Interval.Hi > 0):
+		row.Reason = "resamples shift the other way"
 		return
 	}
 	if (change > 0) == higherIsBetter {

@@ -34,6 +34,11 @@ const (
 	// maxHistogramCounts bounds the counts array a histogram header may
 	// declare (32 MiB): 1 µs to a day at 5 significant digits fits.
 	maxHistogramCounts = 1 << 22
+	// maxSecondHistogramCounts bounds a per-second histogram's counts
+	// array: bench writes them at 2 significant digits from 1 µs to an
+	// hour (about 3 300 counts). There may be hundreds of thousands of
+	// them, and each is walked bucket by bucket.
+	maxSecondHistogramCounts = 1 << 13
 )
 
 // Load reads and checks a RESULT.json. Errors are one line and name the
@@ -56,8 +61,9 @@ func Load(path string) (*bench.Result, error) {
 }
 
 // Parse decodes and checks the bytes of a RESULT.json: the version, the
-// size limits, every number that cannot be negative, and every histogram
-// against the percentiles stored beside it.
+// size limits, every number that cannot be negative, every histogram of
+// the run against the percentiles stored beside it, and every per-second
+// histogram against its count.
 func Parse(data []byte) (*bench.Result, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("larger than %d MiB: not a kscope bench result", MaxFileSize>>20)
@@ -148,9 +154,20 @@ func check(r *bench.Result) error {
 		if s.Sent < 0 || s.Acked < 0 || s.Consumed < 0 || s.Errors < 0 || s.MsgsPerSec < 0 || s.MBPerSec < 0 {
 			return fmt.Errorf("series[%d]: negative count or rate", i)
 		}
-		for name, l := range s.Latency {
+		for _, name := range sortedKeys(s.Latency) {
+			l := s.Latency[name]
 			if l.Count < 0 || l.P50Us < 0 || l.P99Us < 0 || l.MaxUs < 0 {
 				return fmt.Errorf("series[%d].latency.%s: negative value", i, name)
+			}
+			if l.Histogram == "" {
+				continue
+			}
+			h, err := decodeSecond(l.Histogram)
+			if err != nil {
+				return fmt.Errorf("series[%d].latency.%s: %w", i, name, err)
+			}
+			if h.TotalCount() != l.Count {
+				return fmt.Errorf("series[%d].latency.%s: histogram holds %d values, count says %d", i, name, h.TotalCount(), l.Count)
 			}
 		}
 	}
@@ -241,10 +258,14 @@ func verify(l *bench.Latency, h *hdrhistogram.Histogram) error {
 // whole counts array the header asks for, and inflates the payload it
 // declares) is refused before any large allocation.
 func DecodeHistogram(text string) (h *hdrhistogram.Histogram, err error) {
+	return decodeHistogram(text, maxHistogramCounts)
+}
+
+func decodeHistogram(text string, maxCounts int64) (h *hdrhistogram.Histogram, err error) {
 	if len(text) > MaxHistogramText {
 		return nil, fmt.Errorf("histogram: %d bytes of base64 (at most %d)", len(text), MaxHistogramText)
 	}
-	if err := checkHistogramHeader(text); err != nil {
+	if err := checkHistogramHeader(text, maxCounts); err != nil {
 		return nil, fmt.Errorf("histogram: %w", err)
 	}
 	// The decoder is hardened and fuzzed; this is the last line of defence
@@ -261,7 +282,13 @@ func DecodeHistogram(text string) (h *hdrhistogram.Histogram, err error) {
 	return h, nil
 }
 
-func checkHistogramHeader(text string) error {
+// decodeSecond decodes a per-second histogram, whose geometry is bounded
+// tighter than a run's.
+func decodeSecond(text string) (*hdrhistogram.Histogram, error) {
+	return decodeHistogram(text, maxSecondHistogramCounts)
+}
+
+func checkHistogramHeader(text string, maxCounts int64) error {
 	// The outer header (cookie, compressed length) and the first bytes of
 	// the zlib stream, enough to inflate the 40-byte inner header.
 	raw, err := base64.StdEncoding.DecodeString(text)
@@ -291,8 +318,8 @@ func checkHistogramHeader(text string) error {
 	if err != nil {
 		return err
 	}
-	if n > maxHistogramCounts {
-		return fmt.Errorf("header declares %d counts (range %d..%d at %d digits; at most %d)", n, lowest, highest, digits, maxHistogramCounts)
+	if n > maxCounts {
+		return fmt.Errorf("header declares %d counts (range %d..%d at %d digits; at most %d)", n, lowest, highest, digits, maxCounts)
 	}
 	if payload < 0 || int64(payload) > n*9 {
 		return fmt.Errorf("header declares a payload of %d bytes for %d counts", payload, n)

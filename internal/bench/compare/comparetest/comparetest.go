@@ -34,9 +34,19 @@ type Spec struct {
 	// Series names the latency series (default service and response,
 	// which get the same distribution).
 	Series []string
+	// Stalls stop the broker: in its second, the share Ms/1000 of the
+	// samples waited for the stall's end (uniform from 0 to Ms, on top of
+	// their latency), as the requests sent during a stall do.
+	Stalls []Stall
 	// Workload and Client override the defaults when set.
 	Workload *bench.Workload
 	Client   *bench.ClientConfig
+}
+
+// Stall is a broker stall of Ms milliseconds in second Second.
+type Stall struct {
+	Second int
+	Ms     float64
 }
 
 // Result builds a synthetic result: per-second series, and percentiles
@@ -83,15 +93,30 @@ func Result(s Spec) *bench.Result {
 		sec := bench.Second{T: t, Sent: n, Acked: n, Consumed: n, MsgsPerSec: float64(n),
 			MBPerSec: float64(n) * float64(s.MsgBytes) / 1e6, Latency: map[string]bench.SecondLatency{}}
 		acked += n
+		stallMs := 0.0
+		for _, st := range s.Stalls {
+			if st.Second == t {
+				stallMs += st.Ms
+			}
+		}
 		for i, name := range s.Series {
+			secHist := hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2)
 			for j := range sample {
-				v := int64(math.Round(s.MedianUs * math.Exp(s.Sigma*rng.NormFloat64())))
-				sample[j] = min(max(v, 1), int64(time.Hour/time.Microsecond))
+				v := s.MedianUs * math.Exp(s.Sigma*rng.NormFloat64())
+				if stallMs > 0 && rng.Float64() < stallMs/1000 {
+					v += rng.Float64() * stallMs * 1000
+				}
+				sample[j] = min(max(int64(math.Round(v)), 1), int64(time.Hour/time.Microsecond))
 				hists[i].RecordValue(sample[j])
+				secHist.RecordValue(sample[j])
 			}
 			slices.Sort(sample)
+			enc, err := secHist.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+			if err != nil {
+				panic(err)
+			}
 			sec.Latency[name] = bench.SecondLatency{Count: int64(len(sample)), P50Us: sample[len(sample)/2],
-				P99Us: sample[len(sample)*99/100], MaxUs: sample[len(sample)-1]}
+				P99Us: sample[len(sample)*99/100], MaxUs: sample[len(sample)-1], Histogram: string(enc)}
 		}
 		r.Series = append(r.Series, sec)
 	}

@@ -1,0 +1,165 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+)
+
+// tailBase is a 20-second run at 2000 msgs/s, 400 latencies sampled a
+// second, median 2 ms and p99 about 6.4 ms.
+func tailBase(seed uint64) comparetest.Spec {
+	return comparetest.Spec{Seed: seed, Seconds: 20, Rate: 2000, RateNoise: 0.02, MedianUs: 2000, Sigma: 0.5, PerSecond: 400}
+}
+
+// gcPauses gives a run the stalls of a healthy broker: in each second,
+// with probability 0.15, a pause of 20 to 60 ms.
+func gcPauses(seed uint64) []comparetest.Stall {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var out []comparetest.Stall
+	for s := range 20 {
+		if rng.Float64() < 0.15 {
+			out = append(out, comparetest.Stall{Second: s, Ms: 20 + 40*rng.Float64()})
+		}
+	}
+	return out
+}
+
+// The cases: a broker stopped for 1 s three times within 12 s,
+// and once for 500 ms, are regressions named by the tail rows; the
+// per-second tests alone saw neither. The same run without stalls is no
+// change.
+func TestStallsAreTailRegressions(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stalls     []comparetest.Stall
+		regression bool
+	}{
+		{"none", nil, false},
+		{"1 s three times", []comparetest.Stall{{Second: 5, Ms: 1000}, {Second: 9, Ms: 1000}, {Second: 13, Ms: 1000}}, true},
+		{"500 ms once", []comparetest.Stall{{Second: 8, Ms: 500}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tailBase(1)
+			a.Stalls = gcPauses(1)
+			b := tailBase(2)
+			b.Stalls = append(gcPauses(2), tc.stalls...)
+			c, err := Compare(comparetest.Result(a), comparetest.Result(b), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tail []string
+			for _, r := range c.Regressions() {
+				if r.Method != MethodExceedance && r.Method != MethodBootstrap {
+					t.Errorf("%s %s: a regression by %s, want only tail rows", r.Metric, r.Stat, r.Method)
+				}
+				tail = append(tail, r.Metric+" "+r.Stat)
+			}
+			t.Logf("regressions: %s", strings.Join(tail, ", "))
+			if got := len(tail) > 0; got != tc.regression {
+				t.Errorf("regression %v, want %v", got, tc.regression)
+			}
+			if !tc.regression {
+				return
+			}
+			// The rung above the stall's reach in A has nothing; B's share
+			// there is the stall's.
+			r := row(t, c, bench.LatencyService, "> 100 ms")
+			if r.Verdict != Regression || r.Exceedance.CountA != 0 || r.Exceedance.CountB == 0 {
+				t.Errorf("service > 100 ms: %s, %d → %d requests (p %.3g, D %.1f)", r.Verdict, r.Exceedance.CountA, r.Exceedance.CountB, r.PAdjusted, r.Exceedance.DesignEffect)
+			}
+			// The old per-second test of the maximum could not see it.
+			old := MannWhitney(latencySample(comparetest.Result(a), bench.LatencyService, standIn("max").get), latencySample(comparetest.Result(b), bench.LatencyService, standIn("max").get))
+			t.Logf("per-second max, Mann-Whitney: p %.3g", old.P)
+		})
+	}
+}
+
+// Same-workload pairs, each run with its own healthy pauses (slow
+// requests clustered in time, as on a real broker): few comparisons may
+// find a regression. Treating requests as independent, most would.
+func TestSameWorkloadWithPausesFalsePositives(t *testing.T) {
+	const pairs = 40
+	flagged, naive := 0, 0
+	for i := range uint64(pairs) {
+		sa, sb := tailBase(1000+2*i), tailBase(1001+2*i)
+		sa.Stalls, sb.Stalls = gcPauses(1000+2*i), gcPauses(1001+2*i)
+		a, b := comparetest.Result(sa), comparetest.Result(sb)
+		c, err := Compare(a, b, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if regs := c.Regressions(); len(regs) > 0 {
+			flagged++
+			for _, r := range regs {
+				t.Logf("pair %d: %s %s: %.3g → %.3g, p %.3g adjusted", i, r.Metric, r.Stat, r.A, r.B, r.PAdjusted)
+			}
+		}
+		// The same exceedance tests without the design effect.
+		for _, r := range c.Rows {
+			if ex := r.Exceedance; ex != nil {
+				p := exactBinomialTest(float64(ex.CountB), float64(ex.CountA+ex.CountB), float64(ex.TotalB)/float64(ex.TotalA+ex.TotalB))
+				if p < 0.05/float64(len(c.Rows)) && ex.ShareB.Value > ex.ShareA.Value*(1+DefaultThreshold) {
+					naive++
+					break
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d same-workload pairs flagged; %d with requests taken as independent", flagged, pairs, naive)
+	// Alpha 0.05 allows about 2 of 40; 4 leaves room for chance.
+	if flagged > 4 {
+		t.Errorf("%d of %d same-workload comparisons found a regression", flagged, pairs)
+	}
+	// The known "yes" of the null: without the design effect the clustered
+	// pauses must look significant, or this test could not fail.
+	if naive <= 4 {
+		t.Errorf("only %d of %d pairs flagged with requests taken as independent: the pauses do not cluster enough to test the design effect", naive, pairs)
+	}
+}
+
+func TestExactBinomial(t *testing.T) {
+	for _, tc := range []struct {
+		x, n, p, want float64
+	}{
+		{3, 3, 0.5, 0.25},        // 2·(1/2)^3
+		{0, 10, 0.5, 2.0 / 1024}, // 2·(1/2)^10
+		{5, 10, 0.5, 1},
+		{10, 20, 0.5, 1},
+		{0, 0, 0.5, 1},
+	} {
+		if got := exactBinomialTest(tc.x, tc.n, tc.p); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("exactBinomialTest(%v, %v, %v) = %v, want %v", tc.x, tc.n, tc.p, got, tc.want)
+		}
+	}
+	// P(X ≥ 2) for Binomial(5, 0.3) = 1 − 0.7^5 − 5·0.3·0.7^4.
+	if got, want := binomialUpper(2, 5, 0.3), 1-math.Pow(0.7, 5)-5*0.3*math.Pow(0.7, 4); math.Abs(got-want) > 1e-12 {
+		t.Errorf("binomialUpper(2, 5, 0.3) = %v, want %v", got, want)
+	}
+	lo, hi := wilson(0, 100, 1.959964)
+	if lo != 0 || math.Abs(hi-0.037) > 0.001 {
+		t.Errorf("wilson(0, 100) = [%v, %v], want [0, 0.037]", lo, hi)
+	}
+}
+
+// The design effect is 1 for requests slow at random and large when the
+// slow ones come together.
+func TestDesignEffect(t *testing.T) {
+	spread := make([]second, 20)
+	bunched := make([]second, 20)
+	for i := range spread {
+		spread[i] = second{{1, 1, 990}, {100, 100, 10}}
+		bunched[i] = second{{1, 1, 1000}}
+	}
+	bunched[3] = second{{1, 1, 800}, {100, 100, 200}}
+	if d := designEffect(spread, 50, 200, 20000); d != 1 {
+		t.Errorf("evenly spread: design effect %v, want 1", d)
+	}
+	if d := designEffect(bunched, 50, 200, 20000); d < 100 {
+		t.Errorf("all in one second: design effect %v, want about 200", d)
+	}
+}
