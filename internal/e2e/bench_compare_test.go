@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
 
-// TestBenchCompare is issue 6's comparison check on a real broker: two
-// runs of the same workload compare as "no change" (exit 0); a run
-// against the same broker throttled by a produce quota compares as a
-// regression (exit 1).
+// TestBenchCompare is issue 6's and issue 20's comparison check on a real
+// broker: two runs of the same workload compare as "no change" (exit 0);
+// a run during which the broker is stopped (SIGSTOP) for 1 s three times,
+// or for 500 ms once, compares as a regression named by tail rows (exit
+// 1); a run against the same broker throttled by a produce quota
+// compares as a regression.
 func TestBenchCompare(t *testing.T) {
 	b := labtest.Broker(t, lab.BrokerConfig{})
 	ctx := context.Background()
@@ -72,6 +75,46 @@ func TestBenchCompare(t *testing.T) {
 		}
 		t.Logf("attempt %d: the two runs differed (exit %d); measuring the pair again", attempt, code)
 	}
+
+	// The broker stopped while B runs: SIGSTOP, the given pause, SIGCONT,
+	// at the given times after the run's start (its warm-up is 2 s).
+	stalled := func(name string, at []time.Duration, pause time.Duration) string {
+		t.Cleanup(func() { _ = syscall.Kill(b.PID(), syscall.SIGCONT) })
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			start := time.Now()
+			for _, d := range at {
+				time.Sleep(time.Until(start.Add(d)))
+				if err := syscall.Kill(b.PID(), syscall.SIGSTOP); err != nil {
+					t.Errorf("SIGSTOP: %v", err)
+					return
+				}
+				time.Sleep(pause)
+				if err := syscall.Kill(b.PID(), syscall.SIGCONT); err != nil {
+					t.Errorf("SIGCONT: %v", err)
+					return
+				}
+				t.Logf("%s: broker stopped for %v at +%v", name, pause, d)
+			}
+		}()
+		res := save(name+".json", benchRun(t, ctx, workload("bench-cmp-"+name)))
+		<-done
+		return res
+	}
+	tailRegression := func(what, b string) {
+		t.Helper()
+		code, out := compare(a, b)
+		regs := out
+		if i := strings.LastIndex(out, "\n\n"); i >= 0 {
+			regs = out[i:] // the closing line that lists the regressions
+		}
+		if code != 1 || !strings.Contains(regs, " > ") {
+			t.Errorf("%s: exit %d, want 1 with a regression of the share above a threshold: %s", what, code, strings.TrimSpace(regs))
+		}
+	}
+	tailRegression("broker stopped 1 s three times", stalled("stop3x1s", []time.Duration{4 * time.Second, 8 * time.Second, 12 * time.Second}, time.Second))
+	tailRegression("broker stopped 500 ms once", stalled("stop500ms", []time.Duration{7 * time.Second}, 500*time.Millisecond))
 
 	// Throttle every client id to 256 KiB/s of produce: an eighth of the
 	// offered 2 MB/s.
