@@ -21,10 +21,10 @@ type trials [][]second
 
 // quantileBoot is a bootstrap of the difference B−A of one quantile.
 type quantileBoot struct {
-	q        float64 // 0..100
-	lo, hi   float64 // 95% interval of B−A, µs
-	p        float64 // two-sided bootstrap p-value of B−A = 0
-	nA, nB   int     // blocks resampled on each side
+	q      float64 // 0..100
+	lo, hi float64 // 95% interval of B−A, µs
+	p      float64 // two-sided bootstrap p-value of B−A = 0
+	nA, nB int     // blocks resampled on each side
 }
 
 // bootstrapQuantiles resamples each side's requests by blocks (a second,
