@@ -1,9 +1,12 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/kscope-dev/kscope/internal/bench"
 )
 
 // Bootstrap settings. The seed is fixed so that a comparison is
@@ -177,4 +180,80 @@ func resample(rng *rand.Rand, side [][][]slot, counts []int64, universe, qs, out
 func rank(q float64, total int64) int64 {
 	r := int64(math.Ceil(q / 100 * float64(total)))
 	return min(max(r, 1), total)
+}
+
+// ShareIntervals is, for one latency series of a variant's trials, the
+// share of its requests above each threshold (µs) with a 95% interval
+// from the same two-stage bootstrap (trials, then the seconds of each):
+// an interval over trials, which a bad trial widens. A result without
+// per-second histograms is an error.
+func ShareIntervals(rs []*bench.Result, series string, thresholds []int64) ([]Interval, error) {
+	ts, ok, err := trialSeconds(rs, series)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("latency %q: a run has no per-second histograms", series)
+	}
+	// Each block's total and count above each threshold, once.
+	type counts struct {
+		total int64
+		above []int64
+	}
+	var side [][]counts
+	var total int64
+	above := make([]int64, len(thresholds))
+	for _, tr := range blockTrials(ts) {
+		var blocks []counts
+		for _, blk := range tr {
+			c := counts{total: blk.total(), above: make([]int64, len(thresholds))}
+			for k, t := range thresholds {
+				c.above[k] = blk.above(t)
+				above[k] += c.above[k]
+			}
+			total += c.total
+			blocks = append(blocks, c)
+		}
+		if len(blocks) > 0 {
+			side = append(side, blocks)
+		}
+	}
+	out := make([]Interval, len(thresholds))
+	if total == 0 {
+		return out, nil
+	}
+	for k := range thresholds {
+		out[k].Value = float64(above[k]) / float64(total)
+	}
+	rng := rand.New(rand.NewPCG(bootstrapSeed1, bootstrapSeed2))
+	shares := make([][]float64, len(thresholds))
+	sum := make([]int64, len(thresholds))
+	for range bootstrapReps {
+		var n int64
+		clear(sum)
+		for range side {
+			tr := side[rng.IntN(len(side))]
+			for range tr {
+				c := tr[rng.IntN(len(tr))]
+				n += c.total
+				for k := range sum {
+					sum[k] += c.above[k]
+				}
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		for k := range sum {
+			shares[k] = append(shares[k], float64(sum[k])/float64(n))
+		}
+	}
+	for k, sh := range shares {
+		if len(sh) == 0 {
+			continue
+		}
+		sort.Float64s(sh)
+		out[k].Lo, out[k].Hi = sh[int(0.025*float64(len(sh)-1))], sh[int(math.Ceil(0.975*float64(len(sh)-1)))]
+	}
+	return out, nil
 }

@@ -71,6 +71,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,6 +197,19 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("compare: nil result")
 	}
+	return CompareTrials([]*bench.Result{a}, []*bench.Result{b}, opts)
+}
+
+// CompareTrials compares the trials of B against those of A, the
+// baseline: several runs of one workload a side (`lab fs`). Throughput is
+// the mean of the trials', latency percentiles are read from the trials'
+// histograms merged, per-second samples are pooled, the exceedance tests
+// count over all trials, and the bootstrap resamples trials before
+// seconds. With one trial a side it is Compare.
+func CompareTrials(as, bs []*bench.Result, opts Options) (*Comparison, error) {
+	if len(as) == 0 || len(bs) == 0 || slices.Contains(as, nil) || slices.Contains(bs, nil) {
+		return nil, errors.New("compare: no result")
+	}
 	if opts.Threshold == 0 {
 		opts.Threshold = DefaultThreshold
 	}
@@ -208,108 +222,17 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 	if !(opts.Alpha > 0 && opts.Alpha < 1) {
 		return nil, fmt.Errorf("compare: alpha %v: want (0, 1)", opts.Alpha)
 	}
-	c := &Comparison{Threshold: opts.Threshold, Alpha: opts.Alpha, Warnings: []string{}, Notes: []string{}}
-
-	perSecond := func(r *bench.Result, f func(bench.Second) float64) []float64 {
-		out := make([]float64, len(r.Series))
-		for i, s := range r.Series {
-			out[i] = f(s)
-		}
-		return out
-	}
-	// The tests first, then the verdicts, which need every p-value of
-	// the family for Holm's adjustment. Rows that stand in for one
-	// another (the old per-second stand-ins) share a test.
-	ps := map[string]float64{}
-	mw := map[string]*MannWhitneyResult{}
-	mannWhitney := func(row *Row, sa, sb func() []float64) {
-		row.Method, row.key = MethodMannWhitney, row.Metric+"\x00"+row.Sample
-		if mw[row.key] == nil {
-			r := MannWhitney(sa(), sb())
-			mw[row.key] = &r
-			ps[row.key] = r.P
-		}
-		row.Test, row.P = *mw[row.key], mw[row.key].P
-	}
-	for _, m := range []struct {
-		stat string
-		a, b float64
-		get  func(bench.Second) float64
-	}{
-		{"msgs/s", a.Totals.MsgsPerSec, b.Totals.MsgsPerSec, func(s bench.Second) float64 { return s.MsgsPerSec }},
-		{"MB/s", a.Totals.MBPerSec, b.Totals.MBPerSec, func(s bench.Second) float64 { return s.MBPerSec }},
-	} {
-		row := Row{Metric: "throughput", Stat: m.stat, Unit: m.stat, A: m.a, B: m.b, Sample: "per-second " + m.stat}
-		mannWhitney(&row, func() []float64 { return perSecond(a, m.get) }, func() []float64 { return perSecond(b, m.get) })
-		c.Rows = append(c.Rows, row)
-	}
-
-	for _, name := range seriesOrder(a, b) {
-		la, lb := a.Latency[name], b.Latency[name]
-		switch {
-		case present(la) && present(lb):
-		case present(la):
-			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q is only in A", name))
-			continue
-		case present(lb):
-			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q is only in B", name))
-			continue
-		default:
-			continue
-		}
-		secsA, okA, err := secondsOf(a, name)
-		if err != nil {
-			return nil, fmt.Errorf("compare: A: %w", err)
-		}
-		secsB, okB, err := secondsOf(b, name)
-		if err != nil {
-			return nil, fmt.Errorf("compare: B: %w", err)
-		}
-		tails := okA && okB && len(secsA) >= MinTailSeconds && len(secsB) >= MinTailSeconds
-		switch {
-		case !okA || !okB:
-			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q: no per-second histograms in both runs (a result of an older kscope): its tail is compared by per-second p99 and max, which cannot see a stall of a few seconds", name))
-		case !tails:
-			c.Warnings = append(c.Warnings, fmt.Sprintf("latency %q: fewer than %d seconds with latencies in a run: too few to resample; its tail is compared by per-second p99 and max", name, MinTailSeconds))
-		}
-		var boots []quantileBoot
-		if tails {
-			boots = bootstrapQuantiles(trials{blocksOf(secsA, bootstrapMaxBlocks)}, trials{blocksOf(secsB, bootstrapMaxBlocks)}, bootQuantiles)
-		}
-		for _, q := range quantiles {
-			row := Row{Metric: name, Stat: q.name, Unit: "us", A: float64(q.get(la)), B: float64(q.get(lb))}
-			switch {
-			case q.name == "p50" || !tails:
-				pick := standIn(q.name)
-				row.Sample = "per-second " + pick.name
-				mannWhitney(&row, func() []float64 { return latencySample(a, name, pick.get) }, func() []float64 { return latencySample(b, name, pick.get) })
-			case q.name == "max":
-				row.Method, row.Sample, row.P = MethodNone, "not tested: one value (see > rows)", 1
-			default:
-				bt := boots[bootIndex(q.q)]
-				row.Method, row.key, row.P = MethodBootstrap, name+"\x00"+q.name, bt.p
-				row.Interval = &Interval{Value: row.B - row.A, Lo: bt.lo, Hi: bt.hi}
-				row.Sample = fmt.Sprintf("bootstrap, %d/%d s", bt.nA, bt.nB)
-				ps[row.key] = bt.p
-			}
-			c.Rows = append(c.Rows, row)
-		}
-		if !tails {
-			continue
-		}
-		for _, t := range exceedances(secsA, secsB, ladder(la)) {
-			ex := t.ex
-			if ex.CountA == 0 && ex.CountB == 0 {
-				continue // nothing above it in either run: nothing to say
-			}
-			row := Row{Metric: name, Stat: rungStat(ex), Unit: "%", A: ex.ShareA.Value * 100, B: ex.ShareB.Value * 100,
-				Method: MethodExceedance, Sample: exceedanceSample(ex, len(secsA), len(secsB)), P: t.p, Exceedance: &ex}
-			row.key = name + "\x00" + row.Stat
-			ps[row.key] = t.p
-			c.Rows = append(c.Rows, row)
+	cm := &comparer{as: as, bs: bs, ps: map[string]float64{}, mw: map[string]*MannWhitneyResult{},
+		c: &Comparison{Threshold: opts.Threshold, Alpha: opts.Alpha, Warnings: []string{}, Notes: []string{}}}
+	cm.throughput()
+	for _, name := range seriesOrder(as[0], bs[0]) {
+		if err := cm.series(name); err != nil {
+			return nil, err
 		}
 	}
-	adjusted := Holm(ps)
+	c := cm.c
+	// The verdicts, once every p-value of the family is known.
+	adjusted := Holm(cm.ps)
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		switch r.Method {
@@ -324,13 +247,198 @@ func Compare(a, b *bench.Result, opts Options) (*Comparison, error) {
 		}
 	}
 
-	c.Warnings = append(c.Warnings, configWarnings(a, b)...)
-	c.Warnings = append(c.Warnings, runWarnings("A", a)...)
-	c.Warnings = append(c.Warnings, runWarnings("B", b)...)
-	if d := diffFields(a.Environment, b.Environment); len(d) > 0 {
+	c.Warnings = append(c.Warnings, configWarnings(as[0], bs[0])...)
+	for i, r := range as {
+		c.Warnings = append(c.Warnings, runWarnings(trialName("A", i, len(as)), r)...)
+	}
+	for i, r := range bs {
+		c.Warnings = append(c.Warnings, runWarnings(trialName("B", i, len(bs)), r)...)
+	}
+	if d := diffFields(as[0].Environment, bs[0].Environment); len(d) > 0 {
 		c.Notes = append(c.Notes, "environment differs: "+strings.Join(d, "; "))
 	}
 	return c, nil
+}
+
+func trialName(side string, i, n int) string {
+	if n == 1 {
+		return side
+	}
+	return fmt.Sprintf("%s trial %d", side, i+1)
+}
+
+// comparer builds a comparison's rows and tests. Rows that stand in for
+// one another (the per-second stand-ins) share a test.
+type comparer struct {
+	as, bs []*bench.Result
+	c      *Comparison
+	ps     map[string]float64 // raw p-value of each test, by key: Holm's family
+	mw     map[string]*MannWhitneyResult
+}
+
+func (cm *comparer) mannWhitney(row *Row, sa, sb func() []float64) {
+	row.Method, row.key = MethodMannWhitney, row.Metric+"\x00"+row.Sample
+	if cm.mw[row.key] == nil {
+		r := MannWhitney(sa(), sb())
+		cm.mw[row.key] = &r
+		cm.ps[row.key] = r.P
+	}
+	row.Test, row.P = *cm.mw[row.key], cm.mw[row.key].P
+}
+
+func (cm *comparer) throughput() {
+	for _, m := range []struct {
+		stat  string
+		total func(bench.Totals) float64
+		get   func(bench.Second) float64
+	}{
+		{"msgs/s", func(t bench.Totals) float64 { return t.MsgsPerSec }, func(s bench.Second) float64 { return s.MsgsPerSec }},
+		{"MB/s", func(t bench.Totals) float64 { return t.MBPerSec }, func(s bench.Second) float64 { return s.MBPerSec }},
+	} {
+		row := Row{Metric: "throughput", Stat: m.stat, Unit: m.stat, A: meanTotal(cm.as, m.total), B: meanTotal(cm.bs, m.total), Sample: "per-second " + m.stat}
+		cm.mannWhitney(&row, func() []float64 { return perSecond(cm.as, m.get) }, func() []float64 { return perSecond(cm.bs, m.get) })
+		cm.c.Rows = append(cm.c.Rows, row)
+	}
+}
+
+func meanTotal(rs []*bench.Result, f func(bench.Totals) float64) float64 {
+	var sum float64
+	for _, r := range rs {
+		sum += f(r.Totals)
+	}
+	return sum / float64(len(rs))
+}
+
+func perSecond(rs []*bench.Result, f func(bench.Second) float64) []float64 {
+	var out []float64
+	for _, r := range rs {
+		for _, s := range r.Series {
+			out = append(out, f(s))
+		}
+	}
+	return out
+}
+
+// series adds one latency series' rows: percentiles, then the
+// exceedance ladder.
+func (cm *comparer) series(name string) error {
+	la, err := mergedLatency(cm.as, name)
+	if err != nil {
+		return fmt.Errorf("compare: A: %w", err)
+	}
+	lb, err := mergedLatency(cm.bs, name)
+	if err != nil {
+		return fmt.Errorf("compare: B: %w", err)
+	}
+	switch {
+	case present(la) && present(lb):
+	case present(la):
+		cm.c.Warnings = append(cm.c.Warnings, fmt.Sprintf("latency %q is only in A", name))
+		return nil
+	case present(lb):
+		cm.c.Warnings = append(cm.c.Warnings, fmt.Sprintf("latency %q is only in B", name))
+		return nil
+	default:
+		return nil
+	}
+	ta, okA, err := trialSeconds(cm.as, name)
+	if err != nil {
+		return fmt.Errorf("compare: A: %w", err)
+	}
+	tb, okB, err := trialSeconds(cm.bs, name)
+	if err != nil {
+		return fmt.Errorf("compare: B: %w", err)
+	}
+	tails := okA && okB && minSeconds(ta) >= MinTailSeconds && minSeconds(tb) >= MinTailSeconds
+	switch {
+	case !okA || !okB:
+		cm.c.Warnings = append(cm.c.Warnings, fmt.Sprintf("latency %q: no per-second histograms in every run (a result of an older kscope): its tail is compared by per-second p99 and max, which cannot see a stall of a few seconds", name))
+	case !tails:
+		cm.c.Warnings = append(cm.c.Warnings, fmt.Sprintf("latency %q: fewer than %d seconds with latencies in a run: too few to resample; its tail is compared by per-second p99 and max", name, MinTailSeconds))
+	}
+	var boots []quantileBoot
+	if tails {
+		boots = bootstrapQuantiles(blockTrials(ta), blockTrials(tb), bootQuantiles)
+	}
+	for _, q := range quantiles {
+		row := Row{Metric: name, Stat: q.name, Unit: "us", A: float64(q.get(la)), B: float64(q.get(lb))}
+		switch {
+		case q.name == "p50" || !tails:
+			pick := standIn(q.name)
+			row.Sample = "per-second " + pick.name
+			cm.mannWhitney(&row, func() []float64 { return latencySample(cm.as, name, pick.get) }, func() []float64 { return latencySample(cm.bs, name, pick.get) })
+		case q.name == "max":
+			row.Method, row.Sample, row.P = MethodNone, "not tested: one value (see > rows)", 1
+		default:
+			bt := boots[bootIndex(q.q)]
+			row.Method, row.key, row.P = MethodBootstrap, name+"\x00"+q.name, bt.p
+			row.Interval = &Interval{Value: row.B - row.A, Lo: bt.lo, Hi: bt.hi}
+			row.Sample = fmt.Sprintf("bootstrap, %d/%d s", bt.nA, bt.nB)
+			if len(ta) > 1 || len(tb) > 1 {
+				row.Sample = fmt.Sprintf("bootstrap, %d/%d trials, %d/%d s", len(ta), len(tb), bt.nA, bt.nB)
+			}
+			cm.ps[row.key] = bt.p
+		}
+		cm.c.Rows = append(cm.c.Rows, row)
+	}
+	if !tails {
+		return nil
+	}
+	secsA, secsB := slices.Concat(ta...), slices.Concat(tb...)
+	for _, t := range exceedances(secsA, secsB, ladder(la)) {
+		ex := t.ex
+		if ex.CountA == 0 && ex.CountB == 0 {
+			continue // nothing above it in either run: nothing to say
+		}
+		row := Row{Metric: name, Stat: rungStat(ex), Unit: "%", A: ex.ShareA.Value * 100, B: ex.ShareB.Value * 100,
+			Method: MethodExceedance, Sample: exceedanceSample(ex, len(secsA), len(secsB)), P: t.p, Exceedance: &ex}
+		row.key = name + "\x00" + row.Stat
+		cm.ps[row.key] = t.p
+		cm.c.Rows = append(cm.c.Rows, row)
+	}
+	return nil
+}
+
+// mergedLatency is one series over all trials: the trial's own with one,
+// the histograms merged with several.
+func mergedLatency(rs []*bench.Result, name string) (*bench.Latency, error) {
+	if len(rs) == 1 {
+		return rs[0].Latency[name], nil
+	}
+	return MergeLatency(rs, name)
+}
+
+// trialSeconds is one series' per-second histograms of each trial.
+func trialSeconds(rs []*bench.Result, name string) ([][]second, bool, error) {
+	out := make([][]second, 0, len(rs))
+	for i, r := range rs {
+		secs, ok, err := secondsOf(r, name)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", trialName("run", i, len(rs)), err)
+		}
+		if !ok {
+			return nil, false, nil
+		}
+		out = append(out, secs)
+	}
+	return out, true, nil
+}
+
+func minSeconds(t [][]second) int {
+	n := math.MaxInt
+	for _, secs := range t {
+		n = min(n, len(secs))
+	}
+	return n
+}
+
+// blockTrials makes each trial's seconds into resampling blocks.
+func blockTrials(t [][]second) trials {
+	out := make(trials, len(t))
+	for i, secs := range t {
+		out[i] = blocksOf(secs, bootstrapMaxBlocks)
+	}
+	return out
 }
 
 func present(l *bench.Latency) bool { return l != nil && l.Count > 0 }
@@ -388,11 +496,13 @@ func standIn(stat string) perSecondStat {
 	return perSecondStat{"max", func(s bench.SecondLatency) float64 { return float64(s.MaxUs) }}
 }
 
-func latencySample(r *bench.Result, series string, get func(bench.SecondLatency) float64) []float64 {
+func latencySample(rs []*bench.Result, series string, get func(bench.SecondLatency) float64) []float64 {
 	var out []float64
-	for _, s := range r.Series {
-		if l, ok := s.Latency[series]; ok && l.Count > 0 {
-			out = append(out, get(l))
+	for _, r := range rs {
+		for _, s := range r.Series {
+			if l, ok := s.Latency[series]; ok && l.Count > 0 {
+				out = append(out, get(l))
+			}
 		}
 	}
 	return out

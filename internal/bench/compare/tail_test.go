@@ -73,7 +73,7 @@ func TestStallsAreTailRegressions(t *testing.T) {
 				t.Errorf("service > 100 ms: %s, %d → %d requests (p %.3g, D %.1f)", r.Verdict, r.Exceedance.CountA, r.Exceedance.CountB, r.PAdjusted, r.Exceedance.DesignEffect)
 			}
 			// The old per-second test of the maximum could not see it.
-			old := MannWhitney(latencySample(comparetest.Result(a), bench.LatencyService, standIn("max").get), latencySample(comparetest.Result(b), bench.LatencyService, standIn("max").get))
+			old := MannWhitney(latencySample([]*bench.Result{comparetest.Result(a)}, bench.LatencyService, standIn("max").get), latencySample([]*bench.Result{comparetest.Result(b)}, bench.LatencyService, standIn("max").get))
 			t.Logf("per-second max, Mann-Whitney: p %.3g", old.P)
 		})
 	}
@@ -161,5 +161,83 @@ func TestDesignEffect(t *testing.T) {
 	}
 	if d := designEffect(bunched, 50, 200, 20000); d < 100 {
 		t.Errorf("all in one second: design effect %v, want about 200", d)
+	}
+}
+
+// Several trials a side: the same workload is no change, a stall in
+// every trial of B a regression, and the values are over all trials.
+func TestCompareTrials(t *testing.T) {
+	trials := func(seed uint64, stall bool) []*bench.Result {
+		var out []*bench.Result
+		for i := range uint64(3) {
+			s := tailBase(seed + i)
+			s.Stalls = gcPauses(seed + i)
+			if stall {
+				s.Stalls = append(s.Stalls, comparetest.Stall{Second: 10, Ms: 500})
+			}
+			out = append(out, comparetest.Result(s))
+		}
+		return out
+	}
+	a := trials(10, false)
+	for _, tc := range []struct {
+		name       string
+		b          []*bench.Result
+		regression bool
+	}{
+		{"same workload", trials(20, false), false},
+		{"500 ms stall in each trial", trials(30, true), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := CompareTrials(a, tc.b, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(c.Regressions()) > 0; got != tc.regression {
+				t.Errorf("regression %v, want %v: %v", got, tc.regression, c.Regressions())
+			}
+			want := (a[0].Totals.MsgsPerSec + a[1].Totals.MsgsPerSec + a[2].Totals.MsgsPerSec) / 3
+			if r := row(t, c, "throughput", "msgs/s"); math.Abs(r.A-want) > 1e-9 {
+				t.Errorf("A's msgs/s %v, want the trials' mean %v", r.A, want)
+			}
+			if r := row(t, c, bench.LatencyService, "p99"); !strings.Contains(r.Sample, "3/3 trials") {
+				t.Errorf("p99 tested on %q, want the trials named", r.Sample)
+			}
+			for _, r := range c.Rows {
+				if r.Exceedance != nil && r.Exceedance.TotalA != 3*20*400 {
+					t.Errorf("%s %s: %d of A's requests counted, want every trial's %d", r.Metric, r.Stat, r.Exceedance.TotalA, 3*20*400)
+				}
+			}
+			if countMethod(c, MethodExceedance) == 0 {
+				t.Error("no exceedance rows")
+			}
+		})
+	}
+}
+
+// A variant's share above a threshold over its trials: the interval holds
+// the share, and a trial with a stall widens it.
+func TestShareIntervals(t *testing.T) {
+	calm := []*bench.Result{comparetest.Result(tailBase(1)), comparetest.Result(tailBase(2)), comparetest.Result(tailBase(3))}
+	stalled := tailBase(4)
+	stalled.Stalls = []comparetest.Stall{{Second: 5, Ms: 800}}
+	mixed := []*bench.Result{calm[0], calm[1], comparetest.Result(stalled)}
+	got, err := ShareIntervals(calm, bench.LatencyService, []int64{5000, 50_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Log-normal, median 2 ms, σ 0.5: P(> 5 ms) = 1 − Φ(ln 2.5 / 0.5) ≈ 3.4%.
+	if s := got[0]; s.Lo > 0.034 || s.Hi < 0.034 || s.Hi-s.Lo > 0.01 {
+		t.Errorf("calm > 5 ms: %+v, want about 3.4%% in a narrow interval", s)
+	}
+	if s := got[1]; s.Value != 0 || s.Hi != 0 {
+		t.Errorf("calm > 50 ms: %+v, want none", s)
+	}
+	withStall, err := ShareIntervals(mixed, bench.LatencyService, []int64{50_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := withStall[0]; s.Value <= 0 || s.Lo != 0 || s.Hi <= s.Value {
+		t.Errorf("> 50 ms with one stalled trial: %+v, want a share whose interval reaches 0 (the trials without it)", s)
 	}
 }
