@@ -111,6 +111,11 @@ type Options struct {
 	// Alpha is the significance level of the test. Zero means
 	// DefaultAlpha.
 	Alpha float64
+	// Rungs are the fixed thresholds of the exceedance ladder in µs,
+	// besides A's p99 and p99.9 (nil: 10, 50, 100 and 500 ms and 1 s).
+	Rungs []int64
+	// Series limits the latency series compared (nil: every series).
+	Series []string
 }
 
 // Row is one metric of a comparison.
@@ -222,10 +227,13 @@ func CompareTrials(as, bs []*bench.Result, opts Options) (*Comparison, error) {
 	if !(opts.Alpha > 0 && opts.Alpha < 1) {
 		return nil, fmt.Errorf("compare: alpha %v: want (0, 1)", opts.Alpha)
 	}
-	cm := &comparer{as: as, bs: bs, ps: map[string]float64{}, mw: map[string]*MannWhitneyResult{},
+	cm := &comparer{as: as, bs: bs, rungs: opts.Rungs, ps: map[string]float64{}, mw: map[string]*MannWhitneyResult{},
 		c: &Comparison{Threshold: opts.Threshold, Alpha: opts.Alpha, Warnings: []string{}, Notes: []string{}}}
 	cm.throughput()
 	for _, name := range seriesOrder(as[0], bs[0]) {
+		if opts.Series != nil && !slices.Contains(opts.Series, name) {
+			continue
+		}
 		if err := cm.series(name); err != nil {
 			return nil, err
 		}
@@ -271,6 +279,7 @@ func trialName(side string, i, n int) string {
 // one another (the per-second stand-ins) share a test.
 type comparer struct {
 	as, bs []*bench.Result
+	rungs  []int64 // fixed rungs of the ladder (nil: the defaults)
 	c      *Comparison
 	ps     map[string]float64 // raw p-value of each test, by key: Holm's family
 	mw     map[string]*MannWhitneyResult
@@ -385,7 +394,7 @@ func (cm *comparer) series(name string) error {
 		return nil
 	}
 	secsA, secsB := slices.Concat(ta...), slices.Concat(tb...)
-	for _, t := range exceedances(secsA, secsB, ladder(la)) {
+	for _, t := range exceedances(secsA, secsB, ladder(la, cm.rungs)) {
 		ex := t.ex
 		if ex.CountA == 0 && ex.CountB == 0 {
 			continue // nothing above it in either run: nothing to say

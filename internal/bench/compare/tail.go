@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/kscope-dev/kscope/internal/bench"
@@ -53,16 +54,19 @@ type rung struct {
 }
 
 // ladder is the thresholds of one series: A's p99 and p99.9, and each
-// fixed rung above A's p99 (below it, a rung is in the body of A's
-// distribution, which the p50 test and the quantile rows cover). A rung
-// equal to one already on the ladder is left out.
-func ladder(a *bench.Latency) []rung {
+// fixed rung (fixedRungsUs when nil) above A's p99 (below it, a rung is
+// in the body of A's distribution, which the p50 test and the quantile
+// rows cover). A rung equal to one already on the ladder is left out.
+func ladder(a *bench.Latency, fixed []int64) []rung {
+	if fixed == nil {
+		fixed = fixedRungsUs
+	}
 	out := []rung{{a.P99Us, "A's p99"}}
 	if a.P999Us > a.P99Us {
 		out = append(out, rung{a.P999Us, "A's p99.9"})
 	}
-	for _, t := range fixedRungsUs {
-		if t > a.P99Us && t != a.P999Us {
+	for _, t := range fixed {
+		if t > a.P99Us && t != a.P999Us && !slices.ContainsFunc(out, func(r rung) bool { return r.us == t }) {
 			out = append(out, rung{t, "fixed"})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
 )
 
 func compareResult(na, nb int, u float64) compare.MannWhitneyResult {
@@ -315,5 +316,74 @@ func TestMountHelpers(t *testing.T) {
 	m, err := mountsUnder("/")
 	if err != nil || len(m) == 0 {
 		t.Errorf("mounts under /: %v %v", m, err)
+	}
+}
+
+// With the load results kept, the produce latency verdicts and the shares
+// above thresholds come from internal/bench/compare: a variant whose every
+// trial has a 300 ms stall is worse over the SLO, one like the baseline
+// is not.
+func TestVerdictsFromLoads(t *testing.T) {
+	vs, _ := ParseVariants("ext4,xfs,ext4-writeback")
+	res := &Result{Variants: vs, Trials: 3, Workload: DefaultWorkload(), SLOMs: 65, Threshold: 0.05, Alpha: 0.05}
+	seed := uint64(1)
+	for _, v := range []struct {
+		name  string
+		stall bool
+	}{{"ext4", false}, {"xfs", true}, {"ext4-writeback", false}} {
+		for _, r := range fakeRuns(v.name, 3, 40) {
+			spec := comparetest.Spec{Seed: seed, Seconds: 20, Rate: 2000, RateNoise: 0.02, MedianUs: 2000, Sigma: 0.5, PerSecond: 400}
+			if v.stall {
+				spec.Stalls = []comparetest.Stall{{Second: 9, Ms: 300}}
+			}
+			seed++
+			r.Load = comparetest.Result(spec)
+			res.Runs = append(res.Runs, r)
+		}
+	}
+	summarize(res)
+	if len(res.Verdicts) != 2 {
+		t.Fatalf("%d verdicts: %v", len(res.Verdicts), res.Warnings)
+	}
+	verdict := func(c *Comparison, key string) string {
+		for _, r := range c.Rows {
+			if r.Metric == key {
+				return r.Verdict
+			}
+		}
+		return "missing"
+	}
+	if got := verdict(res.Verdicts[0], "over_slo_pct"); got != Worse {
+		t.Errorf("xfs (stalled) over SLO: %s, want %s", got, Worse)
+	}
+	if got := verdict(res.Verdicts[1], "over_slo_pct"); got != NoChange {
+		t.Errorf("ext4-writeback over SLO: %s, want %s", got, NoChange)
+	}
+	for _, s := range res.Summary {
+		if len(s.Above) != 4 { // 10, 50, 65 (the SLO), 100 ms
+			t.Fatalf("%s: %d shares above, want 4", s.Variant, len(s.Above))
+		}
+		for _, a := range s.Above {
+			if a.Share.Lo > a.Share.Value || a.Share.Hi < a.Share.Value || a.Total != 3*20*400 {
+				t.Errorf("%s > %g ms: %+v", s.Variant, a.AboveMs, a)
+			}
+		}
+	}
+	if s := res.Summary[1].Above[1]; s.AboveMs != 50 || s.Count == 0 {
+		t.Errorf("xfs > 50 ms: %+v, want its stalls' requests", s)
+	}
+	var tab bytes.Buffer
+	if err := WriteTable(&tab, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tab.String(), "Produce requests above thresholds") || !strings.Contains(tab.String(), ": worse") {
+		t.Errorf("table lacks the shares above thresholds with verdicts:\n%s", tab.String())
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `id="above"`) || !strings.Contains(page.String(), `class="num worse"`) {
+		t.Error("HTML lacks the shares above thresholds with a worse verdict")
 	}
 }

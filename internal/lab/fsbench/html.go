@@ -49,8 +49,14 @@ td.better { background: #e3f4e3; } td.worse { background: #fbe3e3; }
 {{range .SummaryRows}}<tr><td>{{.Variant}}</td><td class="num">{{.N}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
 {{end}}</table>
 
+{{if .AboveRows}}<h2>Produce requests above thresholds</h2>
+<p class="note">The share of all trials' produce requests above each threshold, its 95% interval from a bootstrap over the trials and then the seconds of each, and the count; the verdict against {{.AboveBaseline}} is the exact test of the shares with the design effect of the baseline's clustering (docs/compare.md).</p>
+<table id="above"><tr><th>variant</th>{{range .AboveHeaders}}<th>{{.}}</th>{{end}}</tr>
+{{range .AboveRows}}<tr><td>{{.Variant}}</td>{{range .Cells}}<td class="num {{.Class}}">{{.Text}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+
 {{if .VerdictRows}}<h2>Verdicts against {{.Baseline}}</h2>
-<p class="note">Change of the mean over trials, and a Mann–Whitney test on the per-second samples of all trials pooled, Holm-adjusted over the metrics; a verdict needs a change beyond {{.ThresholdPct}}% and an adjusted p below {{.Alpha}}. p99.9, max and the share over the SLO are tested on the per-second max.</p>
+<p class="note">A verdict needs a change beyond {{.ThresholdPct}}% and an adjusted p below half of {{.Alpha}} (two families of tests share alpha). Produce latency is compared over all trials' requests as <code>kscope bench compare</code> does (docs/compare.md): p50 by Mann–Whitney on per-second p50, p99 and p99.9 by a bootstrap over trials and seconds, the share over the SLO by the exact test with the design effect; max is not tested. The other metrics: change of the mean over trials and a Mann–Whitney test on the per-second samples of all trials pooled, Holm-adjusted.</p>
 <table id="verdicts"><tr><th>variant</th>{{range .Labels}}<th>{{.}}</th>{{end}}</tr>
 {{range .VerdictRows}}<tr><td>{{.Variant}}</td>{{range .Cells}}<td class="{{.Class}}" title="p adjusted {{.P}}{{with .Reason}}; {{.}}{{end}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
@@ -79,6 +85,10 @@ type htmlPage struct {
 	ThresholdPct float64
 	VerdictRows  []htmlVerdictRow
 	Charts       []htmlChart
+	// The shares above thresholds.
+	AboveBaseline string
+	AboveHeaders  []string
+	AboveRows     []htmlVerdictRow
 }
 
 type htmlSummaryRow struct {
@@ -131,6 +141,27 @@ func WriteHTML(w io.Writer, res *Result) error {
 			row.Cells = append(row.Cells, htmlVerdictCell{Text: verdictCell(r), Class: class, P: fmt.Sprintf("%.3g", r.PAdjusted), Reason: r.Reason})
 		}
 		p.VerdictRows = append(p.VerdictRows, row)
+	}
+	if len(res.Summary) > 0 && len(res.Summary[0].Above) > 0 {
+		p.AboveBaseline = res.Summary[0].Variant
+		for _, a := range res.Summary[0].Above {
+			p.AboveHeaders = append(p.AboveHeaders, fmt.Sprintf("> %g ms", a.AboveMs))
+		}
+		for _, s := range res.Summary {
+			row := htmlVerdictRow{Variant: s.Variant}
+			for _, a := range s.Above {
+				v := aboveVerdict(res, s.Variant, a.AboveMs)
+				class := ""
+				switch v {
+				case ": " + Worse:
+					class = "worse"
+				case ": " + Better:
+					class = "better"
+				}
+				row.Cells = append(row.Cells, htmlVerdictCell{Text: aboveCell(a) + v, Class: class})
+			}
+			p.AboveRows = append(p.AboveRows, row)
+		}
 	}
 	for i, m := range Metrics {
 		p.Charts = append(p.Charts, htmlChart{Title: label(m, res), SVG: ciChart(fmt.Sprintf("chart-%d", i), m, res.Summary)})

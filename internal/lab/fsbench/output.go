@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/bench/compare"
 )
 
 // WriteJSON writes res as indented JSON.
@@ -100,10 +102,15 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeAbove(w, res); err != nil {
+		return err
+	}
 	if len(res.Verdicts) > 0 {
-		fmt.Fprintf(w, "\nVerdicts against %s: change of the mean; Mann–Whitney on the per-second samples of all trials, Holm-adjusted;\n"+
-			"a verdict needs a change beyond %g%% and p < %g (p99.9, max and over SLO are tested on the per-second max).\n",
-			res.Verdicts[0].Baseline, res.Threshold*100, res.Alpha)
+		fmt.Fprintf(w, "\nVerdicts against %s: a change beyond %g%%, significant after Holm's adjustment. Produce latency over all trials'\n"+
+			"requests (docs/compare.md: p50 by Mann–Whitney on per-second p50, p99 and p99.9 by a bootstrap over trials and seconds,\n"+
+			"over SLO by the exact test of the shares with the design effect; p < %g); the rest by change of the mean and Mann–Whitney\n"+
+			"on the per-second samples of all trials (p < %g).\n",
+			res.Verdicts[0].Baseline, res.Threshold*100, res.Alpha/2, res.Alpha/2)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		header = []string{"variant"}
 		for _, m := range Metrics {
@@ -136,6 +143,65 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	for _, wn := range res.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	return nil
+}
+
+// writeAbove writes each variant's share of produce requests above the
+// thresholds, with its 95% interval over trials, and the verdict of each
+// share against the baseline.
+func writeAbove(w io.Writer, res *Result) error {
+	if len(res.Summary) == 0 || len(res.Summary[0].Above) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nProduce requests above thresholds: %% of all trials' requests [95%% interval over trials] (count); verdict against %s.\n", res.Summary[0].Variant)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"variant"}
+	for _, a := range res.Summary[0].Above {
+		header = append(header, fmt.Sprintf("> %g ms", a.AboveMs))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, s := range res.Summary {
+		row := []string{s.Variant}
+		for _, a := range s.Above {
+			row = append(row, aboveCell(a)+aboveVerdict(res, s.Variant, a.AboveMs))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func aboveCell(a AboveShare) string {
+	return fmt.Sprintf("%s%% [%s, %s] (%d)", num(a.Share.Value*100), num(a.Share.Lo*100), num(a.Share.Hi*100), a.Count)
+}
+
+// aboveVerdict is ": worse" and the like for a variant's share above ms,
+// from its comparison's exceedance row; "" for the baseline or untested.
+func aboveVerdict(res *Result, variant string, ms float64) string {
+	row := aboveRow(res, variant, ms)
+	if row == nil {
+		return ""
+	}
+	switch row.Verdict {
+	case compare.Regression:
+		return ": " + Worse
+	case compare.Improvement:
+		return ": " + Better
+	}
+	return ": " + NoChange
+}
+
+func aboveRow(res *Result, variant string, ms float64) *compare.Row {
+	for _, c := range res.Verdicts {
+		if c.Variant != variant || c.Latency == nil {
+			continue
+		}
+		for i := range c.Latency.Rows {
+			r := &c.Latency.Rows[i]
+			if r.Exceedance != nil && r.Exceedance.Rung == "fixed" && float64(r.Exceedance.AboveUs) == ms*1000 {
+				return r
+			}
+		}
 	}
 	return nil
 }

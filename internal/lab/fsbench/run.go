@@ -180,6 +180,10 @@ type RunResult struct {
 	// Seconds are the per-second samples of the measured part, the unit
 	// of evidence of the verdicts.
 	Seconds []SecondSample `json:"seconds"`
+	// Load is the load generator's whole result (what `kscope bench run`
+	// writes): the produce latency verdicts and the shares above
+	// thresholds are computed from its histograms.
+	Load *bench.Result `json:"load,omitempty"`
 }
 
 // SecondSample is one second of a run. Latencies in ms; a field is null
@@ -496,6 +500,7 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 	if svc == nil || svc.Count == 0 {
 		return errors.New("the load has no produce latencies (nothing acknowledged)")
 	}
+	rr.Load = br
 	rr.Acked, rr.Failed, rr.MsgsPerSec = br.Totals.Acked, br.Totals.Failed, br.Totals.MsgsPerSec
 	rr.P50Ms, rr.P99Ms, rr.P999Ms, rr.MaxMs = usMs(svc.P50Us), usMs(svc.P99Us), usMs(svc.P999Us), usMs(svc.MaxUs)
 	h, err := bench.DecodeHistogram(svc.Histogram)

@@ -3,7 +3,11 @@ package fsbench
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"time"
 
+	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 )
 
@@ -18,8 +22,12 @@ type Metric struct {
 	Better int
 	// Sample names the per-second sample of the test.
 	Sample string
-	value  func(*RunResult) float64
-	perSec func(SecondSample) (float64, bool)
+	// Latency is the produce latency statistic of internal/bench/compare
+	// whose row gives this metric's verdict ("p99", or "slo" for the
+	// share above the SLO); empty: the metric is tested here.
+	Latency string
+	value   func(*RunResult) float64
+	perSec  func(SecondSample) (float64, bool)
 }
 
 func opt(p *float64) (float64, bool) {
@@ -29,24 +37,23 @@ func opt(p *float64) (float64, bool) {
 	return *p, true
 }
 
-// Metrics are the figures compared, in table order. The per-second
-// stand-ins are those of internal/bench/compare (p99.9 and max on the
-// per-second max), plus the share over the SLO on the per-second max: a
-// run's share over the SLO is made by its slow seconds, and the
-// per-second max is the sample that sees them (bench keeps no per-second
-// count over a threshold).
+// Metrics are the figures compared, in table order. The produce latency
+// metrics get their verdicts from internal/bench/compare over the
+// trials' load results (docs/compare.md); the others from a Mann–Whitney
+// test on per-second samples. The Sample of a latency metric is the
+// stand-in used only for results without per-second histograms.
 var Metrics = []Metric{
 	{Key: "msgs_per_sec", Label: "msg/s", Unit: "msg/s", Better: +1, Sample: "per-second msgs/s",
 		value: func(r *RunResult) float64 { return r.MsgsPerSec }, perSec: func(s SecondSample) (float64, bool) { return s.MsgsPerSec, true }},
-	{Key: "produce_p50_ms", Label: "p50", Unit: "ms", Better: -1, Sample: "per-second p50",
+	{Key: "produce_p50_ms", Latency: "p50", Label: "p50", Unit: "ms", Better: -1, Sample: "per-second p50",
 		value: func(r *RunResult) float64 { return r.P50Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.P50Ms) }},
-	{Key: "produce_p99_ms", Label: "p99", Unit: "ms", Better: -1, Sample: "per-second p99",
+	{Key: "produce_p99_ms", Latency: "p99", Label: "p99", Unit: "ms", Better: -1, Sample: "per-second p99",
 		value: func(r *RunResult) float64 { return r.P99Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.P99Ms) }},
-	{Key: "produce_p999_ms", Label: "p99.9", Unit: "ms", Better: -1, Sample: "per-second max",
+	{Key: "produce_p999_ms", Latency: "p99.9", Label: "p99.9", Unit: "ms", Better: -1, Sample: "per-second max",
 		value: func(r *RunResult) float64 { return r.P999Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
-	{Key: "produce_max_ms", Label: "max", Unit: "ms", Better: -1, Sample: "per-second max",
+	{Key: "produce_max_ms", Latency: "max", Label: "max", Unit: "ms", Better: -1, Sample: "per-second max",
 		value: func(r *RunResult) float64 { return r.MaxMs }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
-	{Key: "over_slo_pct", Label: "over SLO", Unit: "%", Better: -1, Sample: "per-second max",
+	{Key: "over_slo_pct", Latency: "slo", Label: "over SLO", Unit: "%", Better: -1, Sample: "per-second max",
 		value: func(r *RunResult) float64 { return r.OverSLOPct }, perSec: func(s SecondSample) (float64, bool) { return opt(s.MaxMs) }},
 	{Key: "write_p99_ms", Label: "write p99", Unit: "ms", Better: -1, Sample: "per-second write p99",
 		value: func(r *RunResult) float64 { return r.WriteP99Ms }, perSec: func(s SecondSample) (float64, bool) { return opt(s.WriteP99Ms) }},
@@ -71,6 +78,21 @@ type Summary struct {
 	Variant string          `json:"variant"`
 	Runs    int             `json:"runs"`
 	Metrics map[string]Stat `json:"metrics"`
+	// Above is the share of produce requests above each of
+	// AboveThresholdsMs and the SLO, over all trials.
+	Above []AboveShare `json:"above,omitempty"`
+}
+
+// AboveShare is a variant's produce requests (service latency) above one
+// threshold, over its trials.
+type AboveShare struct {
+	AboveMs float64 `json:"above_ms"`
+	Count   int64   `json:"count"`
+	Total   int64   `json:"total"`
+	// Share is the fraction above, with a 95% interval from a bootstrap
+	// over the trials and then the seconds of each (a bad trial widens
+	// it).
+	Share compare.Interval `json:"share"`
 }
 
 // Comparison is one variant against the first.
@@ -78,6 +100,10 @@ type Comparison struct {
 	Variant  string        `json:"variant"`
 	Baseline string        `json:"baseline"`
 	Rows     []*VerdictRow `json:"rows"`
+	// Latency is internal/bench/compare's comparison of the produce
+	// latency over the trials: every percentile and every threshold's
+	// share, with intervals (the produce latency Rows come from it).
+	Latency *compare.Comparison `json:"latency,omitempty"`
 }
 
 // Verdicts.
@@ -125,12 +151,22 @@ func summarize(res *Result) {
 			}
 			s.Metrics[m.Key] = stat(vals)
 		}
+		if above, err := aboveShares(runs, time.Duration(res.SLOMs*float64(time.Millisecond))); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: shares above thresholds: %v", v.Name, err))
+		} else {
+			s.Above = above
+		}
 		res.Summary = append(res.Summary, s)
 		if base == "" {
 			base = v.Name
 			continue
 		}
-		res.Verdicts = append(res.Verdicts, judgeAll(base, byVariant[base], v.Name, runs, res.Threshold, res.Alpha))
+		c, err := judgeAll(base, byVariant[base], v.Name, runs, res.Threshold, res.Alpha, time.Duration(res.SLOMs*float64(time.Millisecond)))
+		if err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+			continue
+		}
+		res.Verdicts = append(res.Verdicts, c)
 	}
 	for _, r := range res.Runs {
 		if r.TraceLost > 0 {
@@ -143,6 +179,32 @@ func summarize(res *Result) {
 	if res.Trials < 2 {
 		res.Warnings = append(res.Warnings, "one trial per variant: no confidence intervals, and the verdicts rest on the seconds of a single run of each")
 	}
+}
+
+// aboveShares counts a variant's produce requests above each threshold
+// over its trials (nil, nil when a run has no load result).
+func aboveShares(runs []*RunResult, slo time.Duration) ([]AboveShare, error) {
+	ls := loads(runs)
+	if ls == nil {
+		return nil, nil
+	}
+	ts := aboveThresholdsUs(slo)
+	shares, err := compare.ShareIntervals(ls, bench.LatencyService, ts)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, l := range ls {
+		if svc := l.Latency[bench.LatencyService]; svc != nil {
+			total += svc.Count
+		}
+	}
+	out := make([]AboveShare, len(ts))
+	for i, t := range ts {
+		out[i] = AboveShare{AboveMs: float64(t) / 1000, Total: total, Share: shares[i],
+			Count: int64(math.Round(shares[i].Value * float64(total)))}
+	}
+	return out, nil
 }
 
 // stat is the mean and 95% confidence interval of vals.
@@ -189,11 +251,28 @@ func tQuantile975(df int) float64 {
 }
 
 // judgeAll compares runs of variant b against those of the baseline a,
-// metric by metric: the change between the means over trials, and a
-// Mann–Whitney test on the per-second samples of all trials pooled,
-// Holm-adjusted over the distinct samples tested.
-func judgeAll(a string, runsA []*RunResult, b string, runsB []*RunResult, threshold, alpha float64) *Comparison {
+// metric by metric. Produce latency (the Metrics with Latency set) is
+// compared by internal/bench/compare over the trials' load results:
+// percentiles from the trials' histograms merged, the tail by a bootstrap
+// over trials and seconds and by the share of requests above thresholds
+// (docs/compare.md). The other metrics: the change between the means over
+// trials, and a Mann–Whitney test on the per-second samples of all trials
+// pooled, Holm-adjusted over the distinct samples tested. The two
+// families of tests split alpha between them (Bonferroni), so the chance
+// of any false verdict for a variant stays at alpha.
+func judgeAll(a string, runsA []*RunResult, b string, runsB []*RunResult, threshold, alpha float64, slo time.Duration) (*Comparison, error) {
 	c := &Comparison{Variant: b, Baseline: a}
+	familyAlpha := alpha
+	la, lb := loads(runsA), loads(runsB)
+	if la != nil && lb != nil {
+		familyAlpha = alpha / 2
+		lat, err := compare.CompareTrials(la, lb, compare.Options{Threshold: threshold, Alpha: familyAlpha,
+			Rungs: aboveThresholdsUs(slo), Series: []string{bench.LatencyService}})
+		if err != nil {
+			return nil, fmt.Errorf("%s against %s: %w", b, a, err)
+		}
+		c.Latency = lat
+	}
 	tests := map[string]compare.MannWhitneyResult{}
 	pooled := func(runs []*RunResult, m Metric) []float64 {
 		var out []float64
@@ -207,6 +286,10 @@ func judgeAll(a string, runsA []*RunResult, b string, runsB []*RunResult, thresh
 		return out
 	}
 	for _, m := range Metrics {
+		if m.Latency != "" && c.Latency != nil {
+			c.Rows = append(c.Rows, latencyVerdict(c.Latency, m, slo))
+			continue
+		}
 		row := &VerdictRow{Metric: m.Key, Sample: m.Sample, A: stat(values(runsA, m)).Mean, B: stat(values(runsB, m)).Mean}
 		if _, ok := tests[m.Sample]; !ok {
 			tests[m.Sample] = compare.MannWhitney(pooled(runsA, m), pooled(runsB, m))
@@ -216,10 +299,74 @@ func judgeAll(a string, runsA []*RunResult, b string, runsB []*RunResult, thresh
 	}
 	adj := holm(tests)
 	for i, row := range c.Rows {
+		if Metrics[i].Latency != "" && c.Latency != nil {
+			continue
+		}
 		row.PAdjusted = adj[row.Sample]
-		judge(row, Metrics[i].Better, threshold, alpha)
+		judge(row, Metrics[i].Better, threshold, familyAlpha)
 	}
-	return c
+	return c, nil
+}
+
+// loads are the runs' load results; nil when a run has none (a result
+// file of an older kscope).
+func loads(runs []*RunResult) []*bench.Result {
+	out := make([]*bench.Result, len(runs))
+	for i, r := range runs {
+		if r.Load == nil {
+			return nil
+		}
+		out[i] = r.Load
+	}
+	return out
+}
+
+// AboveThresholdsMs are the thresholds whose shares lab fs reports, as
+// Allegro counted produce requests above 65 ms; the SLO joins them.
+var AboveThresholdsMs = []float64{10, 50, 100}
+
+func aboveThresholdsUs(slo time.Duration) []int64 {
+	var out []int64
+	for _, ms := range AboveThresholdsMs {
+		out = append(out, int64(ms*1000))
+	}
+	if us := slo.Microseconds(); us > 0 && !slices.Contains(out, us) {
+		out = append(out, us)
+		slices.Sort(out)
+	}
+	return out
+}
+
+// latencyVerdict is metric m's verdict taken from compare's row of the
+// service latency ("slo": the share above the SLO).
+func latencyVerdict(lat *compare.Comparison, m Metric, slo time.Duration) *VerdictRow {
+	stat := m.Latency
+	if stat == "slo" {
+		stat = "> " + strconv.FormatFloat(float64(slo.Microseconds())/1000, 'f', -1, 64) + " ms"
+	}
+	row := &VerdictRow{Metric: m.Key, Verdict: NoChange}
+	var cr *compare.Row
+	for i := range lat.Rows {
+		if r := &lat.Rows[i]; r.Metric == bench.LatencyService && r.Stat == stat {
+			cr = r
+		}
+	}
+	if cr == nil {
+		row.Sample, row.Reason = "shares above", "not tested: at or below the baseline's p99, or none above in either"
+		return row
+	}
+	row.A, row.B, row.Sample = cr.A, cr.B, cr.Sample
+	if cr.Unit == "us" {
+		row.A, row.B = cr.A/1000, cr.B/1000
+	}
+	row.ChangePct, row.PAdjusted, row.Reason = cr.ChangePct, cr.PAdjusted, cr.Reason
+	switch cr.Verdict {
+	case compare.Regression:
+		row.Verdict = Worse
+	case compare.Improvement:
+		row.Verdict = Better
+	}
+	return row
 }
 
 func values(runs []*RunResult, m Metric) []float64 {
