@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -146,7 +147,10 @@ func runBenchCompare(cmd *cobra.Command, args []string, o *benchCompareOptions) 
 }
 
 func newBenchReportCmd() *cobra.Command {
-	var merged bool
+	var (
+		merged  bool
+		htmlOut string
+	)
 	cmd := &cobra.Command{
 		Use:   "report RESULT.json...",
 		Short: "Print one or more runs side by side",
@@ -154,7 +158,9 @@ func newBenchReportCmd() *cobra.Command {
 workload and client config, where it ran, the achieved rate, the exact
 accounting (lost, duplicated), client CPU per message, and the latency
 percentiles of every series. With --merged, a last column has the runs'
-counts summed and their latency histograms merged.`,
+counts summed and their latency histograms merged. With --html, a page
+also draws every series over time, each run's per-second p50, p99 and
+maximum on one chart: where a comparison's tail came from.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return badInput(errors.New("want at least one result file"))
@@ -176,10 +182,14 @@ counts summed and their latency histograms merged.`,
 			if errors.Is(err, benchout.ErrMerge) {
 				return badInput(err)
 			}
-			return err
+			if err != nil || htmlOut == "" {
+				return err
+			}
+			return writeFileAtomic(htmlOut, func(w io.Writer) error { return benchout.WriteTimeline(w, runs) })
 		},
 	}
 	cmd.SetFlagErrorFunc(benchFlagError)
 	cmd.Flags().BoolVar(&merged, "merged", false, "add a column for all runs together (latency histograms merged)")
+	cmd.Flags().StringVar(&htmlOut, "html", "", "also write an HTML page with each series' latency over time for every run")
 	return cmd
 }

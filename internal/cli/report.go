@@ -141,12 +141,18 @@ func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Input
 // writeReport writes the page next to the target and renames it: never a
 // half-written report.
 func writeReport(out string, d *report.Data) error {
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".kscope-report-*.html")
+	return writeFileAtomic(out, func(w io.Writer) error { return report.WriteHTML(w, d) })
+}
+
+// writeFileAtomic writes a file through write into a temporary file
+// beside out and renames it: never a half-written file.
+func writeFileAtomic(out string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := report.WriteHTML(tmp, d); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", out, err)
 	}

@@ -113,8 +113,19 @@ func TestBenchCompare(t *testing.T) {
 			t.Errorf("%s: exit %d, want 1 with a regression of the share above a threshold: %s", what, code, strings.TrimSpace(regs))
 		}
 	}
-	tailRegression("broker stopped 1 s three times", stalled("stop3x1s", []time.Duration{4 * time.Second, 8 * time.Second, 12 * time.Second}, time.Second))
+	stop3 := stalled("stop3x1s", []time.Duration{4 * time.Second, 8 * time.Second, 12 * time.Second}, time.Second)
+	tailRegression("broker stopped 1 s three times", stop3)
 	tailRegression("broker stopped 500 ms once", stalled("stop500ms", []time.Duration{7 * time.Second}, 500*time.Millisecond))
+
+	// bench report draws both runs over time: the stalls reach the
+	// second decade above A's.
+	page := filepath.Join(dir, "timeline.html")
+	var rep, repErr bytes.Buffer
+	if code := cli.Main([]string{"bench", "report", "--html", page, a, stop3}, &rep, &repErr); code != 0 {
+		t.Errorf("kscope bench report --html: exit %d: %s", code, repErr.String())
+	} else if raw, err := os.ReadFile(page); err != nil || !strings.Contains(string(raw), "<polyline") || !strings.Contains(string(raw), ">1000<") {
+		t.Errorf("timeline page %s: %v, want lines up to the 1000 ms decade", page, err)
+	}
 
 	// Throttle every client id to 256 KiB/s of produce: an eighth of the
 	// offered 2 MB/s.

@@ -164,3 +164,31 @@ func TestReport(t *testing.T) {
 		t.Errorf("single run:\n%s", buf.String())
 	}
 }
+
+// The timeline draws each series with a line per run; a stall in one run
+// reaches the chart's top decade; names from files are escaped.
+func TestTimeline(t *testing.T) {
+	a := comparetest.Result(spec(1))
+	bs := spec(2)
+	bs.Stalls = []comparetest.Stall{{Second: 10, Ms: 1000}}
+	b := comparetest.Result(bs)
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, []Run{{"a.json", a}, {"<b>&.json", b}}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"Content-Security-Policy", "<h2>service latency (ms)</h2>", "<h2>response latency (ms)</h2>", "&lt;b&gt;&amp;.json", ">1000<"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+	// Two series, two runs, a p50 and a p99 line each.
+	if n := strings.Count(out, "<polyline"); n != 2*2*2 {
+		t.Errorf("%d lines, want 8", n)
+	}
+	for _, bad := range []string{"<b>", "<script", "http://", "https://"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("timeline has %q", bad)
+		}
+	}
+}
