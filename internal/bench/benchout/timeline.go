@@ -7,25 +7,16 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // The timeline page: self-contained (inline SVG, no script, nothing
-// fetched), with the same Content-Security-Policy as kscope report's.
+// fetched), its head output.HTMLHead.
 var timelineTmpl = template.Must(template.New("timeline").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>kscope bench report</title>
-<style>
-body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1300px; }
-h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
-.note { color: #666; font-size: 12px; }
-svg.chart { width: 100%; max-width: 1000px; height: auto; display: block; }
-svg text { font-size: 12px; fill: #333; }
-table { border-collapse: collapse; font-size: 12px; }
-th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; }
-</style>
+{{.Head}}
 </head>
 <body>
 <h1>kscope bench report</h1>
@@ -57,9 +48,10 @@ type timelineChart struct {
 // comparison's tail came from (a stall is a spike in a few seconds).
 func WriteTimeline(w io.Writer, runs []Run) error {
 	page := struct {
+		Head   template.HTML
 		Runs   []timelineRun
 		Charts []timelineChart
-	}{}
+	}{Head: output.HTMLHead("kscope bench report")}
 	for i, r := range runs {
 		page.Runs = append(page.Runs, timelineRun{Name: r.Name, Start: r.Result.Start.UTC().Format("2006-01-02 15:04:05"),
 			Measured: fmt.Sprintf("%d s", len(r.Result.Series)), Rate: number(r.Result.Totals.MsgsPerSec), Color: runColors[i%len(runColors)]})

@@ -75,39 +75,21 @@ func betaCF(a, b, x float64) float64 {
 	const (
 		maxIter = 10000
 		eps     = 1e-15
-		tiny    = 1e-300
 	)
 	qab, qap, qam := a+b, a+1, a-1
 	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < tiny {
-		d = tiny
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
 	}
 	d = 1 / d
 	h := d
 	for m := 1; m <= maxIter; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		// The even and the odd step of the fraction.
+		c, d = lentz(fm*(b-fm)*x/((qam+m2)*(a+m2)), c, d)
 		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		c, d = lentz(-(a+fm)*(qab+fm)*x/((a+m2)*(qap+m2)), c, d)
 		del := d * c
 		h *= del
 		if math.Abs(del-1) < eps {
@@ -115,4 +97,21 @@ func betaCF(a, b, x float64) float64 {
 		}
 	}
 	return h
+}
+
+// lentzTiny keeps Lentz's method from dividing by zero.
+const lentzTiny = 1e-300
+
+// lentz is one step of Lentz's method with coefficient aa: the new c and
+// d (already inverted).
+func lentz(aa, c, d float64) (float64, float64) {
+	d = 1 + aa*d
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
+	}
+	c = 1 + aa/c
+	if math.Abs(c) < lentzTiny {
+		c = lentzTiny
+	}
+	return c, 1 / d
 }

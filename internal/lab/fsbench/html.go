@@ -7,31 +7,16 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
-// The page: self-contained (inline SVG, no script, nothing fetched), with
-// the same Content-Security-Policy as kscope report's.
+// The page: self-contained (inline SVG, no script, nothing fetched), its
+// head output.HTMLHead.
 var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>kscope lab fs</title>
-<style>
-body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1300px; }
-h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; }
-h3 { font-size: 14px; margin: 18px 0 4px; }
-.meta { color: #555; font-size: 13px; }
-svg.chart { width: 100%; max-width: 900px; height: auto; display: block; }
-svg text { font-size: 12px; fill: #333; }
-table { border-collapse: collapse; font-size: 12px; }
-th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.better { background: #e3f4e3; } td.worse { background: #fbe3e3; }
-.note { color: #666; font-size: 12px; }
-.warn { color: #a40; }
-</style>
+{{.Head}}
 </head>
 <body>
 <h1>kscope lab fs{{if .Interrupted}} (interrupted){{end}}</h1>
@@ -77,6 +62,7 @@ td.better { background: #e3f4e3; } td.worse { background: #fbe3e3; }
 
 type htmlPage struct {
 	*Result
+	Head         template.HTML
 	VariantRows  []struct{ Name, Mkfs, Mount string }
 	Headers      []string
 	Labels       []string
@@ -111,7 +97,7 @@ type htmlChart struct {
 
 // WriteHTML writes res as one self-contained HTML page.
 func WriteHTML(w io.Writer, res *Result) error {
-	p := htmlPage{Result: res, ThresholdPct: res.Threshold * 100}
+	p := htmlPage{Result: res, Head: output.HTMLHead("kscope lab fs"), ThresholdPct: res.Threshold * 100}
 	for _, v := range res.Variants {
 		p.VariantRows = append(p.VariantRows, struct{ Name, Mkfs, Mount string }{
 			v.Name, strings.Join(v.MkfsCommand("DEV"), " "), strings.Join(v.MountCommand("DEV", "DIR"), " ")})
