@@ -190,9 +190,25 @@ func checkLabFSResult(t *testing.T, res *fsbench.Result) {
 			t.Errorf("ext4 features %q", r.Features)
 		}
 	}
+	// Produce latency rows come from internal/bench/compare over the
+	// load results (5-second runs: per-second stand-ins, and the share
+	// over the SLO untested when neither variant had a request above it);
+	// the others are Mann–Whitney tests here.
+	latency := map[string]bool{}
+	for _, m := range fsbench.Metrics {
+		latency[m.Key] = m.Latency != ""
+	}
 	for _, row := range res.Verdicts[0].Rows {
-		if row.Verdict == "" || row.Test.NA == 0 {
+		if row.Verdict == "" || row.Sample == "" || (!latency[row.Metric] && row.Test.NA == 0) {
 			t.Errorf("verdict row %+v", row)
+		}
+	}
+	if res.Verdicts[0].Latency == nil || len(res.Summary[0].Above) == 0 {
+		t.Errorf("no produce latency comparison (%v) or shares above thresholds (%v)", res.Verdicts[0].Latency, res.Summary[0].Above)
+	}
+	for _, r := range res.Runs {
+		if r.Load == nil {
+			t.Errorf("%s: no load result kept", r.Variant)
 		}
 	}
 }

@@ -121,9 +121,11 @@ type VerdictRow struct {
 	A      float64 `json:"a"` // the baseline's mean over trials
 	B      float64 `json:"b"`
 	// ChangePct is (B−A)/A in percent; null when A is 0.
-	ChangePct *float64                  `json:"change_pct"`
-	Sample    string                    `json:"sample"`
-	Test      compare.MannWhitneyResult `json:"test"`
+	ChangePct *float64 `json:"change_pct"`
+	Sample    string   `json:"sample"`
+	// Test is the Mann–Whitney test's detail, when the row's test is
+	// one (a produce latency row tested otherwise leaves it zero).
+	Test compare.MannWhitneyResult `json:"test"`
 	// PAdjusted is Holm's adjustment over the comparison's tests.
 	PAdjusted float64 `json:"p_adjusted"`
 	Verdict   string  `json:"verdict"`
@@ -359,7 +361,7 @@ func latencyVerdict(lat *compare.Comparison, m Metric, slo time.Duration) *Verdi
 	if cr.Unit == "us" {
 		row.A, row.B = cr.A/1000, cr.B/1000
 	}
-	row.ChangePct, row.PAdjusted, row.Reason = cr.ChangePct, cr.PAdjusted, cr.Reason
+	row.ChangePct, row.PAdjusted, row.Reason, row.Test = cr.ChangePct, cr.PAdjusted, cr.Reason, cr.Test
 	switch cr.Verdict {
 	case compare.Regression:
 		row.Verdict = Worse
