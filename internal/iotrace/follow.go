@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -152,33 +153,51 @@ func traceOne(ctx context.Context, cfg Config, fc FollowConfig, h Handlers) (*Se
 
 // watchExit returns a channel closed when process pid exits (a pidfd
 // becomes readable then, zombie or not; a reused pid cannot fool it).
+//
+// The pidfd waits in Go's network poller, not in a goroutine blocked in
+// poll(2): a system call that blocks for more than 10 ms has its
+// processor handed to another thread by the runtime's monitor, which
+// then polls every 20 µs for a millisecond. A 200 ms poll loop did that
+// five times a second, a few hundred wake-ups of the agent a second.
 func watchExit(pid int) (<-chan struct{}, func(), error) {
-	fd, err := unix.PidfdOpen(pid, 0)
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.EINVAL) { // before Linux 5.10
+		if fd, err = unix.PidfdOpen(pid, 0); err == nil {
+			err = unix.SetNonblock(fd, true)
+		}
+	}
 	if err != nil {
+		if fd > 0 {
+			unix.Close(fd)
+		}
 		return nil, nil, &PIDError{PID: pid, Err: err}
 	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = f.SetReadDeadline(time.Time{}) // fails when the poller did not take it
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, &PIDError{PID: pid, Err: fmt.Errorf("pidfd in the poller: %w", err)}
+	}
 	done := make(chan struct{})
-	quit := make(chan struct{})
 	go func() {
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			select {
-			case <-quit:
-				return
-			default:
-			}
-			n, err := unix.Poll(fds, 200)
-			if err != nil && !errors.Is(err, unix.EINTR) {
-				return
-			}
-			if n > 0 {
-				close(done)
-				return
-			}
+		// Read returns once the callback says the pidfd is readable
+		// (the process exited), or with an error when stop closes it.
+		if err := rc.Read(pidExited); err == nil {
+			close(done)
 		}
 	}()
-	return done, sync.OnceFunc(func() { close(quit) }), nil
+	return done, sync.OnceFunc(func() { f.Close() }), nil
+}
+
+// pidExited reports whether a pidfd polls readable: its process exited.
+func pidExited(fd uintptr) bool {
+	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd[:], 0)
+	return err != nil || n > 0 // an error: stop waiting rather than spin
 }
 
 // PIDError is a pid that cannot be traced (gone, or not ours to see).
