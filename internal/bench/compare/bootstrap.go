@@ -182,12 +182,19 @@ func rank(q float64, total int64) int64 {
 	return min(max(r, 1), total)
 }
 
+// Share is how many of a variant's requests were above a threshold, of
+// how many, and the fraction with its 95% interval.
+type Share struct {
+	Above, Total int64
+	Fraction     Interval
+}
+
 // ShareIntervals is, for one latency series of a variant's trials, the
 // share of its requests above each threshold (µs) with a 95% interval
 // from the same two-stage bootstrap (trials, then the seconds of each):
 // an interval over trials, which a bad trial widens. A result without
 // per-second histograms is an error.
-func ShareIntervals(rs []*bench.Result, series string, thresholds []int64) ([]Interval, error) {
+func ShareIntervals(rs []*bench.Result, series string, thresholds []int64) ([]Share, error) {
 	ts, ok, err := trialSeconds(rs, series)
 	if err != nil {
 		return nil, err
@@ -218,12 +225,15 @@ func ShareIntervals(rs []*bench.Result, series string, thresholds []int64) ([]In
 			side = append(side, blocks)
 		}
 	}
-	out := make([]Interval, len(thresholds))
+	out := make([]Share, len(thresholds))
+	for k := range thresholds {
+		out[k].Above, out[k].Total = above[k], total
+	}
 	if total == 0 {
 		return out, nil
 	}
 	for k := range thresholds {
-		out[k].Value = float64(above[k]) / float64(total)
+		out[k].Fraction.Value = float64(above[k]) / float64(total)
 	}
 	rng := rand.New(rand.NewPCG(bootstrapSeed1, bootstrapSeed2))
 	shares := make([][]float64, len(thresholds))
@@ -253,7 +263,7 @@ func ShareIntervals(rs []*bench.Result, series string, thresholds []int64) ([]In
 			continue
 		}
 		sort.Float64s(sh)
-		out[k].Lo, out[k].Hi = sh[int(0.025*float64(len(sh)-1))], sh[int(math.Ceil(0.975*float64(len(sh)-1)))]
+		out[k].Fraction.Lo, out[k].Fraction.Hi = sh[int(0.025*float64(len(sh)-1))], sh[int(math.Ceil(0.975*float64(len(sh)-1)))]
 	}
 	return out, nil
 }

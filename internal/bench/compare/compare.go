@@ -1,69 +1,44 @@
-// Package compare decides whether two kscope bench runs differ: for
-// throughput and every latency percentile, the two values, the change,
-// and a verdict (regression, improvement or no change) that a CI job can
-// act on. It also loads RESULT.json files, which it treats as untrusted.
+// Package compare decides whether two kscope bench runs (or two sets of
+// trials) differ: for throughput, every latency percentile and the share
+// of requests above a ladder of thresholds, the two values, the change,
+// an interval and a verdict (regression, improvement or no change) that a
+// CI job can act on. It also loads RESULT.json files, which it treats as
+// untrusted. docs/compare.md has the reasoning; in short:
 //
 // # When is a difference real
 //
-// A verdict other than "no change" needs two things:
+// A verdict other than "no change" needs the change beyond
+// Options.Threshold (default 5%: small differences do not matter even when
+// they are certain) and the row's test significant at Options.Alpha after
+// Holm's step-down adjustment over every test of the comparison (which
+// keeps the chance of any false verdict at or below Alpha). Row.P is the
+// raw p-value, Row.PAdjusted the one the verdict uses.
 //
-//   - the change (B−A)/A is beyond Options.Threshold (default 5%): small
-//     differences do not matter even when they are certain, and
-//   - a two-sided Mann–Whitney U test over the runs' per-second samples
-//     rejects "same distribution" at Options.Alpha (default 0.05), and the
-//     samples shift in the same direction as the change: a large change
-//     from a few unlucky seconds is not a verdict.
+// Requests are not independent (one broker stall delays thousands in a
+// row), so no test counts them as independent trials, and a regression
+// can live in a few seconds, which a test of typical seconds cannot see.
+// Each row has the test that suits it:
 //
-// The unit of evidence is the second, not the message: messages are not
-// independent (one broker stall delays thousands of consecutive ones), so
-// a test over messages would call almost any difference significant.
-// Mann–Whitney makes no assumption about the shape of the per-second
-// distribution, which for latency percentiles is skewed and heavy-tailed.
-// The p-value is exact (the permutation distribution of the rank sum,
-// counted with ties) when the smaller sample is small enough that the
-// normal approximation would be poor (min(nA,nB)·(nA+nB) ≤ 3000), and
-// otherwise from the normal approximation with tie and continuity
-// corrections. With 3 seconds per run no difference can be significant at
-// 0.05 (the smallest exact two-sided p-value of 3 against 3 is 0.1); 4
-// against 4 is the least that can be.
+//	throughput, p50    two-sided Mann–Whitney U over per-second samples
+//	                   (mannwhitney.go), the samples shifted the same way
+//	p90 … p99.99       a bootstrap over whole seconds (two-stage with
+//	                   trials), 95% interval of B−A (bootstrap.go)
+//	> threshold        the share of requests above it: an exact test of
+//	                   the two counts divided by the design effect of A's
+//	                   slow requests clustering in time (tail.go)
+//	max                shown, not tested
 //
-// A comparison runs one test per distinct per-second sample: two for
-// throughput and three per latency series (p50, p99, max; see below),
-// about a dozen. At 0.05 each, comparisons of two runs of the same code
-// would find something in a good share of CI jobs, so the p-values are
-// adjusted by Holm's step-down method, which keeps the chance of any false
-// verdict in a comparison at or below Alpha. Row.Test.P is the raw
-// p-value, Row.PAdjusted the one the verdict uses.
-//
-// # Which per-second sample stands for which value
-//
-// The values compared are the run's own: Totals.MsgsPerSec and MBPerSec
-// for throughput (higher is an improvement), and the percentiles of the
-// whole run's histogram for latency (higher is a regression). The test
-// runs on the per-second sample that measures the same thing:
-//
-//	throughput msgs/s, MB/s      per-second acknowledged msgs/s, MB/s
-//	p50                          per-second p50
-//	p90, p99                     per-second p99
-//	p99.9, p99.99, max           per-second max
-//
-// RESULT.json has per-second p50, p99 and max only. For p90, p99.9 and
-// p99.99 the stand-in is the nearest per-second statistic at or beyond it
-// in the tail, because what moves those percentiles in practice (stalls,
-// queueing, GC) moves the tail of the seconds it happens in. A bootstrap
-// was not used: resampling seconds needs per-second histograms, and
-// resampling messages from the run's histogram treats messages as
-// independent (see above). The cost of the stand-in: a change confined to
-// the body of the distribution between p50 and p90 that leaves each
-// second's p99 alone is reported as not significant (conservative).
-// Seconds with no latency of a series are left out of its sample.
+// The tail tests need the per-second histograms RESULT.json keeps and at
+// least MinTailSeconds seconds a run; without them the tail rows fall back
+// to Mann–Whitney over per-second p99 and max, with a warning.
 //
 // # Other checks
 //
 // Load verifies each latency histogram against the percentiles stored
-// beside it (a damaged file is an error), and Compare warns when the
-// workloads or client configurations of the two runs differ, when a run
-// was interrupted, lost or duplicated messages, or had produce errors.
+// beside it and each per-second histogram against its count (a damaged
+// file is an error), and Compare warns when the workloads or client
+// configurations of the two runs differ, when a run was interrupted, lost
+// or duplicated messages, or had produce errors.
 package compare
 
 import (

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -71,11 +72,7 @@ func ladder(a *bench.Latency, fixed []int64) []rung {
 		}
 	}
 	// Ascending, so that the design effect can be carried up the ladder.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].us < out[j-1].us; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortStableFunc(out, func(a, b rung) int { return cmp.Compare(a.us, b.us) })
 	return out
 }
 

@@ -227,17 +227,17 @@ func TestShareIntervals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Log-normal, median 2 ms, σ 0.5: P(> 5 ms) = 1 − Φ(ln 2.5 / 0.5) ≈ 3.4%.
-	if s := got[0]; s.Lo > 0.034 || s.Hi < 0.034 || s.Hi-s.Lo > 0.01 {
+	if s := got[0].Fraction; s.Lo > 0.034 || s.Hi < 0.034 || s.Hi-s.Lo > 0.01 {
 		t.Errorf("calm > 5 ms: %+v, want about 3.4%% in a narrow interval", s)
 	}
-	if s := got[1]; s.Value != 0 || s.Hi != 0 {
+	if s := got[1].Fraction; s.Value != 0 || s.Hi != 0 {
 		t.Errorf("calm > 50 ms: %+v, want none", s)
 	}
 	withStall, err := ShareIntervals(mixed, bench.LatencyService, []int64{50_000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := withStall[0]; s.Value <= 0 || s.Lo != 0 || s.Hi <= s.Value {
+	if s := withStall[0].Fraction; s.Value <= 0 || s.Lo != 0 || s.Hi <= s.Value {
 		t.Errorf("> 50 ms with one stalled trial: %+v, want a share whose interval reaches 0 (the trials without it)", s)
 	}
 }

@@ -117,14 +117,7 @@ func WriteHTML(w io.Writer, res *Result) error {
 		p.Baseline = c.Baseline
 		row := htmlVerdictRow{Variant: c.Variant}
 		for _, r := range c.Rows {
-			class := ""
-			switch r.Verdict {
-			case Better:
-				class = "better"
-			case Worse:
-				class = "worse"
-			}
-			row.Cells = append(row.Cells, htmlVerdictCell{Text: verdictCell(r), Class: class, P: fmt.Sprintf("%.3g", r.PAdjusted), Reason: r.Reason})
+			row.Cells = append(row.Cells, htmlVerdictCell{Text: verdictCell(r), Class: verdictClass(r.Verdict), P: fmt.Sprintf("%.3g", r.PAdjusted), Reason: r.Reason})
 		}
 		p.VerdictRows = append(p.VerdictRows, row)
 	}
@@ -137,14 +130,7 @@ func WriteHTML(w io.Writer, res *Result) error {
 			row := htmlVerdictRow{Variant: s.Variant}
 			for _, a := range s.Above {
 				v := aboveVerdict(res, s.Variant, a.AboveMs)
-				class := ""
-				switch v {
-				case ": " + Worse:
-					class = "worse"
-				case ": " + Better:
-					class = "better"
-				}
-				row.Cells = append(row.Cells, htmlVerdictCell{Text: aboveCell(a) + v, Class: class})
+				row.Cells = append(row.Cells, htmlVerdictCell{Text: aboveCell(a, v), Class: verdictClass(v)})
 			}
 			p.AboveRows = append(p.AboveRows, row)
 		}
@@ -153,6 +139,18 @@ func WriteHTML(w io.Writer, res *Result) error {
 		p.Charts = append(p.Charts, htmlChart{Title: label(m, res), SVG: ciChart(fmt.Sprintf("chart-%d", i), m, res.Summary)})
 	}
 	return pageTmpl.Execute(w, p)
+}
+
+// verdictClass is a verdict's table cell class: green for better, red
+// for worse.
+func verdictClass(v string) string {
+	switch v {
+	case Better:
+		return "better"
+	case Worse:
+		return "worse"
+	}
+	return ""
 }
 
 // ciChart draws one metric per variant: a bar to the mean, the 95%

@@ -164,19 +164,26 @@ func writeAbove(w io.Writer, res *Result) error {
 	for _, s := range res.Summary {
 		row := []string{s.Variant}
 		for _, a := range s.Above {
-			row = append(row, aboveCell(a)+aboveVerdict(res, s.Variant, a.AboveMs))
+			row = append(row, aboveCell(a, aboveVerdict(res, s.Variant, a.AboveMs)))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
 }
 
-func aboveCell(a AboveShare) string {
-	return fmt.Sprintf("%s%% [%s, %s] (%d)", num(a.Share.Value*100), num(a.Share.Lo*100), num(a.Share.Hi*100), a.Count)
+// aboveCell is a share above a threshold, "[lo, hi] (count)", and its
+// verdict when it has one.
+func aboveCell(a AboveShare, verdict string) string {
+	s := fmt.Sprintf("%s%% [%s, %s] (%d)", num(a.Share.Value*100), num(a.Share.Lo*100), num(a.Share.Hi*100), a.Count)
+	if verdict != "" {
+		s += ": " + verdict
+	}
+	return s
 }
 
-// aboveVerdict is ": worse" and the like for a variant's share above ms,
-// from its comparison's exceedance row; "" for the baseline or untested.
+// aboveVerdict is the verdict (Worse, Better, NoChange) of a variant's
+// share above ms, from its comparison's exceedance row; "" for the
+// baseline or a share not tested.
 func aboveVerdict(res *Result, variant string, ms float64) string {
 	row := aboveRow(res, variant, ms)
 	if row == nil {
@@ -184,11 +191,11 @@ func aboveVerdict(res *Result, variant string, ms float64) string {
 	}
 	switch row.Verdict {
 	case compare.Regression:
-		return ": " + Worse
+		return Worse
 	case compare.Improvement:
-		return ": " + Better
+		return Better
 	}
-	return ": " + NoChange
+	return NoChange
 }
 
 func aboveRow(res *Result, variant string, ms float64) *compare.Row {

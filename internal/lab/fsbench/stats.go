@@ -195,16 +195,9 @@ func aboveShares(runs []*RunResult, slo time.Duration) ([]AboveShare, error) {
 	if err != nil {
 		return nil, err
 	}
-	var total int64
-	for _, l := range ls {
-		if svc := l.Latency[bench.LatencyService]; svc != nil {
-			total += svc.Count
-		}
-	}
 	out := make([]AboveShare, len(ts))
 	for i, t := range ts {
-		out[i] = AboveShare{AboveMs: float64(t) / 1000, Total: total, Share: shares[i],
-			Count: int64(math.Round(shares[i].Value * float64(total)))}
+		out[i] = AboveShare{AboveMs: float64(t) / 1000, Count: shares[i].Above, Total: shares[i].Total, Share: shares[i].Fraction}
 	}
 	return out, nil
 }
