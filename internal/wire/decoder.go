@@ -91,6 +91,14 @@ type Decoder struct {
 	// streams finds a connection's stream from a packet, to look at its
 	// state before reassembly sees the packet.
 	streams map[connKey]*stream
+	// generations are the connections that reuse the ports of one the
+	// decoder still has a stream for, by their packets' flows in both
+	// directions (reuse.go); lastGeneration numbers them.
+	generations    map[connKey]generation
+	lastGeneration uint64
+	// packetNet is the network flow of the packet being assembled, as
+	// captured: a new stream's addresses.
+	packetNet gopacket.Flow
 	// tlsProblems are the first TLS connections not decrypted.
 	tlsProblems []TLSProblem
 	// accepted is the stream reassembly handed the packet being
@@ -150,7 +158,7 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 		topics = NewTopicNames()
 	}
 	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics,
-		streams: make(map[connKey]*stream)}
+		streams: make(map[connKey]*stream), generations: make(map[connKey]generation)}
 	for _, p := range cfg.Ports {
 		d.ports[p/64] |= 1 << (p % 64)
 	}
@@ -205,7 +213,8 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 	d.stats.Bytes += int64(len(tcp.Payload))
 	ts := ci.Timestamp
 	d.accepted = nil
-	d.asm.AssembleWithContext(seg.NetFlow, tcp, d.context(ci))
+	d.packetNet = seg.NetFlow
+	d.asm.AssembleWithContext(d.assemblyFlow(seg.NetFlow, tcp), tcp, d.context(ci))
 	s, dir := d.accepted, d.acceptedDir
 	if s != nil && tcp.RST {
 		s.abort()
@@ -298,9 +307,12 @@ type streamFactory struct{ d *Decoder }
 func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	d := f.d
 	srcPort, dstPort := uint16(tcp.SrcPort), uint16(tcp.DstPort)
-	src := net.JoinHostPort(netFlow.Src().String(), strconv.Itoa(int(srcPort)))
-	dst := net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(dstPort)))
-	s := &stream{d: d, key: connKey{netFlow, tcpFlow}}
+	// netFlow may carry a generation (reuse.go); the addresses are the
+	// packet's.
+	src := net.JoinHostPort(d.packetNet.Src().String(), strconv.Itoa(int(srcPort)))
+	dst := net.JoinHostPort(d.packetNet.Dst().String(), strconv.Itoa(int(dstPort)))
+	s := &stream{d: d, key: connKey{netFlow, tcpFlow}, origin: connKey{d.packetNet, tcpFlow},
+		generation: d.generationOf(d.packetNet, tcpFlow)}
 	d.streams[s.key] = s
 	// The first packet's source is reassembly's "client" side; the broker
 	// is whichever side is on a Kafka port.
@@ -317,7 +329,13 @@ func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac 
 // stream adapts reassembly's callbacks to a conn.
 type stream struct {
 	d          *Decoder
-	key        connKey
+	key        connKey // reassembly's: the first packet's flows, with the generation
+	origin     connKey // the first packet's flows, as captured
+	generation uint64  // the connection's generation (reuse.go); 0 for none
+	// synSeq is the sequence number of the SYN without ACK that opened
+	// the connection, if it was captured (synSeen).
+	synSeq     uint32
+	synSeen    bool
 	conn       *conn
 	requestDir reassembly.TCPFlowDirection
 	seen       [2]bool // first packet of each direction seen
@@ -351,6 +369,9 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	s.d.accepted, s.d.acceptedDir = s, i
 	if tcp.SYN {
 		s.times[i].syn(tcp.Seq)
+		if !tcp.ACK && !s.synSeen {
+			s.synSeq, s.synSeen = tcp.Seq, true
+		}
 	} else {
 		if s.times[i].packet(tcp.Seq, len(tcp.Payload), ci.Timestamp) {
 			s.conn.signals[s.sigIndex(dir)].retrans.add(ci.Timestamp)
@@ -432,6 +453,7 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 	if s.d.streams[s.key] == s {
 		delete(s.d.streams, s.key)
 	}
+	s.d.forgetGeneration(s)
 	if s.d.accepted == s {
 		s.d.accepted = nil
 	}

@@ -388,3 +388,78 @@ func TestVersionsOfMatchesKmsg(t *testing.T) {
 		}
 	}
 }
+
+// TestPortReused: a client port used again for a new connection, with new
+// initial sequence numbers, is a new connection, however the first one
+// ended. Seen in a capture of a broker that closed connections it refused:
+// the client's port was free at once, and its next connection one second
+// later reused it. Before, reassembly took the broker's last ACK after both
+// FINs for the start of a stream, and the new connection's SYN-ACK,
+// 65538 bytes further on, for data after a gap; a client's SYN after a
+// reset went to its closed direction and was dropped.
+func TestPortReused(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(c *conversation)
+	}{
+		{"both FINs, then the broker's last ACK", func(c *conversation) {
+			c.fin = true
+			c.add(false, nil, false)
+			c.add(true, nil, false)
+			c.fin = false
+			c.add(false, nil, false)
+		}},
+		{"the client's FIN first", func(c *conversation) {
+			c.fin = true
+			c.add(true, nil, false)
+			c.add(false, nil, false)
+			c.fin = false
+			c.add(true, nil, false)
+		}},
+		{"client reset", func(c *conversation) {
+			c.rst = true
+			c.add(true, nil, false)
+			c.rst = false
+		}},
+		{"broker reset", func(c *conversation) {
+			c.rst = true
+			c.add(false, nil, false)
+			c.rst = false
+		}},
+		{"end not captured", func(c *conversation) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newConversation(43206)
+			for i := range 3 {
+				c.handshake()
+				c.add(true, nil, false)
+				c.send(true, requestFrame(produceRequest("orders", 0, 1, "m-1"), 7, int32(i+1), "p"), 1000, time.Millisecond)
+				c.send(false, responseFrame(produceResponse("orders", 0), 7, int32(i+1)), 1000, time.Millisecond)
+				tt.end(c)
+				// The next connection: a second later, new initial
+				// sequence numbers (the broker's a little ahead, as
+				// Linux's clock-driven ISNs are).
+				c.now = c.now.Add(time.Second)
+				c.cseq += 17_000_000
+				c.bseq += 70_000
+			}
+			out, st := run(c.segs)
+			answered := 0
+			for _, r := range out {
+				if r.Answered {
+					answered++
+				}
+			}
+			if answered != 3 || len(out) != 3 {
+				t.Errorf("%d requests, %d answered; want 3 and 3", len(out), answered)
+			}
+			if st.Gaps != 0 || st.SkippedBytes != 0 {
+				t.Errorf("%d gaps, %d bytes skipped; want none", st.Gaps, st.SkippedBytes)
+			}
+			if st.Connections != 3 {
+				t.Errorf("%d connections, want 3", st.Connections)
+			}
+		})
+	}
+}

@@ -75,6 +75,7 @@ type conversation struct {
 	segs           []testSegment
 	zeroWindow     bool   // the next segments advertise a zero window
 	rst            bool   // the next segments reset the connection
+	fin            bool   // the next segments end their side of the connection
 	ack            bool   // the next client segments acknowledge every broker byte sent
 	ackTo          uint32 // nonzero: the next client segments acknowledge broker bytes up to it
 }
@@ -91,7 +92,7 @@ func newConversation(cport uint16) *conversation {
 }
 
 func (c *conversation) add(fromClient bool, payload []byte, syn bool) {
-	tcp := &layers.TCP{SYN: syn, ACK: !syn || !fromClient, RST: c.rst, Window: 65535}
+	tcp := &layers.TCP{SYN: syn, ACK: !syn || !fromClient, RST: c.rst, FIN: c.fin, Window: 65535}
 	if c.zeroWindow {
 		tcp.Window = 0
 	}
@@ -106,14 +107,14 @@ func (c *conversation) add(fromClient bool, payload []byte, syn bool) {
 		tcp.SrcPort, tcp.DstPort, tcp.Seq = layers.TCPPort(c.cport), layers.TCPPort(c.bport), c.cseq
 		ip.SrcIP, ip.DstIP = c.client, c.broker
 		c.cseq += uint32(len(payload))
-		if syn {
+		if syn || c.fin {
 			c.cseq++
 		}
 	} else {
 		tcp.SrcPort, tcp.DstPort, tcp.Seq = layers.TCPPort(c.bport), layers.TCPPort(c.cport), c.bseq
 		ip.SrcIP, ip.DstIP = c.broker, c.client
 		c.bseq += uint32(len(payload))
-		if syn {
+		if syn || c.fin {
 			c.bseq++
 		}
 	}
