@@ -232,7 +232,7 @@ func connThread(ev *iosockIosockEvent, clock clockOffset, thread func(int) strin
 }
 
 func (c *conns) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return readRing(c.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
+	return t.readPolled(c.rd, func(b []byte) error {
 		ev, err := decodeSockEvent(b)
 		if err != nil {
 			return err

@@ -95,7 +95,7 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 }
 
 func (t *Tracer) readSteals(h Handlers, deliver *delivery) error {
-	return readRing(t.steals.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
+	return t.readPolled(t.steals.rd, func(b []byte) error {
 		ev, ok := decodeStealEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)

@@ -118,6 +118,9 @@ type Tracer struct {
 	// delays, connections), in order.
 	subs []subtracer
 	mode Mode
+	// poller reads the rings polled every Config.RingPoll while RunAll
+	// runs; nil otherwise.
+	poller *ringPoller
 
 	mu    sync.Mutex
 	stats Stats
@@ -380,6 +383,13 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	})
 	defer stop()
 	deliver := &delivery{cancel: cancel}
+	if t.cfg.RingPoll > 0 {
+		t.poller = newRingPoller(t.cfg.RingPoll, &t.stopping)
+		defer func() {
+			t.poller.close()
+			t.poller = nil
+		}()
+	}
 	errc := make(chan error, 1+len(t.subs))
 	go func() { errc <- t.readWrites(h, deliver) }()
 	readers := 1
@@ -401,61 +411,8 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	return first
 }
 
-// DefaultRingPause is how long a reader that emptied its ring waits
-// before it blocks on it again (without Config.RingPoll). Without a pause, a
-// broker writing steadily wakes the reader for every event (an
-// epoll_wait per event); with it, events are read in batches. Events
-// carry their own kernel timestamps, so the pause changes no figure.
-const DefaultRingPause = 2 * time.Millisecond
-
-// readRing reads rd until it is flushed or closed, passing each sample to
-// fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
-// DefaultRingPause after emptying it. With poll > 0 it never blocks: it
-// empties the ring, then sleeps to the next multiple of poll (for
-// producers that wake no one, BPF_RB_NO_WAKEUP); an empty ring is not
-// read at all (no system call) until stopping is set. A thread blocked
-// in epoll_wait for over 10 ms makes Go's runtime hand its processor to
-// another thread, and any system call after the process was idle sets
-// the runtime's monitor spinning at 20 µs for a while: a cost per
-// wake-up of the agent, idle or not.
-func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn func([]byte) error) error {
-	var rec ringbuf.Record
-	if poll > 0 {
-		rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
-	}
-	for {
-		if poll == 0 && rd.AvailableBytes() == 0 {
-			time.Sleep(DefaultRingPause)
-		}
-		for poll > 0 && rd.AvailableBytes() == 0 && !stopping.Load() {
-			sleepToTick(poll)
-		}
-		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
-			if err := fn(rec.RawSample); err != nil {
-				return err
-			}
-		case poll > 0 && errors.Is(err, os.ErrDeadlineExceeded):
-			sleepToTick(poll)
-		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
-			return nil
-		default:
-			return fmt.Errorf("iotrace: read ring buffer: %w", err)
-		}
-	}
-}
-
-// sleepToTick sleeps until the next multiple of d since the zero time:
-// readers polling every d wake together, one wake-up of the process
-// rather than one per ring.
-func sleepToTick(d time.Duration) {
-	now := time.Now()
-	time.Sleep(now.Truncate(d).Add(d).Sub(now))
-}
-
 func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
-	return readRing(t.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
+	return t.readPolled(t.rd, func(b []byte) error {
 		ev, ok := decodeEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
@@ -470,7 +427,7 @@ func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 }
 
 func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
-	return readRing(t.journal.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
+	return t.readPolled(t.journal.rd, func(b []byte) error {
 		ev, ok := decodeJournalEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)

@@ -65,7 +65,8 @@ func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
 	}
 	t.Cleanup(func() { unix.Close(ro) })
 
-	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles, RingPoll: poll})
+	// Polled, the journal's ring joins the writes' in one poller.
+	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles, RingPoll: poll, Journal: poll > 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +75,12 @@ func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 14 {
-		t.Fatalf("%d programs loaded, want 14", len(ids))
+	programs := 14 // the system calls'
+	if poll > 0 {
+		programs += 10 // the journal's (jbd2 and XFS log tracepoints)
+	}
+	if len(ids) != programs {
+		t.Fatalf("%d programs loaded, want %d", len(ids), programs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var (

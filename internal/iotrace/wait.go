@@ -103,7 +103,7 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 }
 
 func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
-	return readRing(t.waits.rd, t.cfg.RingPoll, &t.stopping, func(b []byte) error {
+	return t.readPolled(t.waits.rd, func(b []byte) error {
 		ev, ok := decodeWaitEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)

@@ -1,0 +1,198 @@
+package iotrace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// DefaultRingPause is how long a reader that emptied its ring waits
+// before it blocks on it again (without Config.RingPoll). Without a pause, a
+// broker writing steadily wakes the reader for every event (an
+// epoll_wait per event); with it, events are read in batches. Events
+// carry their own kernel timestamps, so the pause changes no figure.
+const DefaultRingPause = 2 * time.Millisecond
+
+// readRing reads rd until it is flushed or closed, passing each sample to
+// fn. With poll 0 it blocks on the ring (its producer wakes it), pausing
+// DefaultRingPause after emptying it. With poll > 0 it never blocks: it
+// empties the ring, then sleeps to the next multiple of poll (for
+// producers that wake no one, BPF_RB_NO_WAKEUP); an empty ring is not
+// read at all (no system call) until stopping is set. A thread blocked
+// in epoll_wait for over 10 ms makes Go's runtime hand its processor to
+// another thread, and any system call after the process was idle sets
+// the runtime's monitor spinning at 20 µs for a while: a cost per
+// wake-up of the agent, idle or not.
+func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn func([]byte) error) error {
+	var rec ringbuf.Record
+	if poll > 0 {
+		rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
+	}
+	for {
+		if poll == 0 && rd.AvailableBytes() == 0 {
+			time.Sleep(DefaultRingPause)
+		}
+		for poll > 0 && rd.AvailableBytes() == 0 && !stopping.Load() {
+			sleepToTick(poll)
+		}
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if err := fn(rec.RawSample); err != nil {
+				return err
+			}
+		case poll > 0 && errors.Is(err, os.ErrDeadlineExceeded):
+			sleepToTick(poll)
+		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("iotrace: read ring buffer: %w", err)
+		}
+	}
+}
+
+// sleepToTick sleeps until the next multiple of d since the zero time:
+// readers polling every d wake together, one wake-up of the process
+// rather than one per ring.
+func sleepToTick(d time.Duration) {
+	now := time.Now()
+	time.Sleep(now.Truncate(d).Add(d).Sub(now))
+}
+
+// ringPoller reads the rings polled every Config.RingPoll from one
+// goroutine: at each tick it empties every ring in turn (one reader per
+// ring, each sleeping to the same tick, woke the process once per ring).
+// While every ring stays empty the tick doubles, up to maxIdlePolls
+// times the poll: an idle broker's agent wakes 2.5 times a second instead
+// of 20 for its rings, and the first tick that finds an event returns to
+// the poll. A burst that starts while the poller sleeps waits at most
+// that long in its ring, which holds seconds of events at any rate a
+// broker writes.
+type ringPoller struct {
+	poll     time.Duration
+	stopping *atomic.Bool
+	quit     chan struct{} // closed by close: no ring will join any more
+	done     chan struct{} // closed when run returns
+
+	mu    sync.Mutex
+	rings []*polledRing
+}
+
+// polledRing is a ring that joined the poller, with the reader waiting
+// for its end.
+type polledRing struct {
+	rd  *ringbuf.Reader
+	fn  func([]byte) error
+	rec ringbuf.Record
+	end chan error // receives the ring's end: nil once flushed or closed
+}
+
+func newRingPoller(poll time.Duration, stopping *atomic.Bool) *ringPoller {
+	p := &ringPoller{poll: poll, stopping: stopping, quit: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+// read has the poller read rd, passing each sample to fn, and returns
+// when rd is flushed or closed (nil), fn fails or reading fails: what
+// readRing does for a polled ring, without a goroutine of its own.
+func (p *ringPoller) read(rd *ringbuf.Reader, fn func([]byte) error) error {
+	rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
+	r := &polledRing{rd: rd, fn: fn, end: make(chan error, 1)}
+	p.mu.Lock()
+	p.rings = append(p.rings, r)
+	p.mu.Unlock()
+	return <-r.end
+}
+
+// close stops the poller once every ring that joined has ended.
+func (p *ringPoller) close() {
+	close(p.quit)
+	<-p.done
+}
+
+// maxIdlePolls bounds the idle tick: 8 polls, 400 ms for the agent's.
+const maxIdlePolls = 8
+
+func (p *ringPoller) run() {
+	defer close(p.done)
+	tick := p.poll
+	for {
+		stopping := p.stopping.Load()
+		p.mu.Lock()
+		rings := p.rings
+		p.mu.Unlock()
+		var live []*polledRing
+		read := false
+		for _, r := range rings {
+			n, ended, err := r.drain(stopping)
+			read = read || n > 0
+			if ended {
+				r.end <- err
+				continue
+			}
+			live = append(live, r)
+		}
+		p.mu.Lock()
+		// Rings that joined during the pass are after those read.
+		p.rings = append(live, p.rings[len(rings):]...)
+		p.mu.Unlock()
+		select {
+		case <-p.quit:
+			if len(live) == 0 {
+				return
+			}
+		default:
+		}
+		if stopping {
+			// The flush is under way: look again soon, not at the tick.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if read {
+			tick = p.poll
+		} else {
+			tick = min(2*tick, maxIdlePolls*p.poll)
+		}
+		sleepToTick(tick)
+	}
+}
+
+// drain reads what r holds now. An empty ring is not read at all (no
+// system call) until stopping is set: then it is read to see the flush.
+// It returns the samples it read, and whether the ring ended and why.
+func (r *polledRing) drain(stopping bool) (n int, ended bool, err error) {
+	for {
+		if !stopping && r.rd.AvailableBytes() == 0 {
+			return n, false, nil
+		}
+		err := r.rd.ReadInto(&r.rec)
+		switch {
+		case err == nil:
+			n++
+			if err := r.fn(r.rec.RawSample); err != nil {
+				return n, true, err
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return n, false, nil
+		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
+			return n, true, nil
+		default:
+			return n, true, fmt.Errorf("iotrace: read ring buffer: %w", err)
+		}
+	}
+}
+
+// readPolled reads a ring polled every Config.RingPoll: through RunAll's
+// poller, or on its own when there is none.
+func (t *Tracer) readPolled(rd *ringbuf.Reader, fn func([]byte) error) error {
+	if t.poller != nil {
+		return t.poller.read(rd, fn)
+	}
+	return readRing(rd, t.cfg.RingPoll, &t.stopping, fn)
+}
