@@ -142,13 +142,14 @@ func TopicIDString(id [16]byte) string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-// ParseTopicID parses Kafka's base64 form of a topic id.
+// ParseTopicID parses Kafka's base64 form of a topic id. It allocates
+// nothing: the decoder calls it for every partition whose topic name is
+// not known yet.
 func ParseTopicID(s string) ([16]byte, bool) {
 	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
+	if len(s) != base64.RawURLEncoding.EncodedLen(len(id)) {
 		return id, false
 	}
-	copy(id[:], b)
-	return id, true
+	n, err := base64.RawURLEncoding.Decode(id[:], []byte(s))
+	return id, err == nil && n == len(id)
 }
