@@ -463,3 +463,30 @@ func TestPortReused(t *testing.T) {
 		})
 	}
 }
+
+// TestResyncCandidates: a request parser looks for a frame at every
+// offset; a response parser only where a captured packet starts, jumping
+// from one to the next (marks may repeat an offset: carried marks clamp
+// to 0).
+func TestResyncCandidates(t *testing.T) {
+	marks := []mark{{off: 0}, {off: 0}, {off: 100}, {off: 1500}, {off: 4000}}
+	tests := []struct {
+		hold, off, n, want int
+	}{
+		{0, 0, 5000, 0},
+		{0, 37, 5000, 37},
+		{1 << 20, 0, 5000, 0},
+		{1 << 20, 1, 5000, 100},
+		{1 << 20, 100, 5000, 100},
+		{1 << 20, 101, 5000, 1500},
+		{1 << 20, 1501, 5000, 4000},
+		{1 << 20, 4001, 5000, 5000}, // no packet starts after it
+		{1 << 20, 1501, 3000, 3000}, // the next one is past the window
+	}
+	for _, tt := range tests {
+		p := &frameParser{hold: tt.hold, marks: marks}
+		if got := p.candidate(tt.off, tt.n); got != tt.want {
+			t.Errorf("hold %d: candidate(%d, %d) = %d, want %d", tt.hold, tt.off, tt.n, got, tt.want)
+		}
+	}
+}
