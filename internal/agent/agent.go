@@ -22,7 +22,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/capture"

@@ -29,16 +29,19 @@ const DefaultRingPause = 2 * time.Millisecond
 // the runtime's monitor spinning at 20 µs for a while: a cost per
 // wake-up of the agent, idle or not.
 func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn func([]byte) error) error {
-	var rec ringbuf.Record
 	if poll > 0 {
-		rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
-	}
-	for {
-		if poll == 0 && rd.AvailableBytes() == 0 {
-			time.Sleep(DefaultRingPause)
-		}
-		for poll > 0 && rd.AvailableBytes() == 0 && !stopping.Load() {
+		r := newPolledRing(rd, fn)
+		for {
+			if _, ended, err := r.drain(stopping.Load()); ended {
+				return err
+			}
 			sleepToTick(poll)
+		}
+	}
+	var rec ringbuf.Record
+	for {
+		if rd.AvailableBytes() == 0 {
+			time.Sleep(DefaultRingPause)
 		}
 		err := rd.ReadInto(&rec)
 		switch {
@@ -46,8 +49,6 @@ func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn 
 			if err := fn(rec.RawSample); err != nil {
 				return err
 			}
-		case poll > 0 && errors.Is(err, os.ErrDeadlineExceeded):
-			sleepToTick(poll)
 		case errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed):
 			return nil
 		default:
@@ -92,6 +93,12 @@ type polledRing struct {
 	end chan error // receives the ring's end: nil once flushed or closed
 }
 
+// newPolledRing sets rd up to be read without blocking.
+func newPolledRing(rd *ringbuf.Reader, fn func([]byte) error) *polledRing {
+	rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
+	return &polledRing{rd: rd, fn: fn, end: make(chan error, 1)}
+}
+
 func newRingPoller(poll time.Duration, stopping *atomic.Bool) *ringPoller {
 	p := &ringPoller{poll: poll, stopping: stopping, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
@@ -102,8 +109,7 @@ func newRingPoller(poll time.Duration, stopping *atomic.Bool) *ringPoller {
 // when rd is flushed or closed (nil), fn fails or reading fails: what
 // readRing does for a polled ring, without a goroutine of its own.
 func (p *ringPoller) read(rd *ringbuf.Reader, fn func([]byte) error) error {
-	rd.SetDeadline(time.Unix(0, 1)) // past: a read returns what there is
-	r := &polledRing{rd: rd, fn: fn, end: make(chan error, 1)}
+	r := newPolledRing(rd, fn)
 	p.mu.Lock()
 	p.rings = append(p.rings, r)
 	p.mu.Unlock()

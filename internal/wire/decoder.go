@@ -96,9 +96,6 @@ type Decoder struct {
 	// directions (reuse.go); lastGeneration numbers them.
 	generations    map[connKey]generation
 	lastGeneration uint64
-	// packetNet is the network flow of the packet being assembled, as
-	// captured: a new stream's addresses.
-	packetNet gopacket.Flow
 	// tlsProblems are the first TLS connections not decrypted.
 	tlsProblems []TLSProblem
 	// accepted is the stream reassembly handed the packet being
@@ -213,7 +210,6 @@ func (d *Decoder) Packet(seg capture.Segment, ci gopacket.CaptureInfo) {
 	d.stats.Bytes += int64(len(tcp.Payload))
 	ts := ci.Timestamp
 	d.accepted = nil
-	d.packetNet = seg.NetFlow
 	d.asm.AssembleWithContext(d.assemblyFlow(seg.NetFlow, tcp), tcp, d.context(ci))
 	s, dir := d.accepted, d.acceptedDir
 	if s != nil && tcp.RST {
@@ -309,10 +305,10 @@ func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac 
 	srcPort, dstPort := uint16(tcp.SrcPort), uint16(tcp.DstPort)
 	// netFlow may carry a generation (reuse.go); the addresses are the
 	// packet's.
-	src := net.JoinHostPort(d.packetNet.Src().String(), strconv.Itoa(int(srcPort)))
-	dst := net.JoinHostPort(d.packetNet.Dst().String(), strconv.Itoa(int(dstPort)))
-	s := &stream{d: d, key: connKey{netFlow, tcpFlow}, origin: connKey{d.packetNet, tcpFlow},
-		generation: d.generationOf(d.packetNet, tcpFlow)}
+	captured, _ := splitGeneration(netFlow)
+	src := net.JoinHostPort(captured.Src().String(), strconv.Itoa(int(srcPort)))
+	dst := net.JoinHostPort(captured.Dst().String(), strconv.Itoa(int(dstPort)))
+	s := &stream{d: d, key: connKey{netFlow, tcpFlow}}
 	d.streams[s.key] = s
 	// The first packet's source is reassembly's "client" side; the broker
 	// is whichever side is on a Kafka port.
@@ -328,10 +324,8 @@ func (f *streamFactory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac 
 
 // stream adapts reassembly's callbacks to a conn.
 type stream struct {
-	d          *Decoder
-	key        connKey // reassembly's: the first packet's flows, with the generation
-	origin     connKey // the first packet's flows, as captured
-	generation uint64  // the connection's generation (reuse.go); 0 for none
+	d   *Decoder
+	key connKey // reassembly's: the first packet's flows, with the generation (reuse.go)
 	// synSeq is the sequence number of the SYN without ACK that opened
 	// the connection, if it was captured (synSeen).
 	synSeq     uint32

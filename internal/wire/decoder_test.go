@@ -3,9 +3,11 @@ package wire
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -487,6 +489,25 @@ func TestResyncCandidates(t *testing.T) {
 		p := &frameParser{hold: tt.hold, marks: marks}
 		if got := p.candidate(tt.off, tt.n); got != tt.want {
 			t.Errorf("hold %d: candidate(%d, %d) = %d, want %d", tt.hold, tt.off, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestGenerationFlow: a generation's flow keeps the packet's addresses
+// and gives back the flow as captured and the generation.
+func TestGenerationFlow(t *testing.T) {
+	captured := gopacket.NewFlow(layers.EndpointIPv4, net.IPv4(127, 0, 0, 2).To4(), net.IPv4(127, 0, 0, 1).To4())
+	for _, id := range []uint64{0, 1, 77} {
+		flow := captured
+		if id > 0 {
+			flow = withGeneration(captured, id)
+		}
+		got, gotID := splitGeneration(flow)
+		if got != captured || gotID != id {
+			t.Errorf("generation %d: split into %v, %d; want %v, %d", id, got, gotID, captured, id)
+		}
+		if back, _ := splitGeneration(flow.Reverse()); back != captured.Reverse() {
+			t.Errorf("generation %d reversed: %v, want %v", id, back, captured.Reverse())
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (d *Decoder) assemblyFlow(netFlow gopacket.Flow, tcp *layers.TCP) gopacket.
 			id := d.lastGeneration
 			flow = withGeneration(netFlow, id)
 			d.generations[connKey{netFlow, tcpFlow}] = generation{id, flow}
-			d.generations[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = generation{id, withGeneration(netFlow.Reverse(), id)}
+			d.generations[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = generation{id, flow.Reverse()}
 		}
 	}
 	return flow
@@ -66,13 +66,17 @@ func withGeneration(netFlow gopacket.Flow, id uint64) gopacket.Flow {
 	return gopacket.NewFlow(typ, src.Raw(), dst.Raw())
 }
 
-// generationOf returns the generation a new stream with these flows (as
-// captured) is assembled under; 0 for none.
-func (d *Decoder) generationOf(netFlow, tcpFlow gopacket.Flow) uint64 {
-	if len(d.generations) == 0 {
-		return 0
+// splitGeneration returns the flow a packet was captured with and the
+// generation its connection is assembled under (0 for none): what
+// withGeneration put into flow.
+func splitGeneration(flow gopacket.Flow) (gopacket.Flow, uint64) {
+	id := uint64(flow.EndpointType()) >> generationShift
+	if id == 0 {
+		return flow, 0
 	}
-	return d.generations[connKey{netFlow, tcpFlow}].id
+	src, dst := flow.Endpoints()
+	typ := flow.EndpointType() & (1<<generationShift - 1)
+	return gopacket.NewFlow(typ, src.Raw(), dst.Raw()), id
 }
 
 // streamOf returns the stream of the connection of a packet with these
@@ -87,11 +91,12 @@ func (d *Decoder) streamOf(netFlow, tcpFlow gopacket.Flow) *stream {
 // forgetGeneration drops s's generation when its connection ends, unless
 // a newer connection on the same ports has replaced it.
 func (d *Decoder) forgetGeneration(s *stream) {
-	if s.generation == 0 {
+	captured, id := splitGeneration(s.key.net)
+	if id == 0 {
 		return
 	}
-	for _, k := range [...]connKey{s.origin, {s.origin.net.Reverse(), s.origin.transport.Reverse()}} {
-		if d.generations[k].id == s.generation {
+	for _, k := range [...]connKey{{captured, s.key.transport}, {captured.Reverse(), s.key.transport.Reverse()}} {
+		if d.generations[k].id == id {
 			delete(d.generations, k)
 		}
 	}
