@@ -131,9 +131,7 @@ func netnsCluster(t *testing.T, libs string) *lab.Cluster {
 			_ = exec.Command(labtest.Tool("fsfreeze"), "-u", b.MountPoint()).Run()
 			_ = exec.Command(labtest.Tool("tc"), "qdisc", "del", "dev", b.HostIf(), "root").Run()
 		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
+		labtest.StopCluster(t, c)
 	})
 	for _, b := range c.Brokers() {
 		t.Logf("node %d: %s on %s (pid %d), log dir %s on %s", b.NodeID(), b.Addr(), b.HostIf(), b.PID(), b.LogDirs()[0], b.MountPoint())

@@ -133,9 +133,7 @@ func replicationCluster(t *testing.T, libs string) (leader, follower *lab.Broker
 		t.Fatalf("start a two-node cluster: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
+		labtest.StopCluster(t, c)
 	})
 	nodes := c.Brokers()
 	t.Logf("cluster of %d (Kafka %s) started in %v: %s", len(nodes), c.Version(), time.Since(start).Round(time.Millisecond), c.Bootstrap())

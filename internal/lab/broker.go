@@ -20,6 +20,11 @@ import (
 // ErrNotRunning is returned by Attach when no broker runs for a dir.
 var ErrNotRunning = errors.New("lab: broker not running")
 
+// ErrKilled is wrapped in Stop's error when a node did not exit within
+// the grace after SIGTERM and was SIGKILLed: stopped, but without the
+// controlled shutdown (its segments not flushed, its indexes not trimmed).
+var ErrKilled = errors.New("killed without exiting on SIGTERM")
+
 // stopGrace is how long Stop waits after SIGTERM (a controlled shutdown
 // takes ~2 s) before SIGKILL.
 const stopGrace = 20 * time.Second
@@ -744,7 +749,7 @@ func (b *Broker) stop() error {
 		return err
 	}
 	if killed {
-		return fmt.Errorf("lab: stop broker pid %d: killed after %v without exiting on SIGTERM", pid, stopGrace)
+		return fmt.Errorf("lab: stop broker pid %d: %w after %v", pid, ErrKilled, stopGrace)
 	}
 	return nil
 }

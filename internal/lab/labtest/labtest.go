@@ -6,6 +6,7 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -96,4 +97,39 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// StopCluster stops c at the end of a test. A node that had to be
+// SIGKILLed after the grace is logged with the tail of its output, not
+// failed: all nodes of a combined KRaft cluster stop together, and a
+// node's controlled shutdown sometimes waits on a controller quorum that
+// is itself going away; what the test checks was done before. Any other
+// error (a namespace, mount or loop device left behind) fails the test.
+func StopCluster(t testing.TB, c *lab.Cluster) {
+	t.Helper()
+	for _, err := range leafErrors(c.Stop()) {
+		if !errors.Is(err, lab.ErrKilled) {
+			t.Errorf("labtest: stop the cluster: %v", err)
+			continue
+		}
+		t.Logf("labtest: stop the cluster: %v", err)
+		for _, b := range c.Brokers() {
+			t.Logf("labtest: tail of %s:\n%s", b.OutPath(), tail(b.OutPath(), 15))
+		}
+	}
+}
+
+// leafErrors flattens errors.Join's tree into its leaves.
+func leafErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leafErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
