@@ -99,6 +99,9 @@ type Agent struct {
 	slow     *slowLog              // nil without SlowLog.Dir
 	traces   *traceexport.Exporter // nil without Traces.Endpoint
 	topics   *wire.TopicNames
+	// ringKick has the tracer's rings read when the capture wakes for a
+	// block of packets: one wake-up of the agent for both.
+	ringKick iotrace.RingKick
 
 	mu      sync.Mutex
 	started time.Time
@@ -293,6 +296,9 @@ const captureBlockBytes = 4 << 20
 // traceRingPoll is how often the tracer's rings are read, all together,
 // their producers waking no one: a wake-up per 2 ms and ring was a third
 // of the agent's CPU at 10k requests/s (see iotrace.Config.RingPoll).
+// While the capture wakes for blocks of packets (at least every
+// captureBlockTimeout under traffic), the rings are read in those
+// wake-ups instead (Agent.ringKick).
 const traceRingPoll = 50 * time.Millisecond
 
 // captureLoop captures until ctx ends, opening the socket again after
@@ -330,7 +336,8 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 		go watchInterface(a.cfg.Interface, ifc.Index, stop, cancel)
 	}
 	opened := false
-	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes},
+	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
+		OnWake: a.ringKick.Kick},
 		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
@@ -440,7 +447,7 @@ func (a *Agent) traceLoop(ctx context.Context) {
 		waiting = false
 		fc := iotrace.FollowConfig{
 			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, Waits: a.cfg.Waits && a.slow != nil,
-				WaitMinLatency: time.Millisecond, RingPoll: traceRingPoll,
+				WaitMinLatency: time.Millisecond, RingPoll: traceRingPoll, Kick: &a.ringKick,
 				RunQueue: a.cfg.Sched, RunQueueMin: a.cfg.RunQueueMin, Conns: a.cfg.Sched, Ports: a.cfg.Wire.Ports},
 			OnAttach: a.onAttach,
 			OnExit: func(pid int) {

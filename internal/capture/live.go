@@ -74,6 +74,11 @@ type LiveConfig struct {
 	// rates that needs no answer within milliseconds (the agent) wakes
 	// less often with larger ones.
 	BlockBytes int
+	// OnWake, when set, is called in Next's goroutine each time Next
+	// waited for a block and got one: work due about as often is done
+	// in the same wake-up of the process (the agent reads its tracer's
+	// rings then) rather than in one of its own.
+	OnWake func()
 }
 
 // LiveStats are a live capture's counters.
@@ -105,8 +110,10 @@ type Live struct {
 	name  string
 	link  layers.LinkType
 	read  atomic.Int64
-	mu    sync.Mutex // guards final and tp after Close
-	final *LiveStats // set by Close
+	// onWake is LiveConfig.OnWake.
+	onWake func()
+	mu     sync.Mutex // guards final and tp after Close
+	final  *LiveStats // set by Close
 }
 
 // OpenLive opens a live capture. It needs CAP_NET_RAW (root).
@@ -131,7 +138,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	}
 
 	spec := filterSpec{ports: cfg.Ports, snapLen: uint32(snap)}
-	l := &Live{name: cfg.Interface}
+	l := &Live{name: cfg.Interface, onWake: cfg.OnWake}
 	ifindex := 0
 	if cfg.Interface == "" || cfg.Interface == "any" {
 		l.name = "any"
@@ -311,6 +318,9 @@ func (l *Live) Next() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
 		_ = l.wait.SetReadDeadline(time.Now().Add(LivePollTimeout))
 		if werr := l.waitc.Read(readable); werr == nil {
 			data, ci, err = l.tp.ZeroCopyReadPacketData()
+			if err == nil && l.onWake != nil {
+				l.onWake()
+			}
 		}
 	}
 	if err != nil {

@@ -315,3 +315,49 @@ func TestLiveSocketFD(t *testing.T) {
 		t.Fatal("afpacket.TPacket has no int field fd: OpenLive would bind before the filter is attached")
 	}
 }
+
+// TestLiveOnWake: OnWake runs when Next waited for a block and got one:
+// once per block, not per packet (a 200-message exchange comes in a few
+// blocks of 10 ms), and not for a wait that timed out.
+func TestLiveOnWake(t *testing.T) {
+	labtest.RequireRoot(t)
+	ex := newExchange(t, "127.0.0.1")
+	wakes := 0
+	lv, err := OpenLive(LiveConfig{Interface: "lo", Ports: []uint16{ex.port}, BufferBytes: 16 << 20, OnWake: func() { wakes++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(100 * time.Millisecond) // Next is waiting by then
+		ex.run(t, 200)
+	}()
+	var got int
+	for {
+		_, _, _, err := lv.Next()
+		if errors.Is(err, ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+		if wakes == 0 {
+			t.Fatal("a packet after a wait, and no wake")
+		}
+	}
+	<-done
+	t.Logf("%d packets, %d wakes", got, wakes)
+	if got < 400 || wakes >= got/10 {
+		t.Errorf("%d packets and %d wakes, want at least 400 packets in blocks of more than 10", got, wakes)
+	}
+	before := wakes
+	if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Next on a silent port: %v, want ErrTimeout", err)
+	}
+	if wakes != before {
+		t.Errorf("a wait that timed out woke: %d wakes, want %d", wakes, before)
+	}
+}

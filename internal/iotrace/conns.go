@@ -237,7 +237,7 @@ func (c *conns) read(t *Tracer, h Handlers, deliver *delivery) error {
 		if err != nil {
 			return err
 		}
-		t.count(func(s *Stats) { s.ConnEvents++ })
+		t.counts.conns.Add(1)
 		ct, err := connThread(&ev, t.clock, t.threads.name)
 		if err != nil || h.ConnThread == nil {
 			return nil // the kernel sends AF_INET and AF_INET6 only

@@ -3,6 +3,7 @@ package iotrace
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -61,8 +62,13 @@ func readRing(rd *ringbuf.Reader, poll time.Duration, stopping *atomic.Bool, fn 
 // readers polling every d wake together, one wake-up of the process
 // rather than one per ring.
 func sleepToTick(d time.Duration) {
+	time.Sleep(untilTick(d))
+}
+
+// untilTick is the time to the next multiple of d since the zero time.
+func untilTick(d time.Duration) time.Duration {
 	now := time.Now()
-	time.Sleep(now.Truncate(d).Add(d).Sub(now))
+	return now.Truncate(d).Add(d).Sub(now)
 }
 
 // ringPoller reads the rings polled every Config.RingPoll from one
@@ -74,14 +80,43 @@ func sleepToTick(d time.Duration) {
 // the poll. A burst that starts while the poller sleeps waits at most
 // that long in its ring: 200 ms of 170k writes a second fill 40% of the
 // writes' ring.
+//
+// A Kick (RingKick) reads the rings at once, in the kicker's goroutine,
+// and pushes the poller's own tick back: a process that wakes anyway for
+// other work (the agent's capture, once per block of packets) reads its
+// rings in that wake-up instead of one of its own.
 type ringPoller struct {
 	poll     time.Duration
 	stopping *atomic.Bool
 	quit     chan struct{} // closed by close: no ring will join any more
 	done     chan struct{} // closed when run returns
+	// timer is run's next pass; a kick resets it.
+	timer *time.Timer
+
+	// passMu makes the passes of run and of kicks one at a time (a
+	// ring's reader is not for concurrent use).
+	passMu sync.Mutex
+	// lastKick is when a kick last read the rings (unix nanoseconds).
+	lastKick atomic.Int64
 
 	mu    sync.Mutex
 	rings []*polledRing
+}
+
+// RingKick lets a goroutine that wakes anyway have the tracer's polled
+// rings read then (Config.Kick). Its zero value is ready; Kick does
+// nothing while no tracer polls.
+type RingKick struct {
+	poller atomic.Pointer[ringPoller]
+}
+
+// Kick reads every polled ring now, in the caller's goroutine, unless a
+// pass is already under way, and puts the poller's next pass a few polls
+// later. The handlers run in the caller's goroutine.
+func (k *RingKick) Kick() {
+	if p := k.poller.Load(); p != nil {
+		p.kick()
+	}
 }
 
 // polledRing is a ring that joined the poller, with the reader waiting
@@ -100,7 +135,7 @@ func newPolledRing(rd *ringbuf.Reader, fn func([]byte) error) *polledRing {
 }
 
 func newRingPoller(poll time.Duration, stopping *atomic.Bool) *ringPoller {
-	p := &ringPoller{poll: poll, stopping: stopping, quit: make(chan struct{}), done: make(chan struct{})}
+	p := &ringPoller{poll: poll, stopping: stopping, quit: make(chan struct{}), done: make(chan struct{}), timer: time.NewTimer(0)}
 	go p.run()
 	return p
 }
@@ -128,36 +163,32 @@ const maxIdlePolls = 4
 func (p *ringPoller) run() {
 	defer close(p.done)
 	tick := p.poll
+	quit := p.quit
 	for {
-		stopping := p.stopping.Load()
-		p.mu.Lock()
-		rings := p.rings
-		p.mu.Unlock()
-		var live []*polledRing
-		read := false
-		for _, r := range rings {
-			n, ended, err := r.drain(stopping)
-			read = read || n > 0
-			if ended {
-				r.end <- err
-				continue
-			}
-			live = append(live, r)
+		select {
+		case <-p.timer.C:
+		case <-quit:
+			quit = nil // once: after it the passes go by the timer
 		}
-		p.mu.Lock()
-		// Rings that joined during the pass are after those read.
-		p.rings = append(live, p.rings[len(rings):]...)
-		p.mu.Unlock()
+		stopping := p.stopping.Load()
+		if d := p.sinceKick(); !stopping && quit != nil && d < maxIdlePolls*p.poll {
+			// A kick read the rings while this wake-up was on its way.
+			p.timer.Reset(maxIdlePolls*p.poll - d)
+			continue
+		}
+		p.passMu.Lock()
+		read, live := p.pass(stopping)
+		p.passMu.Unlock()
 		select {
 		case <-p.quit:
-			if len(live) == 0 {
+			if live == 0 {
 				return
 			}
 		default:
 		}
 		if stopping {
 			// The flush is under way: look again soon, not at the tick.
-			time.Sleep(time.Millisecond)
+			p.timer.Reset(time.Millisecond)
 			continue
 		}
 		if read {
@@ -165,8 +196,58 @@ func (p *ringPoller) run() {
 		} else {
 			tick = min(2*tick, maxIdlePolls*p.poll)
 		}
-		sleepToTick(tick)
+		p.timer.Reset(untilTick(tick))
 	}
+}
+
+// kick makes a pass now unless one is under way or the rings are being
+// flushed, and moves the next pass of run to maxIdlePolls polls from now:
+// while kicks come at least that often, run's goroutine does not wake.
+func (p *ringPoller) kick() {
+	if p.stopping.Load() || !p.passMu.TryLock() {
+		return
+	}
+	p.pass(false)
+	p.lastKick.Store(time.Now().UnixNano())
+	p.passMu.Unlock()
+	p.timer.Reset(maxIdlePolls * p.poll)
+}
+
+// sinceKick is the time since the last kick's pass (a long time if none).
+func (p *ringPoller) sinceKick() time.Duration {
+	k := p.lastKick.Load()
+	if k == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(time.Now().UnixNano() - k)
+}
+
+// wake has run make its next pass now (the rings are being flushed).
+func (p *ringPoller) wake() { p.timer.Reset(0) }
+
+// pass empties every ring once and hands the rings that ended their end
+// (under passMu). It reports whether it read a sample and how many rings
+// are left.
+func (p *ringPoller) pass(stopping bool) (read bool, live int) {
+	p.mu.Lock()
+	rings := p.rings
+	p.mu.Unlock()
+	var left []*polledRing
+	for _, r := range rings {
+		n, ended, err := r.drain(stopping)
+		read = read || n > 0
+		if ended {
+			r.end <- err
+			continue
+		}
+		left = append(left, r)
+	}
+	p.mu.Lock()
+	// Rings that joined during the pass are after those read.
+	p.rings = append(left, p.rings[len(rings):]...)
+	live = len(p.rings)
+	p.mu.Unlock()
+	return read, live
 }
 
 // drain reads what r holds now. An empty ring is not read at all (no

@@ -213,14 +213,14 @@ func (r *runq) read(t *Tracer, h Handlers, deliver *delivery) error {
 			return err
 		}
 		if ev.Kind == runqKindWake {
-			t.count(func(s *Stats) { s.WakeupEvents++ })
+			t.counts.wakeups.Add(1)
 			if h.Wakeup == nil || ev.EndNs < ev.StartNs {
 				return nil
 			}
 			w := wakeup(&ev, t.clock, t.threads.name)
 			return deliver.do(func() error { return h.Wakeup(w) })
 		}
-		t.count(func(s *Stats) { s.RunDelayEvents++ })
+		t.counts.runDelays.Add(1)
 		if h.RunDelay == nil {
 			return nil
 		}

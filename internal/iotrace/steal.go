@@ -100,7 +100,7 @@ func (t *Tracer) readSteals(h Handlers, deliver *delivery) error {
 		if !ok {
 			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)
 		}
-		t.count(func(s *Stats) { s.StealEvents++ })
+		t.counts.steals.Add(1)
 		if h.Steal == nil {
 			return nil
 		}

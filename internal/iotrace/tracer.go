@@ -63,6 +63,11 @@ type Config struct {
 	// reader blocks on its ring, its producer wakes it, and it pauses
 	// DefaultRingPause after emptying it (events within milliseconds).
 	RingPoll time.Duration
+	// Kick, with RingPoll, also has the rings read whenever Kick.Kick is
+	// called (in the caller's goroutine): a consumer that wakes anyway
+	// for other work reads them in that wake-up, and the poller's own
+	// tick waits while the kicks come (see RingKick).
+	Kick *RingKick
 	// Functions also times writes inside the file system, where the
 	// kernel allows fentry (see FunctionMode and Tracer.Mode). Their
 	// events have ops ext4_file_write_iter and xfs_file_write_iter and
@@ -122,8 +127,11 @@ type Tracer struct {
 	// runs; nil otherwise.
 	poller *ringPoller
 
-	mu    sync.Mutex
-	stats Stats
+	mu sync.Mutex // guards links and subs against a concurrent detach
+
+	// counts are the events read and what became of them, counted
+	// without a lock: one per event on the readers' hot path.
+	counts eventCounts
 
 	closeOnce sync.Once
 	closeErr  error
@@ -370,6 +378,21 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.stopping.Store(false)
+	var poller *ringPoller
+	if t.cfg.RingPoll > 0 {
+		poller = newRingPoller(t.cfg.RingPoll, &t.stopping)
+		t.poller = poller
+		if t.cfg.Kick != nil {
+			t.cfg.Kick.poller.Store(poller)
+		}
+		defer func() {
+			if t.cfg.Kick != nil {
+				t.cfg.Kick.poller.CompareAndSwap(poller, nil)
+			}
+			poller.close()
+			t.poller = nil
+		}()
+	}
 	stop := context.AfterFunc(ctx, func() {
 		t.stopping.Store(true)
 		t.detach()
@@ -380,16 +403,12 @@ func (t *Tracer) RunAll(ctx context.Context, h Handlers) error {
 				_ = rd.Flush()
 			}
 		}
+		if poller != nil {
+			poller.wake() // it may be sleeping an idle tick
+		}
 	})
 	defer stop()
 	deliver := &delivery{cancel: cancel}
-	if t.cfg.RingPoll > 0 {
-		t.poller = newRingPoller(t.cfg.RingPoll, &t.stopping)
-		defer func() {
-			t.poller.close()
-			t.poller = nil
-		}()
-	}
 	errc := make(chan error, 1+len(t.subs))
 	go func() { errc <- t.readWrites(h, deliver) }()
 	readers := 1
@@ -417,7 +436,7 @@ func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 		if !ok {
 			return fmt.Errorf("iotrace: ring buffer sample of %d bytes, want %d", len(b), eventSize)
 		}
-		t.count(func(s *Stats) { s.Events++ })
+		t.counts.events.Add(1)
 		w, err := t.convert(&ev)
 		if err != nil || w == nil || h.Write == nil {
 			return nil
@@ -432,7 +451,7 @@ func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
 		if !ok {
 			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
 		}
-		t.count(func(s *Stats) { s.JournalEvents++ })
+		t.counts.journal.Add(1)
 		je, err := t.convertJournal(&ev)
 		if err != nil {
 			return err
@@ -486,12 +505,12 @@ func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
 	id := fileID{dev: ev.Dev, ino: ev.Ino}
 	path, ok := t.files.lookup(id, int(ev.Fd))
 	if !ok {
-		t.count(func(s *Stats) { s.Unnamed++ })
+		t.counts.unnamed.Add(1)
 		return nil, nil
 	}
 	f, ok := t.classifyCached(path)
 	if !ok {
-		t.count(func(s *Stats) { s.OtherFiles++ })
+		t.counts.otherFiles.Add(1)
 		return nil, nil
 	}
 	op := Op(ev.Op)
@@ -520,21 +539,27 @@ func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
 	case !op.isSync():
 		w.Bytes = ev.Ret
 	}
-	t.count(func(s *Stats) { s.Reported++ })
+	t.counts.reported.Add(1)
 	return w, nil
 }
 
-func (t *Tracer) count(f func(*Stats)) {
-	t.mu.Lock()
-	f(&t.stats)
-	t.mu.Unlock()
+// eventCounts are Stats' counts of events read, kept apart from the
+// kernel's loss counters that Stats reads from the maps.
+type eventCounts struct {
+	events, reported, otherFiles, unnamed, journal, waits, steals, runDelays, wakeups, conns atomic.Uint64
+}
+
+// fill copies the counts into s.
+func (c *eventCounts) fill(s *Stats) {
+	s.Events, s.Reported, s.OtherFiles, s.Unnamed = c.events.Load(), c.reported.Load(), c.otherFiles.Load(), c.unnamed.Load()
+	s.JournalEvents, s.WaitEvents, s.StealEvents = c.journal.Load(), c.waits.Load(), c.steals.Load()
+	s.RunDelayEvents, s.WakeupEvents, s.ConnEvents = c.runDelays.Load(), c.wakeups.Load(), c.conns.Load()
 }
 
 // Stats returns the counts so far, with the kernel's loss counters.
 func (t *Tracer) Stats() (Stats, error) {
-	t.mu.Lock()
-	s := t.stats
-	t.mu.Unlock()
+	var s Stats
+	t.counts.fill(&s)
 	if err := sumCounters(t.objs.KsioCounters, &s.RingbufDrops, &s.HistFull, &s.StartFull); err != nil {
 		return s, err
 	}

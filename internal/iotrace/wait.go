@@ -108,7 +108,7 @@ func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
 		if !ok {
 			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)
 		}
-		t.count(func(s *Stats) { s.WaitEvents++ })
+		t.counts.waits.Add(1)
 		kw := &event.KernelWait{Kind: event.KindKernelWait, Start: t.clock.wall(ev.StartNs), End: t.clock.wall(ev.EndNs),
 			TID: int(ev.Tid), Thread: t.threads.name(int(ev.Tid)), Stack: t.waitStack(ev.StackId)}
 		kw.LatencyMs = float64(kw.End.Sub(kw.Start)) / float64(time.Millisecond)
