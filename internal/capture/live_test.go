@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
@@ -135,14 +136,7 @@ func TestLiveLoopback(t *testing.T) {
 			seen := map[segKey]int{}
 			payload := map[bool]int{} // by direction: to the server
 			var other, nsDigits int
-			for {
-				data, ci, link, err := lv.Next()
-				if errors.Is(err, ErrTimeout) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			readUntilIdle(t, lv, func(data []byte, ci gopacket.CaptureInfo, link layers.LinkType) {
 				seg, ok := dec.Decode(data, link)
 				if !ok {
 					t.Fatalf("a packet the filter kept does not decode to TCP (%d bytes)", len(data))
@@ -150,7 +144,7 @@ func TestLiveLoopback(t *testing.T) {
 				tcp := seg.TCP
 				if uint16(tcp.SrcPort) != port && uint16(tcp.DstPort) != port {
 					other++ // the kernel filter let another port through
-					continue
+					return
 				}
 				if ci.Timestamp.Before(start) || ci.Timestamp.After(end) {
 					t.Errorf("timestamp %v outside the exchange [%v, %v]", ci.Timestamp, start, end)
@@ -166,7 +160,7 @@ func TestLiveLoopback(t *testing.T) {
 				if seen[k] == 1 {
 					payload[uint16(tcp.DstPort) == port] += len(tcp.Payload)
 				}
-			}
+			})
 			dups := 0
 			for k, n := range seen {
 				if n > 1 {
@@ -228,20 +222,13 @@ func TestLivePortFilter(t *testing.T) {
 		c.Close()
 	}
 	var got int
-	for {
-		data, _, link, err := lv.Next()
-		if errors.Is(err, ErrTimeout) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readUntilIdle(t, lv, func(data []byte, _ gopacket.CaptureInfo, link layers.LinkType) {
 		seg, ok := NewDecoder().Decode(data, link)
 		if !ok || (int(seg.TCP.SrcPort) != p && int(seg.TCP.DstPort) != p) {
 			t.Fatalf("kept a packet not on port %d", p)
 		}
 		got++
-	}
+	})
 	if got != 2 {
 		t.Errorf("%d packets on port %d, want SYN and RST", got, p)
 	}
@@ -335,19 +322,12 @@ func TestLiveOnWake(t *testing.T) {
 		ex.run(t, 200)
 	}()
 	var got int
-	for {
-		_, _, _, err := lv.Next()
-		if errors.Is(err, ErrTimeout) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readUntilIdle(t, lv, func([]byte, gopacket.CaptureInfo, layers.LinkType) {
 		got++
 		if wakes == 0 {
 			t.Fatal("a packet after a wait, and no wake")
 		}
-	}
+	})
 	<-done
 	t.Logf("%d packets, %d wakes", got, wakes)
 	if got < 400 || wakes >= got/10 {
@@ -359,5 +339,21 @@ func TestLiveOnWake(t *testing.T) {
 	}
 	if wakes != before {
 		t.Errorf("a wait that timed out woke: %d wakes, want %d", wakes, before)
+	}
+}
+
+// readUntilIdle passes every packet Next returns to fn until Next times
+// out (the capture has been idle for LivePollTimeout).
+func readUntilIdle(t *testing.T, lv *Live, fn func(data []byte, ci gopacket.CaptureInfo, link layers.LinkType)) {
+	t.Helper()
+	for {
+		data, ci, link, err := lv.Next()
+		if errors.Is(err, ErrTimeout) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(data, ci, link)
 	}
 }

@@ -107,12 +107,16 @@ func tail(path string, n int) string {
 // error (a namespace, mount or loop device left behind) fails the test.
 func StopCluster(t testing.TB, c *lab.Cluster) {
 	t.Helper()
+	killed := false
 	for _, err := range leafErrors(c.Stop()) {
 		if !errors.Is(err, lab.ErrKilled) {
 			t.Errorf("labtest: stop the cluster: %v", err)
 			continue
 		}
 		t.Logf("labtest: stop the cluster: %v", err)
+		killed = true
+	}
+	if killed {
 		for _, b := range c.Brokers() {
 			t.Logf("labtest: tail of %s:\n%s", b.OutPath(), tail(b.OutPath(), 15))
 		}
