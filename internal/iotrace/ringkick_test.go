@@ -77,11 +77,12 @@ func ringKick(t *testing.T, poll time.Duration) {
 		kicking.Store(false)
 	}
 	// The poller joins its rings as Run starts; kicks before that find
-	// none. Wait until a kick reads a first write.
+	// none, and its first passes (no kick has read yet) read what came.
+	// Wait until a kick reads a write: from then on kicks hold it back.
 	deadline := time.Now().Add(5 * time.Second)
-	for read.Load() == 0 {
+	for !inKicker.Load() {
 		if time.Now().After(deadline) {
-			t.Fatal("no write read within 5 s of kicks")
+			t.Fatal("no write read by a kick within 5 s of kicks")
 		}
 		if _, err := unix.Write(fd, []byte("x")); err != nil {
 			t.Fatal(err)
@@ -104,7 +105,7 @@ func ringKick(t *testing.T, poll time.Duration) {
 		if n := read.Load() - base; n != 1 {
 			t.Fatalf("%d writes read by the time Kick returned, want 1", n)
 		}
-		if !inKicker.Load() {
+		if outside.Load() != outsideBase {
 			t.Error("the handler did not run in the kick")
 		}
 		return
