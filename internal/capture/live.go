@@ -31,7 +31,9 @@ const (
 	DefaultLiveBufferBytes = 64 << 20
 
 	// LivePollTimeout is the longest Next waits for a packet before it
-	// returns ErrTimeout, so callers can stop.
+	// returns ErrTimeout, so callers can stop; with a block timeout of
+	// more than two thirds of it, Next waits one and a half block
+	// timeouts instead (Live.pollTimeout).
 	LivePollTimeout = 150 * time.Millisecond
 	// DefaultBlockTimeout is how long the kernel keeps a partly filled
 	// ring block before handing it over: the most a packet waits for user
@@ -42,7 +44,8 @@ const (
 )
 
 // ErrTimeout is returned by (*Live).Next when no packet arrived within
-// LivePollTimeout. It is not a failure: call Next again, or stop.
+// its poll timeout (LivePollTimeout, or one and a half block timeouts if
+// that is longer). It is not a failure: call Next again, or stop.
 var ErrTimeout = errors.New("capture: no packet within the poll timeout")
 
 // LiveConfig configures OpenLive.
@@ -112,8 +115,13 @@ type Live struct {
 	read  atomic.Int64
 	// onWake is LiveConfig.OnWake.
 	onWake func()
-	mu     sync.Mutex // guards final and tp after Close
-	final  *LiveStats // set by Close
+	// pollTimeout is how long Next waits for a block: longer than the
+	// block timeout, so that under traffic a wait ends with a block
+	// handed over, not with a timeout that wakes the process between two
+	// blocks.
+	pollTimeout time.Duration
+	mu          sync.Mutex // guards final and tp after Close
+	final       *LiveStats // set by Close
 }
 
 // OpenLive opens a live capture. It needs CAP_NET_RAW (root).
@@ -138,7 +146,8 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	}
 
 	spec := filterSpec{ports: cfg.Ports, snapLen: uint32(snap)}
-	l := &Live{name: cfg.Interface, onWake: cfg.OnWake}
+	blockTimeout := cmp.Or(cfg.BlockTimeout, DefaultBlockTimeout)
+	l := &Live{name: cfg.Interface, onWake: cfg.OnWake, pollTimeout: max(LivePollTimeout, blockTimeout*3/2)}
 	ifindex := 0
 	if cfg.Interface == "" || cfg.Interface == "any" {
 		l.name = "any"
@@ -189,7 +198,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	// every protocol only once the filter is attached, so no unfiltered
 	// packet (or loopback duplicate) reaches the ring first.
 	proto := afpacket.OptProtocol(unix.ETH_P_ALL)
-	pollTimeout := LivePollTimeout
+	pollTimeout := l.pollTimeout
 	if tpacketHasFD {
 		proto = 0
 		pollTimeout = 0 // afpacket only checks; Next waits in the poller
@@ -201,7 +210,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		afpacket.OptFrameSize(liveFrameSize),
 		afpacket.OptBlockSize(block),
 		afpacket.OptNumBlocks(blocks),
-		afpacket.OptBlockTimeout(cmp.Or(cfg.BlockTimeout, DefaultBlockTimeout)),
+		afpacket.OptBlockTimeout(blockTimeout),
 		afpacket.OptPollTimeout(pollTimeout),
 	)
 	if err != nil {
@@ -308,14 +317,14 @@ func (l *Live) LinkType() layers.LinkType { return l.link }
 // Next returns the next packet, in the same shape as (*File).Next. The
 // bytes point into the kernel ring and are valid until the next call. The
 // timestamp is the kernel's (CLOCK_REALTIME, nanoseconds). It returns
-// ErrTimeout when no packet arrived within LivePollTimeout.
+// ErrTimeout when no packet arrived within the poll timeout (ErrTimeout).
 func (l *Live) Next() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
 	data, ci, err := l.tp.ZeroCopyReadPacketData()
 	if l.wait != nil && errors.Is(err, afpacket.ErrTimeout) {
 		// The poller is edge-triggered and a retirement since the last
 		// wait is forgotten when the wait starts: readable checks the
 		// ring after that, so a block retired in between is not missed.
-		_ = l.wait.SetReadDeadline(time.Now().Add(LivePollTimeout))
+		_ = l.wait.SetReadDeadline(time.Now().Add(l.pollTimeout))
 		if werr := l.waitc.Read(readable); werr == nil {
 			data, ci, err = l.tp.ZeroCopyReadPacketData()
 			if err == nil && l.onWake != nil {

@@ -342,8 +342,47 @@ func TestLiveOnWake(t *testing.T) {
 	}
 }
 
+// TestLiveLongBlockTimeout: with a block timeout longer than
+// LivePollTimeout, Next waits for the partly filled block rather than
+// timing out before the kernel hands it over (a wake-up between two
+// blocks, for nothing), and a silent capture still times out.
+func TestLiveLongBlockTimeout(t *testing.T) {
+	labtest.RequireRoot(t)
+	ex := newExchange(t, "127.0.0.1")
+	const blockTimeout = 400 * time.Millisecond
+	lv, err := OpenLive(LiveConfig{Interface: "lo", Ports: []uint16{ex.port}, BufferBytes: 16 << 20, BlockTimeout: blockTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(50 * time.Millisecond) // Next is waiting by then
+		ex.run(t, 2)
+	}()
+	start := time.Now()
+	if _, _, _, err := lv.Next(); err != nil {
+		t.Fatalf("Next while a block due %v after the first packet fills: %v after %v, want a packet", blockTimeout, err, time.Since(start))
+	}
+	t.Logf("first packet after %v", time.Since(start))
+	got := 1
+	readUntilIdle(t, lv, func([]byte, gopacket.CaptureInfo, layers.LinkType) { got++ })
+	<-done
+	if got < 4 {
+		t.Errorf("%d packets, want those of 2 exchanges", got)
+	}
+	start = time.Now()
+	if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Next on a silent port: %v, want ErrTimeout", err)
+	}
+	if waited := time.Since(start); waited < blockTimeout {
+		t.Errorf("Next timed out after %v, before a block timeout (%v)", waited, blockTimeout)
+	}
+}
+
 // readUntilIdle passes every packet Next returns to fn until Next times
-// out (the capture has been idle for LivePollTimeout).
+// out (the capture has been idle for its poll timeout).
 func readUntilIdle(t *testing.T, lv *Live, fn func(data []byte, ci gopacket.CaptureInfo, link layers.LinkType)) {
 	t.Helper()
 	for {
