@@ -99,7 +99,7 @@ type Agent struct {
 	slow     *slowLog              // nil without SlowLog.Dir
 	traces   *traceexport.Exporter // nil without Traces.Endpoint
 	topics   *wire.TopicNames
-	// ringKick has the tracer's rings read when the capture wakes for a
+	// ringKick has the tracer's rings read when the capture has read a
 	// block of packets: one wake-up of the agent for both.
 	ringKick iotrace.RingKick
 
@@ -282,16 +282,15 @@ func (a *Agent) housekeeping(ctx context.Context) {
 
 // captureBlockTimeout is how long the kernel holds a partly filled block
 // of captured packets: a wake-up of the agent per block, not per 10 ms,
-// halved its CPU at 10k requests/s. Below ~20k requests/s the 4 MiB
-// blocks do not fill within it, so it sets how often the agent wakes:
-// 250 ms rather than 100 ms took 6% off its CPU at 5k requests/s (each
-// wake-up also sets Go's monitor polling every 20 µs for a while). Full
-// blocks are handed over at once, so it never makes the ring overflow;
-// packets keep their kernel timestamps, and the slow log waits a second
-// for its I/O anyway. The tracer's rings, read in these wake-ups, hold
-// far more than 250 ms of events, and its own poller waits longer than
-// this before it reads them itself (iotrace's maxIdlePolls).
-const captureBlockTimeout = 250 * time.Millisecond
+// halved its CPU at 10k requests/s. Full blocks are handed over at once,
+// so it never makes the ring overflow; packets keep their kernel
+// timestamps, and the slow log waits a second for its I/O anyway. Not
+// longer: below ~20k requests/s the 4 MiB blocks do not fill within it,
+// so it is also how much work each wake-up does at once, and 250 ms
+// (a tenth less CPU) put the broker's p99 up by a millisecond at 9k
+// requests/s on 2 cores, where the agent's bursts and the broker share
+// them (bench/agent-results.md).
+const captureBlockTimeout = 100 * time.Millisecond
 
 // captureBlockBytes: 4 MiB blocks (16 in the 64 MiB ring) fill a quarter
 // as often as 1 MiB ones at 10k requests/s; each wake-up of the agent
@@ -303,9 +302,8 @@ const captureBlockBytes = 4 << 20
 // their producers waking no one: a wake-up per 2 ms and ring was a third
 // of the agent's CPU at 10k requests/s (see iotrace.Config.RingPoll).
 // While the capture wakes for blocks of packets (at least every
-// captureBlockTimeout under traffic, less than the 300 ms a kick holds
-// the poller back), the rings are read in those wake-ups instead
-// (Agent.ringKick).
+// captureBlockTimeout under traffic), the rings are read at the end of
+// those wake-ups instead (Agent.ringKick, capture.LiveConfig.OnWait).
 const traceRingPoll = 50 * time.Millisecond
 
 // captureLoop captures until ctx ends, opening the socket again after
@@ -344,7 +342,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 	}
 	opened := false
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
-		OnWake: a.ringKick.Kick},
+		OnWait: a.ringKick.Kick},
 		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true

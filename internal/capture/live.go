@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/afpacket"
@@ -77,11 +78,18 @@ type LiveConfig struct {
 	// rates that needs no answer within milliseconds (the agent) wakes
 	// less often with larger ones.
 	BlockBytes int
-	// OnWake, when set, is called in Next's goroutine each time Next
-	// waited for a block and got one: work due about as often is done
-	// in the same wake-up of the process (the agent reads its tracer's
-	// rings then) rather than in one of its own.
-	OnWake func()
+	// OnWait, when set, is called in Next's goroutine when Next has
+	// returned every packet of the blocks handed over and is about to
+	// wait for the next one (not again until it has returned a packet):
+	// work due about as often is done at the end of the process's
+	// wake-up (the agent reads its tracer's rings then) rather than in
+	// one of its own. At the end, not the start: Go's monitor thread
+	// (sysmon), asleep while the process is idle, is woken by the first
+	// system call after that and then polls every 20 µs for as long as
+	// the process stays busy; a wake-up whose system calls all come after
+	// its work (Next's own wait makes none) does not set it polling for
+	// the whole block.
+	OnWait func()
 }
 
 // LiveStats are a live capture's counters.
@@ -113,8 +121,10 @@ type Live struct {
 	name  string
 	link  layers.LinkType
 	read  atomic.Int64
-	// onWake is LiveConfig.OnWake.
-	onWake func()
+	// onWait is LiveConfig.OnWait; readSinceWait is the packet count
+	// when it was last called.
+	onWait        func()
+	readSinceWait int64
 	// pollTimeout is how long Next waits for a block: longer than the
 	// block timeout, so that under traffic a wait ends with a block
 	// handed over, not with a timeout that wakes the process between two
@@ -147,7 +157,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 
 	spec := filterSpec{ports: cfg.Ports, snapLen: uint32(snap)}
 	blockTimeout := cmp.Or(cfg.BlockTimeout, DefaultBlockTimeout)
-	l := &Live{name: cfg.Interface, onWake: cfg.OnWake, pollTimeout: max(LivePollTimeout, blockTimeout*3/2)}
+	l := &Live{name: cfg.Interface, onWait: cfg.OnWait, pollTimeout: max(LivePollTimeout, blockTimeout*3/2)}
 	ifindex := 0
 	if cfg.Interface == "" || cfg.Interface == "any" {
 		l.name = "any"
@@ -270,11 +280,15 @@ func (l *Live) openWait() error {
 
 // readable reports whether the ring holds a block handed to user space
 // that Next has not read: the socket polls readable while the block
-// before the one the kernel fills is still the reader's.
+// before the one the kernel fills is still the reader's. It is called
+// when Next wakes, first thing: its poll, which never blocks (timeout
+// 0), is a raw system call, so that it does not wake Go's sysmon for the
+// rest of the wake-up (see LiveConfig.OnWait).
 func readable(fd uintptr) bool {
 	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd[:], 0)
-	return err != nil || n > 0 // an error: let afpacket's read report it
+	var ts unix.Timespec
+	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno != 0 || n > 0 // an error: let afpacket's read report it
 }
 
 func ifaceOpt(name string) string {
@@ -321,15 +335,16 @@ func (l *Live) LinkType() layers.LinkType { return l.link }
 func (l *Live) Next() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
 	data, ci, err := l.tp.ZeroCopyReadPacketData()
 	if l.wait != nil && errors.Is(err, afpacket.ErrTimeout) {
+		if read := l.read.Load(); l.onWait != nil && read != l.readSinceWait {
+			l.readSinceWait = read
+			l.onWait()
+		}
 		// The poller is edge-triggered and a retirement since the last
 		// wait is forgotten when the wait starts: readable checks the
 		// ring after that, so a block retired in between is not missed.
 		_ = l.wait.SetReadDeadline(time.Now().Add(l.pollTimeout))
 		if werr := l.waitc.Read(readable); werr == nil {
 			data, ci, err = l.tp.ZeroCopyReadPacketData()
-			if err == nil && l.onWake != nil {
-				l.onWake()
-			}
 		}
 	}
 	if err != nil {

@@ -303,42 +303,52 @@ func TestLiveSocketFD(t *testing.T) {
 	}
 }
 
-// TestLiveOnWake: OnWake runs when Next waited for a block and got one:
-// once per block, not per packet (a 200-message exchange comes in a few
-// blocks of 10 ms), and not for a wait that timed out.
-func TestLiveOnWake(t *testing.T) {
+// TestLiveOnWait: OnWait runs when Next has returned the packets of the
+// blocks handed over and is about to wait for more: after the packets,
+// once per wait that follows packets, never on a silent capture.
+func TestLiveOnWait(t *testing.T) {
 	labtest.RequireRoot(t)
 	ex := newExchange(t, "127.0.0.1")
-	wakes := 0
-	lv, err := OpenLive(LiveConfig{Interface: "lo", Ports: []uint16{ex.port}, BufferBytes: 16 << 20, OnWake: func() { wakes++ }})
+	waits := 0
+	lv, err := OpenLive(LiveConfig{Interface: "lo", Ports: []uint16{ex.port}, BufferBytes: 16 << 20, OnWait: func() { waits++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lv.Close()
+	if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Next before any traffic: %v, want ErrTimeout", err)
+	}
+	if waits != 0 {
+		t.Fatalf("%d calls of OnWait before any packet, want 0", waits)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(100 * time.Millisecond) // Next is waiting by then
 		ex.run(t, 200)
 	}()
-	var got int
+	var got, waitsAtFirst int
 	readUntilIdle(t, lv, func([]byte, gopacket.CaptureInfo, layers.LinkType) {
-		got++
-		if wakes == 0 {
-			t.Fatal("a packet after a wait, and no wake")
+		if got == 0 {
+			waitsAtFirst = waits
 		}
+		got++
 	})
 	<-done
-	t.Logf("%d packets, %d wakes", got, wakes)
-	if got < 400 || wakes >= got/10 {
-		t.Errorf("%d packets and %d wakes, want at least 400 packets in blocks of more than 10", got, wakes)
+	t.Logf("%d packets, %d waits after packets", got, waits)
+	if waitsAtFirst != 0 {
+		t.Errorf("OnWait called %d times before the first packet was returned, want 0", waitsAtFirst)
 	}
-	before := wakes
+	// The Next that timed out last called it, before its wait.
+	if got < 400 || waits == 0 || waits >= got/10 {
+		t.Errorf("%d packets and %d waits after packets, want at least 400 packets in blocks of more than 10, and a call at the end", got, waits)
+	}
+	before := waits
 	if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("Next on a silent port: %v, want ErrTimeout", err)
 	}
-	if wakes != before {
-		t.Errorf("a wait that timed out woke: %d wakes, want %d", wakes, before)
+	if waits != before {
+		t.Errorf("a wait with no packet since the last one called OnWait: %d calls, want %d", waits, before)
 	}
 }
 

@@ -75,10 +75,10 @@ func untilTick(d time.Duration) time.Duration {
 // goroutine: at each tick it empties every ring in turn (one reader per
 // ring, each sleeping to the same tick, woke the process once per ring).
 // While every ring stays empty the tick doubles, up to maxIdlePolls
-// times the poll: an idle broker's agent wakes 3 times a second instead
+// times the poll: an idle broker's agent wakes 5 times a second instead
 // of 20 for its rings, and the first tick that finds an event returns to
 // the poll. A burst that starts while the poller sleeps waits at most
-// that long in its ring: 300 ms of 170k writes a second fill 60% of the
+// that long in its ring: 200 ms of 170k writes a second fill 40% of the
 // writes' ring.
 //
 // A Kick (RingKick) reads the rings at once, in the kicker's goroutine,
@@ -157,11 +157,8 @@ func (p *ringPoller) close() {
 	<-p.done
 }
 
-// maxIdlePolls bounds the idle tick and how long a kick holds the
-// poller back: 6 polls, 300 ms for the agent's, longer than the 250 ms
-// its capture holds a partly filled block of packets, so that while
-// blocks come the poller does not wake between two of them.
-const maxIdlePolls = 6
+// maxIdlePolls bounds the idle tick: 4 polls, 200 ms for the agent's.
+const maxIdlePolls = 4
 
 func (p *ringPoller) run() {
 	defer close(p.done)
