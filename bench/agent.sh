@@ -40,6 +40,7 @@
 #   bench/agent.sh            # LOADS="2500 5000 10000" TRIALS=3 DURATION=20 SOAK=300
 #   BEFORE_REV=8dca453 bench/agent.sh
 #   KSCOPE_BIN=/path/kscope bench/agent.sh
+#   MAX=0 LOADS=5000 TRIALS=6 bench/agent.sh   # fixed loads only, no maximum
 #
 # Needs root. Prints a Markdown report; bench/agent-results.md holds a
 # run's output.
@@ -55,6 +56,7 @@ read -r -a loads <<<"${LOADS:-2500 5000 10000}"
 trials="${TRIALS:-3}"
 duration="${DURATION:-20}"
 soak="${SOAK:-300}"
+with_max="${MAX:-1}"
 warmup=3
 before_rev="${BEFORE_REV:-}"
 mkdir -p "$work"
@@ -187,7 +189,9 @@ arms=(none agent)
 load 5000 "$port" warmup >/dev/null
 load 5000 "$logport" warmup-log >/dev/null
 for trial in $(seq "$trials"); do
-  for ld in "${loads[@]}" max; do
+  these_loads=("${loads[@]}")
+  [[ "$with_max" == 1 ]] && these_loads+=(max)
+  for ld in "${these_loads[@]}"; do
     these=("${arms[@]}")
     [[ "$ld" == max ]] && these+=(reqlog)
     k=${#these[@]}
