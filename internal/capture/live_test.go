@@ -321,12 +321,7 @@ func TestLiveOnWait(t *testing.T) {
 	if waits != 0 {
 		t.Fatalf("%d calls of OnWait before any packet, want 0", waits)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(100 * time.Millisecond) // Next is waiting by then
-		ex.run(t, 200)
-	}()
+	done := ex.runLater(t, 100*time.Millisecond, 200)
 	var got, waitsAtFirst int
 	readUntilIdle(t, lv, func([]byte, gopacket.CaptureInfo, layers.LinkType) {
 		if got == 0 {
@@ -365,12 +360,7 @@ func TestLiveLongBlockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lv.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(50 * time.Millisecond) // Next is waiting by then
-		ex.run(t, 2)
-	}()
+	done := ex.runLater(t, 50*time.Millisecond, 2)
 	start := time.Now()
 	if _, _, _, err := lv.Next(); err != nil {
 		t.Fatalf("Next while a block due %v after the first packet fills: %v after %v, want a packet", blockTimeout, err, time.Since(start))
@@ -389,6 +379,18 @@ func TestLiveLongBlockTimeout(t *testing.T) {
 	if waited := time.Since(start); waited < blockTimeout {
 		t.Errorf("Next timed out after %v, before a block timeout (%v)", waited, blockTimeout)
 	}
+}
+
+// runLater runs n exchanges after delay (by when the test's Next is
+// waiting) in another goroutine; the channel is closed when they are done.
+func (ex *exchange) runLater(t *testing.T, delay time.Duration, n int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(delay)
+		ex.run(t, n)
+	}()
+	return done
 }
 
 // readUntilIdle passes every packet Next returns to fn until Next times
