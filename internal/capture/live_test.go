@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/lab/labtest"
 )
@@ -187,6 +188,15 @@ func TestLiveLoopback(t *testing.T) {
 			}
 			if st.Drops != 0 || st.Kernel != st.Read {
 				t.Errorf("stats %+v: drops, or kernel and reader disagree", st)
+			}
+			// On lo the kernel does not hand the leaving copies to the
+			// socket at all; on "any" it must, for other interfaces'.
+			ignore, err := unix.GetsockoptInt(tpacketFD(lv.tp), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.iface == "lo"; (ignore == 1) != want {
+				t.Errorf("PACKET_IGNORE_OUTGOING = %d on %s, want it set: %v", ignore, tc.iface, want)
 			}
 		})
 	}
