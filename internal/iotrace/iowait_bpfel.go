@@ -33,6 +33,7 @@ type iowaitWaitStart struct {
 const (
 	iowaitMapKsioWcounters     = "ksio_wcounters"
 	iowaitMapKsioWevents       = "ksio_wevents"
+	iowaitMapKsioWpending      = "ksio_wpending"
 	iowaitMapKsioWstacks       = "ksio_wstacks"
 	iowaitMapKsioWstart        = "ksio_wstart"
 	iowaitProgKsioSchedSwitch  = "ksio_sched_switch"
@@ -93,6 +94,7 @@ type iowaitProgramSpecs struct {
 type iowaitMapSpecs struct {
 	KsioWcounters *ebpf.MapSpec `ebpf:"ksio_wcounters"`
 	KsioWevents   *ebpf.MapSpec `ebpf:"ksio_wevents"`
+	KsioWpending  *ebpf.MapSpec `ebpf:"ksio_wpending"`
 	KsioWstacks   *ebpf.MapSpec `ebpf:"ksio_wstacks"`
 	KsioWstart    *ebpf.MapSpec `ebpf:"ksio_wstart"`
 }
@@ -129,6 +131,7 @@ func (o *iowaitObjects) Close() error {
 type iowaitMaps struct {
 	KsioWcounters *ebpf.Map `ebpf:"ksio_wcounters"`
 	KsioWevents   *ebpf.Map `ebpf:"ksio_wevents"`
+	KsioWpending  *ebpf.Map `ebpf:"ksio_wpending"`
 	KsioWstacks   *ebpf.Map `ebpf:"ksio_wstacks"`
 	KsioWstart    *ebpf.Map `ebpf:"ksio_wstart"`
 }
@@ -137,6 +140,7 @@ func (m *iowaitMaps) Close() error {
 	return _IowaitClose(
 		m.KsioWcounters,
 		m.KsioWevents,
+		m.KsioWpending,
 		m.KsioWstacks,
 		m.KsioWstart,
 	)
