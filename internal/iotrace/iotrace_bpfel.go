@@ -81,6 +81,7 @@ const (
 	iotraceVarMinLatencyNs    = "min_latency_ns"
 	iotraceVarRingbufFlags    = "ringbuf_flags"
 	iotraceVarTargTgid        = "targ_tgid"
+	iotraceVarTaskBtf         = "task_btf"
 	iotraceVarUnusedEvent     = "unused_event"
 )
 
@@ -162,6 +163,7 @@ type iotraceVariableSpecs struct {
 	MinLatencyNs *ebpf.VariableSpec `ebpf:"min_latency_ns"`
 	RingbufFlags *ebpf.VariableSpec `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	TaskBtf      *ebpf.VariableSpec `ebpf:"task_btf"`
 	UnusedEvent  *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -212,6 +214,7 @@ type iotraceVariables struct {
 	MinLatencyNs *ebpf.Variable `ebpf:"min_latency_ns"`
 	RingbufFlags *ebpf.Variable `ebpf:"ringbuf_flags"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
+	TaskBtf      *ebpf.Variable `ebpf:"task_btf"`
 	UnusedEvent  *ebpf.Variable `ebpf:"unused_event"`
 }
 

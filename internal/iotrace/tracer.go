@@ -93,6 +93,11 @@ type Config struct {
 	// no Ports: every TCP port the broker listens on (ListenPorts).
 	Conns bool
 	Ports []uint16
+
+	// untypedTask, for tests: walk to the fd table with
+	// bpf_probe_read_kernel, as on kernels before 5.11, even where the
+	// running kernel has bpf_get_current_task_btf.
+	untypedTask bool
 }
 
 // Tracer holds the loaded BPF programs, their links and maps. Close
@@ -251,6 +256,9 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	}
 	if err := setRingFlags(spec, cfg.ringFlags()); err != nil {
 		return nil, fmt.Errorf("iotrace: %w", err)
+	}
+	if err := spec.Variables[iotraceVarTaskBtf].Set(boolByte(!cfg.untypedTask && haveTaskBTF())); err != nil {
+		return nil, fmt.Errorf("iotrace: set task_btf: %w", err)
 	}
 	devs, err := devicesOf(cfg.LogDirs)
 	if err != nil {

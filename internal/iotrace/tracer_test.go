@@ -30,18 +30,23 @@ type want struct {
 // this process on the reported files must come out, with their bytes and
 // offsets, and the programs must be gone after Close. Also with the rings
 // polled (Config.RingPoll, as the agent reads them): events submitted
-// without a wake-up, read every 50 ms.
+// without a wake-up, read every 50 ms; and with the fd table walked as
+// on kernels without bpf_get_current_task_btf.
 func TestTraceOwnCalls(t *testing.T) {
 	requireRoot(t)
+	if !haveTaskBTF() {
+		t.Fatal("this kernel has no bpf_get_current_task_btf for tracepoints (5.11): the typed walk is not tested")
+	}
 	for _, tc := range []struct {
-		allFiles bool
-		poll     time.Duration
-	}{{false, 0}, {true, 0}, {false, 50 * time.Millisecond}} {
-		t.Run("allFiles="+strconv.FormatBool(tc.allFiles)+",poll="+tc.poll.String(), func(t *testing.T) { traceOwnCalls(t, tc.allFiles, tc.poll) })
+		allFiles, untypedTask bool
+		poll                  time.Duration
+	}{{false, false, 0}, {true, false, 0}, {false, false, 50 * time.Millisecond}, {false, true, 0}} {
+		name := "allFiles=" + strconv.FormatBool(tc.allFiles) + ",poll=" + tc.poll.String() + ",untypedTask=" + strconv.FormatBool(tc.untypedTask)
+		t.Run(name, func(t *testing.T) { traceOwnCalls(t, tc.allFiles, tc.untypedTask, tc.poll) })
 	}
 }
 
-func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
+func traceOwnCalls(t *testing.T, allFiles, untypedTask bool, poll time.Duration) {
 	logDir := t.TempDir()
 	partDir := filepath.Join(logDir, "own-calls-7")
 	if err := os.Mkdir(partDir, 0o755); err != nil {
@@ -66,7 +71,7 @@ func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
 	t.Cleanup(func() { unix.Close(ro) })
 
 	// Polled, the journal's ring joins the writes' in one poller.
-	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles, RingPoll: poll, Journal: poll > 0})
+	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, AllFiles: allFiles, RingPoll: poll, Journal: poll > 0, untypedTask: untypedTask})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +130,26 @@ func traceOwnCalls(t *testing.T, allFiles bool, poll time.Duration) {
 	must(0, err)
 	if _, err := unix.Write(ro, buf(5, 'r')); err != unix.EBADF {
 		t.Fatalf("write to a read-only fd: %v, want EBADF", err)
+	}
+	// Writes to what is not a regular file, as most of a broker's are
+	// (sockets, eventfds), and to fds that are not open: skipped in the
+	// kernel, neither timed nor counted.
+	var pipe [2]int
+	must(0, unix.Pipe2(pipe[:], unix.O_CLOEXEC))
+	sock, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	must(0, err)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	must(0, err)
+	for _, fd := range []int{pipe[0], pipe[1], sock[0], sock[1], efd} {
+		t.Cleanup(func() { unix.Close(fd) })
+	}
+	must(unix.Write(pipe[1], buf(3, 'p')))
+	must(unix.Write(sock[0], buf(4, 's')))
+	must(unix.Write(efd, []byte{1, 0, 0, 0, 0, 0, 0, 0}))
+	for _, fd := range []int{-1, 1 << 20} {
+		if _, err := unix.Write(fd, buf(1, 'x')); err != unix.EBADF {
+			t.Fatalf("write to fd %d: %v, want EBADF", fd, err)
+		}
 	}
 	// Another process appending to the same segment: not traced.
 	if outp, err := exec.Command("sh", "-c", `printf xyz >> "$1"`, "sh", segPath).CombinedOutput(); err != nil {
