@@ -55,6 +55,24 @@ struct {
 	__type(value, struct start);
 } ksio_starts SEC(".maps");
 
+/* How many threads ksio_starts holds: a traced call lasts microseconds,
+ * so nearly always none, and the exit of every other write (sockets,
+ * eventfds: most of a broker's) skips the lookup by tid. An entry is
+ * counted when inserted and uncounted when deleted; a thread's exit
+ * follows its own entry, so it sees the count. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} ksio_pending SEC(".maps");
+
+static __always_inline __s64 *pending_count(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&ksio_pending, &zero);
+}
+
 /* Set by user space: the kernel has bpf_get_current_task_btf (5.11). */
 const volatile __u8 task_btf = 0;
 
@@ -111,8 +129,15 @@ static __always_inline int on_enter(struct sys_enter_ctx *ctx, __u32 op, __s64 p
 		return 0;
 	if (pos == -2)
 		s.pos = BPF_CORE_READ(f, f_pos);
+	__s64 *pending = pending_count();
+	if (!pending)
+		return 0;
 	s.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&ksio_starts, &tid, &s, BPF_ANY))
+	/* An entry left by a call whose exit was missed is overwritten, not
+	 * counted twice. */
+	if (bpf_map_update_elem(&ksio_starts, &tid, &s, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(pending, 1);
+	else if (bpf_map_update_elem(&ksio_starts, &tid, &s, BPF_EXIST))
 		count(CNT_START_FULL);
 	return 0;
 }
@@ -122,12 +147,16 @@ static __always_inline int on_exit(struct sys_exit_ctx *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	if ((__u32)(id >> 32) != targ_tgid)
 		return 0;
+	__s64 *pending = pending_count();
+	if (!pending || *(volatile __s64 *)pending <= 0)
+		return 0;
 	__u32 tid = (__u32)id;
 	struct start *s = bpf_map_lookup_elem(&ksio_starts, &tid);
 	if (!s)
-		return 0; /* entered before we attached */
+		return 0; /* not a traced file, or entered before we attached */
 	finish(s, tid, bpf_ktime_get_ns(), ctx->ret);
-	bpf_map_delete_elem(&ksio_starts, &tid);
+	if (bpf_map_delete_elem(&ksio_starts, &tid) == 0)
+		__sync_fetch_and_add(pending, -1);
 	return 0;
 }
 

@@ -61,6 +61,7 @@ const (
 	iotraceMapKsioDevs        = "ksio_devs"
 	iotraceMapKsioEvents      = "ksio_events"
 	iotraceMapKsioHists       = "ksio_hists"
+	iotraceMapKsioPending     = "ksio_pending"
 	iotraceMapKsioStarts      = "ksio_starts"
 	iotraceMapKsioZero        = "ksio_zero"
 	iotraceProgKsioE_fdsync   = "ksio_e_fdsync"
@@ -151,6 +152,7 @@ type iotraceMapSpecs struct {
 	KsioDevs     *ebpf.MapSpec `ebpf:"ksio_devs"`
 	KsioEvents   *ebpf.MapSpec `ebpf:"ksio_events"`
 	KsioHists    *ebpf.MapSpec `ebpf:"ksio_hists"`
+	KsioPending  *ebpf.MapSpec `ebpf:"ksio_pending"`
 	KsioStarts   *ebpf.MapSpec `ebpf:"ksio_starts"`
 	KsioZero     *ebpf.MapSpec `ebpf:"ksio_zero"`
 }
@@ -191,6 +193,7 @@ type iotraceMaps struct {
 	KsioDevs     *ebpf.Map `ebpf:"ksio_devs"`
 	KsioEvents   *ebpf.Map `ebpf:"ksio_events"`
 	KsioHists    *ebpf.Map `ebpf:"ksio_hists"`
+	KsioPending  *ebpf.Map `ebpf:"ksio_pending"`
 	KsioStarts   *ebpf.Map `ebpf:"ksio_starts"`
 	KsioZero     *ebpf.Map `ebpf:"ksio_zero"`
 }
@@ -201,6 +204,7 @@ func (m *iotraceMaps) Close() error {
 		m.KsioDevs,
 		m.KsioEvents,
 		m.KsioHists,
+		m.KsioPending,
 		m.KsioStarts,
 		m.KsioZero,
 	)
