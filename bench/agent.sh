@@ -19,16 +19,21 @@
 # Each load runs TRIALS times in each arm, the arms' order rotating from
 # trial to trial (interleaved, so that drift hits every arm), DURATION
 # seconds measured each. Arms: none (nothing watching), agent (this
-# build), before (BEFORE_REV's build, if given), reqlog (max only).
-# The agent runs as deployed: capture, eBPF tracing (writes, journal,
-# block I/O, kernel waits), metrics and the slow log (--out).
+# build), before (BEFORE_REV's build, if given), and at the max only:
+# capture (this build with --no-trace: its share of the cost, the rest
+# being the tracing's) and reqlog. The agent runs as deployed: capture,
+# eBPF tracing (writes, journal, block I/O, kernel waits), metrics and
+# the slow log (--out).
 #
 # Measured per run, over its steady part (DURATION-2 s from 2 s after the
 # load's warm-up, the agent started before the load):
 # the agent's CPU (user+system from /proc, its whole process), the
 # requests it decoded, the run time of its BPF programs (kernel.bpf_stats_enabled,
 # /proc/PID/fdinfo: time spent in the traced processes' context, a cost
-# to the host rather than to the agent), the broker's CPU; over the whole
+# to the host rather than to the agent; at fixed loads only: the
+# statistics add two clock reads to every program run, which at the max
+# would take CPU from the broker whose throughput is measured), the
+# broker's CPU; over the whole
 # run: the agent's peak RSS, the packets and events it lost; from the
 # clients' measured part: the messages/s acknowledged and the p99 of the
 # service latency they saw. Figures are means with 95%
@@ -41,6 +46,7 @@
 #   BEFORE_REV=8dca453 bench/agent.sh
 #   KSCOPE_BIN=/path/kscope bench/agent.sh
 #   MAX=0 LOADS=5000 TRIALS=6 bench/agent.sh   # fixed loads only, no maximum
+#   MAX_TRIALS=5 bench/agent.sh                # more trials at the max (default TRIALS)
 #
 # Needs root. Prints a Markdown report; bench/agent-results.md holds a
 # run's output.
@@ -54,6 +60,7 @@ logport="${KSCOPE_BENCH_LOG_PORT:-19098}"
 mport="${KSCOPE_METRICS_PORT:-19464}"
 read -r -a loads <<<"${LOADS:-2500 5000 10000}"
 trials="${TRIALS:-3}"
+max_trials="${MAX_TRIALS:-$trials}"
 duration="${DURATION:-20}"
 soak="${SOAK:-300}"
 with_max="${MAX:-1}"
@@ -119,9 +126,9 @@ load() {
     --topic "ab-$3" -q -o "$work/$3.json" >"$work/$3.out" 2>&1
 }
 
-start_agent() { # BINARY
+start_agent() { # BINARY [FLAGS]
   "$1" agent --iface lo --port "$port" --pid "$broker_pid" --listen "127.0.0.1:$mport" \
-    --out "$work/slow" --slow 100ms >"$work/agent.out" 2>&1 &
+    --out "$work/slow" --slow 100ms "${@:2}" >"$work/agent.out" 2>&1 &
   agent_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null || { cat "$work/agent.out" >&2; exit 1; }
@@ -142,8 +149,14 @@ run() {
   [[ "$arm" == reqlog ]] && bpid=$log_pid bport=$logport
   case "$arm" in
     agent) start_agent "$kscope" ;;
+    capture) start_agent "$kscope" --no-trace ;;
     before) start_agent "$before" ;;
   esac
+  if [[ "$ld" == max ]]; then
+    sysctl -q -w kernel.bpf_stats_enabled=0
+  else
+    sysctl -q -w kernel.bpf_stats_enabled=1
+  fi
   local a0=0 a1=0 f0=0 f1=0 r0=0 r1=0 peak=0 b0 b1 t0 t1 sampler=""
   if [[ -n "$agent_pid" ]]; then
     (while kill -0 "$agent_pid" 2>/dev/null; do rss_kib "$agent_pid" >>"$work/rss-$name"; sleep 2; done) 2>/dev/null &
@@ -188,12 +201,13 @@ arms=(none agent)
 [[ -n "$before" ]] && arms+=(before)
 load 5000 "$port" warmup >/dev/null
 load 5000 "$logport" warmup-log >/dev/null
-for trial in $(seq "$trials"); do
-  these_loads=("${loads[@]}")
-  [[ "$with_max" == 1 ]] && these_loads+=(max)
+for trial in $(seq "$((trials > max_trials ? trials : max_trials))"); do
+  these_loads=()
+  ((trial <= trials)) && these_loads+=("${loads[@]}")
+  [[ "$with_max" == 1 ]] && ((trial <= max_trials)) && these_loads+=(max)
   for ld in "${these_loads[@]}"; do
     these=("${arms[@]}")
-    [[ "$ld" == max ]] && these+=(reqlog)
+    [[ "$ld" == max ]] && these+=(capture reqlog)
     k=${#these[@]}
     for i in $(seq 0 $((k - 1))); do
       run "${these[$(((i + trial) % k))]}" "$ld" "$trial"
@@ -233,10 +247,10 @@ EOF
 )"
 fi
 
-python3 - "$work/runs.tsv" "$trials" "$duration" "$before_rev" "$(nproc)" <<'EOF'
+python3 - "$work/runs.tsv" "$trials" "$duration" "$before_rev" "$(nproc)" "$max_trials" <<'EOF'
 import math, sys
 from collections import defaultdict
-path, trials, duration, before_rev, cores = sys.argv[1:]
+path, trials, duration, before_rev, cores, max_trials = sys.argv[1:]
 # Student's t, two-sided 95%, by degrees of freedom.
 T = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
 rows = defaultdict(list)
@@ -252,14 +266,14 @@ def ci(xs):
 def fmt(xs, nd=1):
     m, h = ci(xs)
     return f"{m:.{nd}f} ± {h:.{nd}f}" if not math.isnan(h) else f"{m:.{nd}f}"
-order = {"none": 0, "agent": 1, "before": 2, "reqlog": 3}
+order = {"none": 0, "agent": 1, "before": 2, "capture": 3, "reqlog": 4}
 names = {"none": "nothing watching", "agent": "kscope agent", "before": f"kscope agent before ({before_rev})",
-         "reqlog": "Kafka request logger"}
+         "capture": "kscope agent --no-trace", "reqlog": "Kafka request logger"}
 print(f"# kscope agent: cost at fixed loads and at the maximum\n")
 print(f"Load: `kscope bench run`, 8 producers, 2 consumers, linger 0, 1 KiB batches; fixed loads of 900-byte messages "
-      f"(one per produce request), max: `--rate max` with 100-byte messages into one partition. {trials} trials per arm, "
-      f"arms interleaved, {duration} s measured per run (CPU and the agent's requests over its steady part: "
-      f"{int(duration) - 2} s from 2 s after the warm-up). "
+      f"(one per produce request), max: `--rate max` with 100-byte messages into one partition. {trials} trials per arm "
+      f"({max_trials} at the max), arms interleaved, {duration} s measured per run (CPU and the agent's requests over its steady part: "
+      f"{int(duration) - 2} s from 2 s after the warm-up; BPF statistics on at the fixed loads only). "
       f"Means ± 95% confidence intervals over the trials. {cores} cores.\n")
 print("| load (msgs/s) | arm | requests/s | msgs/s | p99 service ms | broker CPU % | agent CPU % of a core | agent CPU % per 10k req/s | agent BPF % of a core | BPF % per 10k req/s | agent peak RSS MiB | lost |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -270,16 +284,19 @@ for key in sorted(rows, key=loadkey):
     col = lambda i: [r[i] for r in rs]
     req, msgs, p99, bcpu, acpu, bpf, areq, peak, lost = (col(i) for i in range(9))
     line = f"| {key[0]} | {names[key[1]]} | {fmt(req, 0)} | {fmt(msgs, 0)} | {fmt([x / 1000 for x in p99])} | {fmt(bcpu)} |"
-    if key[1] in ("agent", "before"):
+    if key[1] in ("agent", "before", "capture"):
         # Per the requests the agent decoded over the same wall time as
         # its CPU (the clients count only the measured part).
         per = [a / (q / 1e4) for a, q in zip(acpu, areq)]
         bper = [b / (q / 1e4) for b, q in zip(bpf, areq)]
-        line += f" {fmt(acpu, 2)} | {fmt(per, 2)} | {fmt(bpf, 2)} | {fmt(bper, 2)} | {max(peak)/1024:.0f} | {int(sum(lost))} |"
+        # No BPF statistics at the max (see the header).
+        b = "—" if key[0] == "max" else fmt(bpf, 2)
+        bp = "—" if key[0] == "max" else fmt(bper, 2)
+        line += f" {fmt(acpu, 2)} | {fmt(per, 2)} | {b} | {bp} | {max(peak)/1024:.0f} | {int(sum(lost))} |"
     else:
         line += " | | | | | |"
     print(line)
 EOF
 echo
 [[ -n "$soak_line" ]] && echo "$soak_line" && echo
-echo "Command: \`BEFORE_REV=${before_rev:-none} TRIALS=$trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."
+echo "Command: \`BEFORE_REV=${before_rev:-none} TRIALS=$trials MAX_TRIALS=$max_trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."
