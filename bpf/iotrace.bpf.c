@@ -78,7 +78,7 @@ const volatile __u8 task_btf = 0;
 
 /* fd_file returns the current task's struct file for fd, or NULL. With
  * task_btf the task comes as a typed pointer, and the walk to the fd
- * array is three plain loads the verifier checks (faults read as 0)
+ * array is four plain loads the verifier checks (faults read as 0)
  * instead of four bpf_probe_read_kernel calls: this runs on every write
  * of the broker, most of them to sockets and eventfds, which it then
  * skips (at the broker's maximum here 56k a second). The verifier drops
