@@ -281,7 +281,12 @@ func (t *Tracer) convertJournal(ev *iojournalIojournalEvent) (journalEvent, erro
 	case KindExt4Fsync:
 		s := &event.FileSync{Kind: event.KindExt4Fsync, Start: start, End: end, LatencyMs: lat,
 			PID: int(ev.Pid), TID: int(ev.Tid), Datasync: ev.Sync != 0, Dev: dev, Ino: ev.Id, Partition: -1}
-		if path, ok := t.files.lookup(fileID{dev: ev.Dev, ino: ev.Id}, -1); ok {
+		id := fileID{dev: ev.Dev, ino: ev.Id}
+		path, ok := t.files.known(id) // another process's file: see fileResolver.known
+		if int(ev.Pid) == t.cfg.PID {
+			path, ok = t.files.lookup(id, -1)
+		}
+		if ok {
 			if f, ok := classify(path, t.cfg.LogDirs, true); ok {
 				s.File, s.Topic, s.Partition = f.rel, f.topic, f.partition
 			}

@@ -89,17 +89,42 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 	if at, missed := r.misses[id]; missed && now.Sub(at) < missRetry {
 		return "", false
 	}
+	// The log directories' own files first: a broker writes its
+	// checkpoints (every 5 s for the high watermarks) to a temporary file
+	// that it closes and renames before the write is named, so neither
+	// the call's fd nor the open files have it, and the walk of every
+	// partition directory (six files a partition) would be spent on a
+	// dozen files at the top.
+	r.walkLogDirs(now, false)
+	if n, ok := r.names[id]; ok {
+		return n.path, true
+	}
 	r.scanFDs(now)
 	if n, ok := r.names[id]; ok {
 		return n.path, true
 	}
 	r.forget(now)
-	r.walkLogDirs(now)
+	r.walkLogDirs(now, true)
 	if n, ok := r.names[id]; ok {
 		return n.path, true
 	}
 	r.misses[id] = now
 	return "", false
+}
+
+// known returns the name id was last given, without looking for it. It
+// is for the files of other processes (an fsync on a log directory's
+// device by anything else): the broker's open files and its log
+// directories cannot name them, and looking for each new one would list
+// the broker's fds and walk every partition directory, once per file.
+// On the root file system of this project's VM other processes' fsyncs
+// made that four walks a second, most of an idle agent's CPU; a broker
+// with thousands of partitions would spend far more on each.
+func (r *fileResolver) known(id fileID) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.names[id]
+	return n.path, ok
 }
 
 // forget drops the names not seen for forgetAfter: segments deleted long
@@ -144,16 +169,17 @@ func (r *fileResolver) scanFDs(now time.Time) {
 	}
 }
 
-// walkLogDirs names every file in the log directories and the partition
-// directories in them (Kafka nests no deeper).
-func (r *fileResolver) walkLogDirs(now time.Time) {
+// walkLogDirs names every file in the log directories and, with
+// partitions, in the partition directories in them (Kafka nests no
+// deeper).
+func (r *fileResolver) walkLogDirs(now time.Time, partitions bool) {
 	for _, root := range r.logDirs {
 		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}
 			if d.IsDir() {
-				if path != root && filepath.Dir(path) != root {
+				if path != root && (!partitions || filepath.Dir(path) != root) {
 					return filepath.SkipDir
 				}
 				return nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // TestFileResolver names files of this process by (device, inode): from
@@ -84,5 +86,83 @@ func TestFileResolver(t *testing.T) {
 	}
 	if _, ok := r.names[fileID{dev: 1, ino: 2}]; ok {
 		t.Error("a name unseen for forgetAfter is still kept")
+	}
+
+	// A checkpoint at the top of the log directory, written and closed
+	// (as the broker does, to a temporary file it renames): named from
+	// the top level alone, without listing the open files or walking the
+	// partition directories.
+	ckPath := filepath.Join(dir, "replication-offset-checkpoint")
+	if err := os.WriteFile(ckPath, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ck unix.Stat_t
+	if err := unix.Stat(ckPath, &ck); err != nil {
+		t.Fatal(err)
+	}
+	top := newFileResolver(os.Getpid(), []string{dir})
+	if got, ok := top.lookup(statID(&ck), -1); !ok || got != ckPath {
+		t.Errorf("a checkpoint at the top: %q %v, want %q", got, ok, ckPath)
+	}
+	for _, id := range []fileID{openID, closedID} {
+		if n, ok := top.names[id]; ok {
+			t.Errorf("naming a file at the top also named %s: the open files or the partitions were looked through", n.path)
+		}
+	}
+}
+
+// TestFsyncNamedOnlyForTheBroker: an ext4 fsync by the broker of a file
+// the resolver has not seen is named (here from the walk, the file being
+// closed); the same fsync by another process is named only from what the
+// resolver already knows, without listing fds or walking the log
+// directories, which it would otherwise do for every new file of every
+// process fsyncing on the device.
+func TestFsyncNamedOnlyForTheBroker(t *testing.T) {
+	dir := t.TempDir()
+	part := filepath.Join(dir, "synced-2")
+	if err := os.Mkdir(part, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(part, "00000000000000000000.log")
+	if err := os.WriteFile(seg, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(seg, &st); err != nil {
+		t.Fatal(err)
+	}
+	id := statID(&st)
+	fsync := func(pid int) iojournalIojournalEvent {
+		return iojournalIojournalEvent{StartNs: 1, EndNs: 2, Id: id.ino, Dev: id.dev, Kind: uint32(KindExt4Fsync),
+			Pid: uint32(pid), Tid: uint32(pid)}
+	}
+	for _, tc := range []struct {
+		name     string
+		pid      int
+		known    bool // the resolver named the file before
+		wantFile string
+	}{
+		{"broker, new file", os.Getpid(), false, "synced-2/00000000000000000000.log"},
+		{"other process, new file", os.Getpid() + 1, false, ""},
+		{"other process, known file", os.Getpid() + 1, true, "synced-2/00000000000000000000.log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Tracer{cfg: Config{PID: os.Getpid(), LogDirs: []string{dir}}, files: newFileResolver(os.Getpid(), []string{dir})}
+			if tc.known {
+				tr.files.names[id] = namedFile{seg, time.Now()}
+			}
+			ev := fsync(tc.pid)
+			got, err := tr.convertJournal(&ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := got.(*event.FileSync)
+			if s.File != tc.wantFile {
+				t.Errorf("file %q, want %q", s.File, tc.wantFile)
+			}
+			if walked := len(tr.files.names) > 1 || len(tr.files.misses) > 0; walked && tc.pid != os.Getpid() {
+				t.Errorf("another process's fsync was looked for: names %v, misses %v", tr.files.names, tr.files.misses)
+			}
+		})
 	}
 }
