@@ -299,4 +299,6 @@ for key in sorted(rows, key=loadkey):
 EOF
 echo
 [[ -n "$soak_line" ]] && echo "$soak_line" && echo
-echo "Command: \`BEFORE_REV=${before_rev:-none} TRIALS=$trials MAX_TRIALS=$max_trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."
+maxenv=""
+[[ "$with_max" != 1 ]] && maxenv="MAX=$with_max "
+echo "Command: \`${maxenv}BEFORE_REV=${before_rev:-none} TRIALS=$trials MAX_TRIALS=$max_trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."
