@@ -23,14 +23,7 @@ func TestFileResolver(t *testing.T) {
 	}
 	create := func(name string) (string, fileID) {
 		path := filepath.Join(part, name)
-		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(path, &st); err != nil {
-			t.Fatal(err)
-		}
-		return path, statID(&st)
+		return path, writeFile(t, path)
 	}
 	openPath, openID := create("00000000000000000000.log")
 	f, err := os.Open(openPath)
@@ -93,15 +86,9 @@ func TestFileResolver(t *testing.T) {
 	// the top level alone, without listing the open files or walking the
 	// partition directories.
 	ckPath := filepath.Join(dir, "replication-offset-checkpoint")
-	if err := os.WriteFile(ckPath, []byte("0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var ck unix.Stat_t
-	if err := unix.Stat(ckPath, &ck); err != nil {
-		t.Fatal(err)
-	}
+	ckID := writeFile(t, ckPath)
 	top := newFileResolver(os.Getpid(), []string{dir})
-	if got, ok := top.lookup(statID(&ck), -1); !ok || got != ckPath {
+	if got, ok := top.lookup(ckID, -1); !ok || got != ckPath {
 		t.Errorf("a checkpoint at the top: %q %v, want %q", got, ok, ckPath)
 	}
 	for _, id := range []fileID{openID, closedID} {
@@ -124,14 +111,7 @@ func TestFsyncNamedOnlyForTheBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg := filepath.Join(part, "00000000000000000000.log")
-	if err := os.WriteFile(seg, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(seg, &st); err != nil {
-		t.Fatal(err)
-	}
-	id := statID(&st)
+	id := writeFile(t, seg)
 	fsync := func(pid int) iojournalIojournalEvent {
 		return iojournalIojournalEvent{StartNs: 1, EndNs: 2, Id: id.ino, Dev: id.dev, Kind: uint32(KindExt4Fsync),
 			Pid: uint32(pid), Tid: uint32(pid)}
@@ -165,4 +145,17 @@ func TestFsyncNamedOnlyForTheBroker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeFile creates a small file at path and returns its identity.
+func writeFile(t *testing.T, path string) fileID {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return statID(&st)
 }
