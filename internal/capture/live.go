@@ -230,17 +230,18 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("capture: attach socket filter on %s: %w", l.name, err)
 	}
-	if tpacketHasFD && spec.dropOutgoing {
-		// The filter drops the leaving copy of each loopback packet, but
-		// only after the kernel cloned the packet for this socket and ran
-		// the filter, in the sender's context, for every packet on the
-		// interface: on lo at the broker's maximum, 2% of a core taken
-		// from the broker and its clients (perf, bench/agent-results.md).
-		// Ignoring outgoing packets (Linux 4.20) skips both. Older kernels
-		// refuse the option; the filter's check stays for them.
-		_ = unix.SetsockoptInt(tpacketFD(tp), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
-	}
 	if tpacketHasFD {
+		if spec.dropOutgoing {
+			// The filter drops the leaving copy of each loopback packet,
+			// but only after the kernel cloned the packet for this socket
+			// and ran the filter, in the sender's context, for every
+			// packet on the interface: on lo at the broker's maximum,
+			// 1.5-2% of a core taken from the broker and its clients
+			// (perf, bench/agent-results.md). Ignoring outgoing packets
+			// (Linux 4.20) skips both. Older kernels refuse the option;
+			// the filter's check stays for them.
+			_ = unix.SetsockoptInt(tpacketFD(tp), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+		}
 		sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
 		if err := unix.Bind(tpacketFD(tp), sa); err != nil {
 			tp.Close()

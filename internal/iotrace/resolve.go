@@ -116,10 +116,9 @@ func (r *fileResolver) lookup(id fileID, fd int) (string, bool) {
 // is for the files of other processes (an fsync on a log directory's
 // device by anything else): the broker's open files and its log
 // directories cannot name them, and looking for each new one would list
-// the broker's fds and walk every partition directory, once per file.
-// On the root file system of this project's VM other processes' fsyncs
-// made that four walks a second, most of an idle agent's CPU; a broker
-// with thousands of partitions would spend far more on each.
+// the broker's fds and walk every partition directory, once per file: on
+// a device shared with a busy process, and a broker with thousands of
+// partitions, a walk of thousands of files for each file it syncs.
 func (r *fileResolver) known(id fileID) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
