@@ -19,11 +19,25 @@
 # Each load runs TRIALS times in each arm, the arms' order rotating from
 # trial to trial (interleaved, so that drift hits every arm), DURATION
 # seconds measured each. Arms: none (nothing watching), agent (this
-# build), before (BEFORE_REV's build, if given), and at the max only:
-# capture (this build with --no-trace: its share of the cost, the rest
-# being the tracing's) and reqlog. The agent runs as deployed: capture,
-# eBPF tracing (writes, journal, block I/O, kernel waits), metrics and
-# the slow log (--out).
+# build), before (BEFORE_REV's build, if given), thief (a control: a
+# process that does nothing but take the CPU the agent took, see below),
+# and at the max only: capture (this build with --no-trace: its share of
+# the cost, the rest being the tracing's) and reqlog. The agent runs as
+# deployed: capture, eBPF tracing (writes, journal, block I/O, kernel
+# waits), metrics and the slow log (--out).
+#
+# The thief is stress-ng's cpu stressor at --cpu-load P with 1 ms busy
+# slices, P the mean CPU (% of a core) this build's agent took at that
+# load in the runs before it (the agent's arm runs first in the first
+# trial). It separates what any process taking that much CPU from the
+# broker's cores costs the broker from what is the agent's own doing: its
+# programs in the broker's system calls, its capture's copy of every
+# packet in the senders' context. Its CPU is measured like the agent's.
+#
+# PIN=1 puts the broker (every thread, also the request logger's) and
+# whatever watches it (agent or thief) on CPU 0 and the clients on CPU 1:
+# the broker's host is then one core the clients do not share, as when
+# they run on other machines. Without it (the default) all share both.
 #
 # Measured per run, over its steady part (DURATION-2 s from 2 s after the
 # load's warm-up, the agent started before the load):
@@ -47,6 +61,7 @@
 #   KSCOPE_BIN=/path/kscope bench/agent.sh
 #   MAX=0 LOADS=5000 TRIALS=6 bench/agent.sh   # fixed loads only, no maximum
 #   MAX_TRIALS=5 bench/agent.sh                # more trials at the max (default TRIALS)
+#   PIN=1 LOADS=5000 bench/agent.sh             # broker and agent on CPU 0, clients on CPU 1
 #
 # Needs root. Prints a Markdown report; bench/agent-results.md holds a
 # run's output.
@@ -64,6 +79,14 @@ max_trials="${MAX_TRIALS:-$trials}"
 duration="${DURATION:-20}"
 soak="${SOAK:-300}"
 with_max="${MAX:-1}"
+pin="${PIN:-0}"
+# Commands that run on the broker's host and the clients', as taskset
+# prefixes (empty unless PIN=1).
+host=() clients=()
+if [[ "$pin" == 1 ]]; then
+  (($(nproc) >= 2)) || { echo "agent.sh: PIN=1 needs 2 CPUs" >&2; exit 1; }
+  host=(taskset -c 0) clients=(taskset -c 1)
+fi
 warmup=3
 before_rev="${BEFORE_REV:-}"
 mkdir -p "$work"
@@ -101,12 +124,18 @@ start_broker() { # DIR PORT [--request-log]
   "$kscope" lab broker stop --dir "$1" >/dev/null 2>&1 || true
   rm -rf "$1"
   "$kscope" lab broker start --dir "$1" --port "$2" "${@:3}" >/dev/null
-  "$kscope" lab broker status --dir "$1" | awk '$1 == "pid" {print $2}'
+  local pid
+  pid="$("$kscope" lab broker status --dir "$1" | awk '$1 == "pid" {print $2; exit}')"
+  # Threads the JVM starts later inherit the mask of those that start them.
+  [[ "$pin" == 1 ]] && taskset -a -p -c 0 "$pid" >/dev/null
+  echo "$pid"
 }
 broker_pid="$(start_broker "$work/broker" "$port")"
 log_pid="$(start_broker "$work/broker-log" "$logport" --request-log)"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpu_ticks PID: user+system ticks of PID and its children (stress-ng's
+# worker is a child of the process started).
+cpu_ticks() { cat "/proc/$1/stat" $({ pgrep -P "$1" || true; } | sed 's|.*|/proc/&/stat|') 2>/dev/null | awk '{t += $14 + $15} END {print t}'; }
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
 bpf_ns() { cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "run_time_ns:" {t += $2} END {printf "%d\n", t}'; }
 # metric NAME: the sum of a metric's samples on the agent's /metrics.
@@ -122,12 +151,12 @@ load() {
   else
     args+=(--rate "$1" --message-size 900 --partitions 4)
   fi
-  "$kscope" bench run --bootstrap "127.0.0.1:$2" "${args[@]}" --warmup "${warmup}s" --duration "${duration}s" \
+  "${clients[@]}" "$kscope" bench run --bootstrap "127.0.0.1:$2" "${args[@]}" --warmup "${warmup}s" --duration "${duration}s" \
     --topic "ab-$3" -q -o "$work/$3.json" >"$work/$3.out" 2>&1
 }
 
 start_agent() { # BINARY [FLAGS]
-  "$1" agent --iface lo --port "$port" --pid "$broker_pid" --listen "127.0.0.1:$mport" \
+  "${host[@]}" "$1" agent --iface lo --port "$port" --pid "$broker_pid" --listen "127.0.0.1:$mport" \
     --out "$work/slow" --slow 100ms "${@:2}" >"$work/agent.out" 2>&1 &
   agent_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null && break; sleep 0.2; done
@@ -138,6 +167,16 @@ stop_agent() {
   wait "$agent_pid" || true
   agent_pid=""
   rm -rf "$work/slow"
+}
+# thief_share LOAD: the mean CPU (% of a core, at least 1) of this build's
+# agent at LOAD in the runs so far.
+thief_share() {
+  awk -F'\t' -v l="$1" '$1 == "agent" && $2 == l {s += $8; n++} END {if (!n) exit 1; p = int(s / n + 0.5); print (p < 1 ? 1 : p)}' "$work/runs.tsv"
+}
+start_thief() { # SHARE
+  "${host[@]}" stress-ng --cpu 1 --cpu-load "$1" --cpu-load-slice 1 --cpu-method loop -t 0 -q >"$work/thief.out" 2>&1 &
+  agent_pid=$!
+  sleep 1
 }
 
 # run ARM LOAD TRIAL: one run; appends a line to runs.tsv.
@@ -151,6 +190,11 @@ run() {
     agent) start_agent "$kscope" ;;
     capture) start_agent "$kscope" --no-trace ;;
     before) start_agent "$before" ;;
+    thief)
+      local share
+      share="$(thief_share "$ld")" || { echo "agent.sh: no agent run at $ld before the thief's" >&2; exit 1; }
+      start_thief "$share"
+      ;;
   esac
   if [[ "$ld" == max ]]; then
     sysctl -q -w kernel.bpf_stats_enabled=0
@@ -166,13 +210,27 @@ run() {
   local lp=$!
   sleep $((warmup + 2))
   b0="$(cpu_ticks "$bpid")" t0="$(date +%s.%N)"
-  [[ -n "$agent_pid" ]] && a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
+  if [[ "$arm" == thief ]]; then
+    a0="$(cpu_ticks "$agent_pid")"
+  elif [[ -n "$agent_pid" ]]; then
+    a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
+  fi
   sleep $((duration - 2))
   b1="$(cpu_ticks "$bpid")" t1="$(date +%s.%N)"
-  [[ -n "$agent_pid" ]] && a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
+  if [[ "$arm" == thief ]]; then
+    a1="$(cpu_ticks "$agent_pid")"
+  elif [[ -n "$agent_pid" ]]; then
+    a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
+  fi
   wait "$lp"
   local drops=0
-  if [[ -n "$agent_pid" ]]; then
+  if [[ "$arm" == thief ]]; then
+    kill "$agent_pid"
+    wait "$agent_pid" || true
+    agent_pid=""
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+  elif [[ -n "$agent_pid" ]]; then
     drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
     stop_agent
     kill "$sampler" 2>/dev/null || true
@@ -199,6 +257,7 @@ EOF
 : >"$work/runs.tsv"
 arms=(none agent)
 [[ -n "$before" ]] && arms+=(before)
+arms+=(thief)
 load 5000 "$port" warmup >/dev/null
 load 5000 "$logport" warmup-log >/dev/null
 for trial in $(seq "$((trials > max_trials ? trials : max_trials))"); do
@@ -247,10 +306,10 @@ EOF
 )"
 fi
 
-python3 - "$work/runs.tsv" "$trials" "$duration" "$before_rev" "$(nproc)" "$max_trials" <<'EOF'
+python3 - "$work/runs.tsv" "$trials" "$duration" "$before_rev" "$(nproc)" "$max_trials" "$pin" <<'EOF'
 import math, sys
 from collections import defaultdict
-path, trials, duration, before_rev, cores, max_trials = sys.argv[1:]
+path, trials, duration, before_rev, cores, max_trials, pin = sys.argv[1:]
 # Student's t, two-sided 95%, by degrees of freedom.
 T = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
 rows = defaultdict(list)
@@ -266,15 +325,19 @@ def ci(xs):
 def fmt(xs, nd=1):
     m, h = ci(xs)
     return f"{m:.{nd}f} ± {h:.{nd}f}" if not math.isnan(h) else f"{m:.{nd}f}"
-order = {"none": 0, "agent": 1, "before": 2, "capture": 3, "reqlog": 4}
+order = {"none": 0, "agent": 1, "before": 2, "capture": 3, "thief": 4, "reqlog": 5}
 names = {"none": "nothing watching", "agent": "kscope agent", "before": f"kscope agent before ({before_rev})",
-         "capture": "kscope agent --no-trace", "reqlog": "Kafka request logger"}
+         "capture": "kscope agent --no-trace", "thief": "CPU thief at the agent's CPU (stress-ng)",
+         "reqlog": "Kafka request logger"}
+where = ("The broker (and the agent or thief) pinned to CPU 0, the clients to CPU 1." if pin == "1"
+         else f"{cores} cores, shared by all.")
 print(f"# kscope agent: cost at fixed loads and at the maximum\n")
 print(f"Load: `kscope bench run`, 8 producers, 2 consumers, linger 0, 1 KiB batches; fixed loads of 900-byte messages "
       f"(one per produce request), max: `--rate max` with 100-byte messages into one partition. {trials} trials per arm "
       f"({max_trials} at the max), arms interleaved, {duration} s measured per run (CPU and the agent's requests over its steady part: "
       f"{int(duration) - 2} s from 2 s after the warm-up; BPF statistics on at the fixed loads only). "
-      f"Means ± 95% confidence intervals over the trials. {cores} cores.\n")
+      f"Thief: `stress-ng --cpu 1 --cpu-load P --cpu-load-slice 1`, P the agent's mean CPU (% of a core) at that load "
+      f"in the runs before it. Means ± 95% confidence intervals over the trials. {where}\n")
 print("| load (msgs/s) | arm | requests/s | msgs/s | p99 service ms | broker CPU % | agent CPU % of a core | agent CPU % per 10k req/s | agent BPF % of a core | BPF % per 10k req/s | agent peak RSS MiB | lost |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 def loadkey(k):
@@ -293,6 +356,8 @@ for key in sorted(rows, key=loadkey):
         b = "—" if key[0] == "max" else fmt(bpf, 2)
         bp = "—" if key[0] == "max" else fmt(bper, 2)
         line += f" {fmt(acpu, 2)} | {fmt(per, 2)} | {b} | {bp} | {max(peak)/1024:.0f} | {int(sum(lost))} |"
+    elif key[1] == "thief":
+        line += f" {fmt(acpu, 2)} | | | | | |"
     else:
         line += " | | | | | |"
     print(line)
@@ -301,4 +366,5 @@ echo
 [[ -n "$soak_line" ]] && echo "$soak_line" && echo
 maxenv=""
 [[ "$with_max" != 1 ]] && maxenv="MAX=$with_max "
+[[ "$pin" == 1 ]] && maxenv+="PIN=1 "
 echo "Command: \`${maxenv}BEFORE_REV=${before_rev:-none} TRIALS=$trials MAX_TRIALS=$max_trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."

@@ -4,7 +4,7 @@
 #
 #   - checks Go and Java (not installed here: they come with the machine)
 #   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven,
-#     ethtool, chromium, tcpreplay
+#     ethtool, chromium, tcpreplay, openssl, stress-ng
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
 #   - the extract-tls-secrets Java agent (TLS keys from a running broker)
@@ -37,6 +37,7 @@ declare -A pkgs=(
   [chromium]=chromium # the report screenshot test (headless)
   [tcpreplay]=tcpreplay # bench/agent-replay.sh replays a capture at top speed
   [openssl]=openssl # a TLS 1.3 client that sends KeyUpdate (internal/tlsdecrypt)
+  [stress-ng]=stress-ng # bench/agent.sh's control: a process that only takes CPU
 )
 missing=()
 for p in "${!pkgs[@]}"; do
