@@ -361,6 +361,33 @@ for key in sorted(rows, key=loadkey):
     else:
         line += " | | | | | |"
     print(line)
+# Trial pairs: each arm against nothing watching and the agent against the
+# thief, in the same trial (runs of one trial are minutes apart, of
+# different trials longer: pairs see drift the intervals do not).
+short = {"none": "nothing", "agent": "agent", "before": "before", "capture": "--no-trace", "thief": "thief"}
+trial = defaultdict(dict)
+for line in open(path):
+    f = line.rstrip("\n").split("\t")
+    trial[(f[1], f[2])][f[0]] = dict(msgs=float(f[4]), p99=float(f[5]), bcpu=float(f[6]))
+print("\nTrial pairs (in how many trials the first arm's value was lower or higher than the second's):\n")
+for ld in sorted({k[0] for k in trial}, key=lambda l: math.inf if l == "max" else float(l)):
+    ts = [t for k, t in trial.items() if k[0] == ld]
+    parts = []
+    for a, b in (("agent", "none"), ("before", "none"), ("capture", "none"), ("thief", "none"), ("agent", "thief"),
+                 ("agent", "before"), ("agent", "capture")):
+        both = [t for t in ts if a in t and b in t]
+        if not both:
+            continue
+        lower = sum(t[a]["msgs"] < t[b]["msgs"] for t in both)
+        higher = sum(t[a]["p99"] > t[b]["p99"] for t in both)
+        # At the max the broker's cores are saturated: its CPU per message
+        # is what the arms change.
+        per = (lambda r: r["bcpu"] / r["msgs"]) if ld == "max" else (lambda r: r["bcpu"])
+        cpu = sum(per(t[a]) > per(t[b]) for t in both)
+        what = f"msgs/s lower {lower}, " if ld == "max" else ""
+        cpuname = "broker CPU per message" if ld == "max" else "broker CPU"
+        parts.append(f"{short[a]} vs {short[b]}: {what}p99 higher {higher}, {cpuname} higher {cpu}, of {len(both)}")
+    print(f"- {ld}: " + "; ".join(parts))
 EOF
 echo
 [[ -n "$soak_line" ]] && echo "$soak_line" && echo
