@@ -282,9 +282,12 @@ func (t *Tracer) convertJournal(ev *iojournalIojournalEvent) (journalEvent, erro
 		s := &event.FileSync{Kind: event.KindExt4Fsync, Start: start, End: end, LatencyMs: lat,
 			PID: int(ev.Pid), TID: int(ev.Tid), Datasync: ev.Sync != 0, Dev: dev, Ino: ev.Id, Partition: -1}
 		id := fileID{dev: ev.Dev, ino: ev.Id}
-		path, ok := t.files.known(id) // another process's file: see fileResolver.known
+		var path string
+		var ok bool
 		if int(ev.Pid) == t.cfg.PID {
 			path, ok = t.files.lookup(id, -1)
+		} else {
+			path, ok = t.files.known(id) // another process's file: see fileResolver.known
 		}
 		if ok {
 			if f, ok := classify(path, t.cfg.LogDirs, true); ok {
