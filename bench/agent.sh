@@ -173,6 +173,8 @@ stop_agent() {
 thief_share() {
   awk -F'\t' -v l="$1" '$1 == "agent" && $2 == l {s += $8; n++} END {if (!n) exit 1; p = int(s / n + 0.5); print (p < 1 ? 1 : p)}' "$work/runs.tsv"
 }
+# The thief's pid goes where the agent's would (agent_pid): it is measured,
+# sampled and stopped like one.
 start_thief() { # SHARE
   "${host[@]}" stress-ng --cpu 1 --cpu-load "$1" --cpu-load-slice 1 --cpu-method loop -t 0 -q >"$work/thief.out" 2>&1 &
   agent_pid=$!
@@ -209,29 +211,20 @@ run() {
   load "$ld" "$bport" "$name" &
   local lp=$!
   sleep $((warmup + 2))
+  # The thief has no metrics to read: only its CPU is measured.
+  local agent=0
+  [[ -n "$agent_pid" && "$arm" != thief ]] && agent=1
   b0="$(cpu_ticks "$bpid")" t0="$(date +%s.%N)"
-  if [[ "$arm" == thief ]]; then
-    a0="$(cpu_ticks "$agent_pid")"
-  elif [[ -n "$agent_pid" ]]; then
-    a0="$(cpu_ticks "$agent_pid")" f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
-  fi
+  [[ -n "$agent_pid" ]] && a0="$(cpu_ticks "$agent_pid")"
+  ((agent)) && f0="$(bpf_ns "$agent_pid")" r0="$(metric kscope_requests_total)"
   sleep $((duration - 2))
   b1="$(cpu_ticks "$bpid")" t1="$(date +%s.%N)"
-  if [[ "$arm" == thief ]]; then
-    a1="$(cpu_ticks "$agent_pid")"
-  elif [[ -n "$agent_pid" ]]; then
-    a1="$(cpu_ticks "$agent_pid")" f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
-  fi
+  [[ -n "$agent_pid" ]] && a1="$(cpu_ticks "$agent_pid")"
+  ((agent)) && f1="$(bpf_ns "$agent_pid")" r1="$(metric kscope_requests_total)"
   wait "$lp"
   local drops=0
-  if [[ "$arm" == thief ]]; then
-    kill "$agent_pid"
-    wait "$agent_pid" || true
-    agent_pid=""
-    kill "$sampler" 2>/dev/null || true
-    wait "$sampler" 2>/dev/null || true
-  elif [[ -n "$agent_pid" ]]; then
-    drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
+  if [[ -n "$agent_pid" ]]; then
+    ((agent)) && drops=$(($(metric kscope_agent_capture_drops_total) + $(metric kscope_agent_ringbuf_drops_total)))
     stop_agent
     kill "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
