@@ -57,6 +57,10 @@ type reqCtx struct {
 	lockWaited  []interval
 	ownerParked []interval
 	ownerParks  []ParkWait
+	// wakersStarved are the waits for a CPU of the threads that ended the
+	// sleeps park-wait followed (and the monitor owners' sleeps in
+	// ownerParked), during those sleeps: cpu-starved's.
+	wakersStarved wakersStarved
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,

@@ -30,7 +30,11 @@ const maxRunDelayEvidence = 10
 //   - the network thread serving its connection, over the same span but
 //     outside the handler's appends (it reads the request before and
 //     sends the response after);
-//   - both outside the JVM's pauses: a wait inside one is the pause's;
+//   - the threads that ended the handlers' sleeps park-wait followed (a
+//     lock's holder: the log flusher, the JVM's sweeper, another
+//     handler), and those they waited for in turn, during those sleeps
+//     (c.wakersStarved, collected by parkWait);
+//   - all outside the JVM's pauses: a wait inside one is the pause's;
 //   - the parts of the JVM's pauses during the request that the VM's
 //     stop-the-world threads spent waiting for a CPU (see jvmPauses);
 //   - the times the broker's cgroup had used up its CPU quota, over the
@@ -61,6 +65,11 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 		for _, d := range x.runDelaysOverlapping(int(tid), span.a, span.b) {
 			add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}}, span)
 		}
+	}
+	// A lock's holder waiting for a CPU held up every thread that
+	// waited for the lock (see parkedParts).
+	for _, d := range c.wakersStarved.delays {
+		add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}}, span)
 	}
 	for _, w := range e.wakerDelays(c, span) {
 		add(w, []interval{{w.Start.UnixNano(), w.End.UnixNano()}}, interval{min(c.netFrom, span.a), span.b})

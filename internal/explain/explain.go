@@ -457,6 +457,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		ownSlow, blockers         []int32
 		ownerParked               []interval
 		ownerParks                []ParkWait
+		ownerStarved              wakersStarved
 	)
 	for pi := range r.Partitions {
 		p := &r.Partitions[pi]
@@ -510,7 +511,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 				}
 				f.LockWaits = append(f.LockWaits, l)
 				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
-				parked, rest := e.ownerParked(l, iv, &ownerParks)
+				parked, rest := e.ownerParked(l, iv, &ownerParks, &ownerStarved)
 				ownerParked = append(ownerParked, parked...)
 				blockPart = append(blockPart, rest...)
 				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
@@ -598,7 +599,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	steal := e.steal(f, A, E, L)
 
 	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart, netFrom: brokerStart, replicating: replicating, ownEnd: ownEnd,
-		lockWaited: blockPart, ownerParked: ownerParked, ownerParks: ownerParks}
+		lockWaited: blockPart, ownerParked: ownerParked, ownerParks: ownerParks, wakersStarved: ownerStarved}
 	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
 		// The broker's window closed while the request arrived: its
 		// network thread was not reading, so the arrival is its time.
@@ -630,8 +631,10 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	repl := e.replication(r, c, f, replicating && allOwn, ownEnd, ahead)
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
-	starved := e.cpuStarved(c, f)
+	// park-wait first: the waits for a CPU of the threads its sleeps
+	// waited for are cpu-starved's (c.wakersStarved).
 	parked := e.parkWait(c, f)
+	starved := e.cpuStarved(c, f)
 	queue := e.requestQueue(c, f, slices.Concat(own, blockPart, parked.ivs, starved.ivs))
 	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
 

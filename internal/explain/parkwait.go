@@ -87,7 +87,7 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 		keep := func(p ParkWait) bool {
 			return p.Start.UnixNano() >= ownStart || e.idx.isHandler(p.WakerTID) || !e.inOtherRequest(tid, p, busy)
 		}
-		for _, p := range e.parkedParts(int(tid), span, 0, keep, f) {
+		for _, p := range e.parkedParts(int(tid), span, 0, keep, f, &c.wakersStarved) {
 			m.ivs = append(m.ivs, minus(p, holes)...)
 		}
 	}
@@ -175,7 +175,12 @@ func (e *Explainer) handlerFrom(c *reqCtx, tid int32) (from, ownStart int64, bus
 // that woke it counts for the parts of the sleep that handler was parked
 // in turn, followed to parkChainDepth. The sleeps that count, and what
 // their wakers did in the kernel meanwhile, are added to f as evidence.
-func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(ParkWait) bool, f *Finding) []interval {
+//
+// The parts of a sleep during which the thread that ended it waited for
+// a CPU (or a thread it waited for in turn, see heldBy) are not
+// park-wait's: the lock was held up by the CPU, not by what its holder
+// did. They go to starved, cpu-starved's.
+func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(ParkWait) bool, f *Finding, starved *wakersStarved) []interval {
 	x := e.idx
 	var out []interval
 	for _, p := range e.sleepsOf(tid, span) {
@@ -192,15 +197,16 @@ func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(Par
 		var parts []interval
 		switch {
 		case p.Blocker != "":
-			parts = []interval{iv}
+			parts = minusAll([]interval{iv}, e.wakerStarved(p, iv, depth, starved))
 		case p.WakerTID == 0 || event.IsStopTheWorldThread(p.WakerThread):
 			continue
 		case x.isHandler(p.WakerTID):
+			e.wakerStarved(p, iv, depth, starved)
 			if depth+1 < parkChainDepth {
-				parts = e.parkedParts(p.WakerTID, iv, depth+1, nil, f)
+				parts = e.parkedParts(p.WakerTID, iv, depth+1, nil, f, starved)
 			}
 		default:
-			parts = []interval{iv}
+			parts = minusAll([]interval{iv}, e.wakerStarved(p, iv, depth, starved))
 		}
 		if len(parts) == 0 {
 			continue
@@ -217,6 +223,33 @@ func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(Par
 		}
 	}
 	return out
+}
+
+// wakersStarved are the waits for a CPU of the threads that ended the
+// sleeps park-wait followed, during those sleeps (parkedParts).
+type wakersStarved struct {
+	delays []event.RunDelay
+}
+
+// wakerStarved adds to starved, and returns, the parts of sleep p (within
+// iv) during which the thread that ended it waited for a CPU, and, when
+// that thread is not a handler (whose own sleeps parkedParts follows),
+// the threads it waited for in turn (heldBy). A stop-the-world thread's
+// waits are the JVM pause's (jvmPauses).
+func (e *Explainer) wakerStarved(p ParkWait, iv interval, depth int, starved *wakersStarved) []interval {
+	if p.WakerTID == 0 || event.IsStopTheWorldThread(p.WakerThread) {
+		return nil
+	}
+	ds := e.delaysIn(p.WakerTID, iv)
+	if !e.idx.isHandler(p.WakerTID) {
+		ds = append(ds, e.heldBy(p.WakerTID, iv, depth+1)...)
+	}
+	ivs := make([]interval, 0, len(ds))
+	for _, d := range ds {
+		ivs = append(ivs, interval{d.Start.UnixNano(), d.End.UnixNano()})
+	}
+	starved.delays = append(starved.delays, ds...)
+	return ivs
 }
 
 // sleepsOf returns tid's sleeps overlapping span that another broker
@@ -254,16 +287,22 @@ func (e *Explainer) sleepsOf(tid int, span interval) []ParkWait {
 
 // ownerParked splits a handler's monitor wait (JFR, with the monitor's
 // owner) into the parts during which the owner was parked (see
-// parkedParts; park-wait's) and the rest (lock-wait's). ps collects the
-// owner's sleeps as evidence.
-func (e *Explainer) ownerParked(l event.LockWait, iv interval, ps *[]ParkWait) (parked, rest []interval) {
+// parkedParts; park-wait's), those during which the threads it waited for
+// waited for a CPU (in starved, cpu-starved's) and the rest (lock-wait's).
+// ps collects the owner's sleeps as evidence.
+func (e *Explainer) ownerParked(l event.LockWait, iv interval, ps *[]ParkWait, starved *wakersStarved) (parked, rest []interval) {
 	if l.Park || l.OwnerTID == 0 {
 		return nil, []interval{iv}
 	}
 	var ev Finding
-	parked = e.parkedParts(l.OwnerTID, iv, 1, nil, &ev)
+	n := len(starved.delays)
+	parked = e.parkedParts(l.OwnerTID, iv, 1, nil, &ev, starved)
 	*ps = append(*ps, ev.ParkWaits...)
-	return parked, minusAll([]interval{iv}, parked)
+	held := slices.Clone(parked)
+	for _, d := range starved.delays[n:] {
+		held = append(held, interval{d.Start.UnixNano(), d.End.UnixNano()})
+	}
+	return parked, minusAll([]interval{iv}, held)
 }
 
 // minusAll returns the parts of ivs not covered by holes.
@@ -294,7 +333,7 @@ func parkWaitDetail(f *Finding) string {
 		s += fmt.Sprintf(" until %s (tid %d) let it go", p.WakerThread, p.WakerTID)
 	}
 	for _, w := range f.ParkWaits[1:] {
-		if w.Depth > 0 && w.WakerTID != 0 {
+		if w.Depth == p.Depth+1 && w.TID == p.WakerTID && w.WakerTID != 0 {
 			s += fmt.Sprintf(", which waited %.1f ms for %s (tid %d)", w.LatencyMs, w.WakerThread, w.WakerTID)
 			break
 		}

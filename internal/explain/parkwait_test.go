@@ -221,6 +221,45 @@ func TestParkWait(t *testing.T) {
 			cause:   CauseUnexplained,
 		},
 		{
+			name:    "woken by the JVM's code cache sweeper, which waited for a CPU most of the sleep: the CPU held it",
+			writes:  []*event.Write{wr(11, 92, 92.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 3, 91, 40, "Sweeper thread")},
+			delays:  []*event.RunDelay{runDelay(40, 5, 85, "kscope-cpu-hog")},
+			req:     req(15, 0, 100),
+			cause:   CauseCPUStarved,
+			detail:  []string{"the CPU went to kscope-cpu-hog"},
+		},
+		{
+			name:    "woken by the sweeper, which waited for a handler that waited for a CPU: the CPU held both",
+			writes:  []*event.Write{wr(12, 1, 1.1, 200), wr(11, 92, 92.1, 100)},
+			wakeups: []*event.Wakeup{wakeup(11, 3, 91, 40, "Sweeper thread"), wakeup(40, 4, 90, 12, "data-plane-kafk")},
+			delays:  []*event.RunDelay{runDelay(12, 5, 89, "kscope-cpu-hog")},
+			req:     req(16, 0, 100),
+			cause:   CauseCPUStarved,
+			detail:  []string{"the CPU went to kscope-cpu-hog"},
+		},
+		{
+			name:    "a monitor held by a parked owner, whose waker waited for a CPU: the CPU held it",
+			writes:  []*event.Write{wr(12, 1, 1.1, 200), wr(11, 92, 92.1, 100)},
+			parks:   []*event.LockWait{monitorWait(11, 3, 91, 12), park(12, 1.2, 90.5, indexLock)},
+			wakeups: []*event.Wakeup{wakeup(12, 1.2, 90.5, 31, "kafka-schedule"), wakeup(11, 3, 91, 12, "data-plane-kafk")},
+			delays:  []*event.RunDelay{runDelay(31, 2, 88, "kscope-cpu-hog")},
+			req:     req(17, 0, 100),
+			cause:   CauseCPUStarved,
+			detail:  []string{"the CPU went to kscope-cpu-hog"},
+		},
+		{
+			name:    "the index lock's holder in msync, briefly waiting for a CPU too: still the park",
+			writes:  []*event.Write{wr(11, 5, 5.1, 100)},
+			parks:   []*event.LockWait{park(11, 5.2, 90, indexLock)},
+			wakeups: []*event.Wakeup{wakeup(11, 5.2, 90.1, 31, "kafka-schedule")},
+			waits:   []*event.KernelWait{kwait(31, 6, 86, msyncStack...)},
+			delays:  []*event.RunDelay{named(runDelay(31, 86, 89, "kscope-cpu-hog"), "kafka-schedule")},
+			req:     req(18, 0, 100),
+			cause:   CauseParkWait,
+			detail:  []string{"until kafka-schedule (tid 31) let it go", "file_write_and_wait_range"},
+		},
+		{
 			name:    "a thread's own wake-up of itself is no wait",
 			writes:  []*event.Write{wr(11, 90, 90.1, 100)},
 			wakeups: []*event.Wakeup{wakeup(11, 2, 89, 11, "data-plane-kafk")},
@@ -250,6 +289,9 @@ func TestParkWait(t *testing.T) {
 		})
 	}
 }
+
+// named gives d's waiting thread a name.
+func named(d *event.RunDelay, thread string) *event.RunDelay { d.Thread = thread; return d }
 
 func containsDepth(ps []ParkWait, d int) bool {
 	for _, p := range ps {
