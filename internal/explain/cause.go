@@ -182,3 +182,30 @@ func clipAll(ivs []interval, to interval) []interval {
 // the broker could read a request for the request to count as queued
 // behind it on its connection.
 const queueTolerance = int64(time.Millisecond)
+
+// newReqCtx is the context the causes measure r in: A..E, when the
+// broker could read it, the handlers and own appends sw found, and the
+// network thread serving its connection (also set in f).
+func (e *Explainer) newReqCtx(r *event.Request, f *Finding, sw *storageWaits, A, E, brokerStart int64, replicating bool) *reqCtx {
+	x := e.idx
+	c := &reqCtx{A: A, E: E, L: E - A, brokerStart: brokerStart, netFrom: brokerStart, replicating: replicating, ownEnd: sw.ownEnd,
+		lockWaited: sw.blockPart, ownerParked: sw.ownerParked, ownerParks: sw.ownerParks, wakersStarved: sw.ownerStarved}
+	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
+		// The broker's window closed while the request arrived: its
+		// network thread was not reading, so the arrival is its time.
+		c.netFrom = A
+	}
+	for _, i := range sw.ownSlow {
+		w := &x.writes[i]
+		c.own = append(c.own, interval{w.start, w.end})
+		c.ownTID = append(c.ownTID, w.tid)
+		if !slices.Contains(c.handlers, w.tid) {
+			c.handlers = append(c.handlers, w.tid)
+		}
+	}
+	if ct, ok := x.connThread(r.Client, A); ok {
+		c.netTID = ct.TID
+		f.NetworkThread = &ct
+	}
+	return c
+}

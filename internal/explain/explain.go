@@ -434,10 +434,8 @@ func (e *Explainer) Explain(r *event.Request) *Finding { return e.explain(r, tru
 // explain classifies r; count adds it to the summary (a request explained
 // only because a slow one queued behind it is not counted).
 func (e *Explainer) explain(r *event.Request, count bool) *Finding {
-	x := e.idx
 	A, E := r.Arrival.UnixNano(), r.End.UnixNano()
 	L := E - A
-	whole := interval{A, E}
 	brokerStart := E - int64(r.BrokerMs*1e6)
 	if brokerStart < A || brokerStart > E {
 		brokerStart = A
@@ -449,174 +447,28 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 		Retransmits: r.Retransmits, ResponseRetransmits: r.ResponseRetransmits, ZeroWindows: r.ZeroWindows, BrokerZeroWindows: r.BrokerZeroWindows, ResponseAckWaitMs: r.ResponseAckWaitMs,
 	}
 
-	var (
-		own, blockConn, blockPart []interval
-		ownEnd                    int64   = -1
-		allOwn                            = len(r.Partitions) > 0
-		rootWrites                []int32 // the writes a storage cause rests on, by cause
-		ownSlow, blockers         []int32
-		ownerParked               []interval
-		ownerParks                []ParkWait
-		ownerStarved              wakersStarved
-	)
-	for pi := range r.Partitions {
-		p := &r.Partitions[pi]
-		ev := PartitionEvidence{Topic: p.Topic, Partition: p.Partition, Records: p.Records, Bytes: p.Bytes}
-		ev.MessageIDs = p.MessageIDs
-		if len(ev.MessageIDs) > e.cfg.MaxMessageIDs {
-			ev.MoreMessageIDs = len(ev.MessageIDs) - e.cfg.MaxMessageIDs
-			ev.MessageIDs = ev.MessageIDs[:e.cfg.MaxMessageIDs]
-		}
-		k := partKey{p.Topic, p.Partition}
-		var (
-			cands      []int32
-			lockOwners []lockOwner
-			byOwner    = make(map[int32]bool)
-		)
-		x.overlapping(k, A, E, func(i int32) { cands = append(cands, i) })
-
-		ownIdx, matched := e.findOwn(p, cands, A, brokerStart, E)
-		waitEnd := E
-		if ownIdx >= 0 {
-			w := &x.writes[ownIdx]
-			waitEnd = max(w.start, A)
-			own = append(own, clip(interval{w.start, w.end}, whole))
-			ownEnd = max(ownEnd, w.end)
-			we := e.evidence(ownIdx)
-			we.MatchedBy = matched
-			ev.Write = &we
-			ownSlow = append(ownSlow, ownIdx)
-			// The handler blocked in the file system outside its
-			// write call (a page fault on a memory-mapped index, a
-			// journal handle): part of appending, too.
-			for _, kw := range x.waitsOverlapping(int(w.tid), brokerStart, E) {
-				if !isFSWait(kw.Stack) {
-					continue
-				}
-				iv := clip(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, interval{brokerStart, E})
-				own = append(own, iv)
-				if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
-					f.KernelWaits = append(f.KernelWaits, kw)
-				}
-			}
-			// JFR: the handling thread's lock waits before its write,
-			// from when the broker took the request (before that the
-			// thread may have been busy with the connection's previous
-			// request).
-			for _, l := range x.locksOverlapping(int(w.tid), brokerStart, waitEnd) {
-				// A request's partitions are appended by one thread:
-				// its waits show up once per partition.
-				if l.Park || slices.ContainsFunc(f.LockWaits, func(o event.LockWait) bool { return o.TID == l.TID && o.Start.Equal(l.Start) }) {
-					continue // parks are park-wait's (parkwait.go)
-				}
-				f.LockWaits = append(f.LockWaits, l)
-				iv := clip(interval{l.Start.UnixNano(), l.End.UnixNano()}, interval{brokerStart, waitEnd})
-				parked, rest := e.ownerParked(l, iv, &ownerParks, &ownerStarved)
-				ownerParked = append(ownerParked, parked...)
-				blockPart = append(blockPart, rest...)
-				lockOwners = append(lockOwners, lockOwner{tid: int32(l.OwnerTID), iv: interval{l.Start.UnixNano(), l.End.UnixNano()}})
-				// Where the owner was stuck meanwhile, if in the kernel.
-				if l.OwnerTID != 0 {
-					for _, kw := range x.waitsOverlapping(l.OwnerTID, l.Start.UnixNano(), l.End.UnixNano()) {
-						if isFSWait(kw.Stack) && !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
-							f.KernelWaits = append(f.KernelWaits, kw)
-						}
-					}
-				}
-			}
-		} else {
-			allOwn = false
-		}
-		for _, i := range cands {
-			if i == ownIdx {
-				continue
-			}
-			w := &x.writes[i]
-			if w.start >= waitEnd {
-				continue
-			}
-			// The monitor's owner (JFR) writing while this thread
-			// waited for it: the write it queued behind, named.
-			for _, o := range lockOwners {
-				if o.tid != 0 && o.tid == w.tid && w.start < o.iv.b && w.end > o.iv.a {
-					byOwner[i] = true
-				}
-			}
-			conn := clip(interval{w.start, w.end}, interval{A, brokerStart})
-			part := clip(interval{w.start, w.end}, interval{brokerStart, waitEnd})
-			if conn.b-conn.a+part.b-part.a <= 0 {
-				continue
-			}
-			blockConn = append(blockConn, conn)
-			blockPart = append(blockPart, part)
-			we := e.evidence(i)
-			if byOwner[i] {
-				we.MatchedBy = MatchLockOwner
-			}
-			ev.Blocking = append(ev.Blocking, we)
-			blockers = append(blockers, i)
-		}
-		f.Partitions = append(f.Partitions, ev)
-	}
+	sw := e.partitionWrites(r, f, A, brokerStart, E)
 
 	// Queued on the connection behind a slow request: the writes that
 	// request waited on held this one up too, whatever their partition.
 	prev, queued := e.last[r.Client]
 	queued = queued && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= queueTolerance
 	if queued && (prev.cause == CauseSlowWrite || prev.cause == CauseLockWait) {
-		qb := &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
-		for _, i := range prev.roots {
-			w := &x.writes[i]
-			iv := clip(interval{w.start, w.end}, interval{A, brokerStart})
-			if iv.b > iv.a {
-				qb.Writes = append(qb.Writes, e.evidence(i))
-				blockers = append(blockers, i)
-			}
-		}
-		// The time it rests on: writes, and kernel waits or lock waits
-		// that have no write of their own.
-		held := int64(0)
-		for _, iv := range prev.ivs {
-			if c := clip(iv, interval{A, brokerStart}); c.b > c.a {
-				blockConn = append(blockConn, c)
-				held += c.b - c.a
-			}
-		}
-		if held > 0 {
-			f.QueuedBehind = qb
-		}
+		e.queuedBehindWrites(&sw, f, prev, A, brokerStart)
 	}
 
-	waited := slices.Concat(blockConn, blockPart)
-	slowWrite := unionLen(own)
-	connWait := unionLen(blockConn)
-	partWait := unionLen(blockPart)
+	waited := slices.Concat(sw.blockConn, sw.blockPart)
+	slowWrite := unionLen(sw.own)
+	connWait := unionLen(sw.blockConn)
+	partWait := unionLen(sw.blockPart)
 	lockWait := unionLen(waited)
-	storage := unionLen(slices.Concat(own, waited))
+	storage := unionLen(slices.Concat(sw.own, waited))
 	replicating := e.followers && r.Acks != nil && *r.Acks == -1
 	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
 	response := min(int64(r.ResponseMs*1e6), L)
 	steal := e.steal(f, A, E, L)
 
-	c := &reqCtx{A: A, E: E, L: L, brokerStart: brokerStart, netFrom: brokerStart, replicating: replicating, ownEnd: ownEnd,
-		lockWaited: blockPart, ownerParked: ownerParked, ownerParks: ownerParks, wakersStarved: ownerStarved}
-	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
-		// The broker's window closed while the request arrived: its
-		// network thread was not reading, so the arrival is its time.
-		c.netFrom = A
-	}
-	for _, i := range ownSlow {
-		w := &x.writes[i]
-		c.own = append(c.own, interval{w.start, w.end})
-		c.ownTID = append(c.ownTID, w.tid)
-		if !slices.Contains(c.handlers, w.tid) {
-			c.handlers = append(c.handlers, w.tid)
-		}
-	}
-	if ct, ok := x.connThread(r.Client, A); ok {
-		c.netTID = ct.TID
-		f.NetworkThread = &ct
-	}
+	c := e.newReqCtx(r, f, &sw, A, E, brokerStart, replicating)
 	if queued {
 		c.queued = make(map[string][]interval, len(prev.byCause))
 		for cause, ivs := range prev.byCause {
@@ -628,15 +480,15 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	if queued {
 		ahead = prev.replication
 	}
-	repl := e.replication(r, c, f, replicating && allOwn, ownEnd, ahead)
+	repl := e.replication(r, c, f, replicating && sw.allOwn, sw.ownEnd, ahead)
 	netBlocked := e.networkThreadBlocked(c, f)
 	gc, safepoint := e.jvmPauses(c, f)
 	// park-wait first: the waits for a CPU of the threads its sleeps
 	// waited for are cpu-starved's (c.wakersStarved).
 	parked := e.parkWait(c, f)
 	starved := e.cpuStarved(c, f)
-	queue := e.requestQueue(c, f, slices.Concat(own, blockPart, parked.ivs, starved.ivs))
-	net := network(r, c, ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
+	queue := e.requestQueue(c, f, slices.Concat(sw.own, sw.blockPart, parked.ivs, starved.ivs))
+	net := network(r, c, sw.ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
 
 	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(repl.ns),
 		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
@@ -649,7 +501,7 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	}
 	need := int64(e.cfg.Share * float64(L))
 	cause, best, also := classify(L, need, storage, []measured{
-		{cause: CauseSlowWrite, ns: slowWrite, ivs: own},
+		{cause: CauseSlowWrite, ns: slowWrite, ivs: sw.own},
 		{cause: CauseLockWait, ns: lockWait, ivs: waited},
 		repl.measured,
 		{cause: CauseThrottle, ns: throttle},
@@ -672,31 +524,13 @@ func (e *Explainer) explain(r *event.Request, count bool) *Finding {
 	}
 	setFollower(f)
 
-	switch f.Cause {
-	case CauseSlowWrite:
-		rootWrites = ownSlow
-	case CauseLockWait:
-		rootWrites = blockers
-		f.Via = ViaPartitionLock
-		if connWait > partWait {
-			f.Via = ViaConnection
-		}
-	}
-	// The writes a cause rests on are those that make up most of it; a
-	// fast append that also overlapped the wait is evidence, not a root.
-	significant := rootWrites[:0:0]
-	for _, i := range rootWrites {
-		if float64(x.writes[i].dur()) >= e.cfg.Share*f.ExplainedMs*1e6 {
-			significant = append(significant, i)
-		}
-	}
-	rootWrites = significant
+	rootWrites := e.storageRoots(f, &sw, connWait > partWait)
 	e.rootCause(f, rootWrites)
 	f.Detail = e.detail(f, L)
 	var causeIvs []interval
 	switch f.Cause {
 	case CauseSlowWrite:
-		causeIvs = own
+		causeIvs = sw.own
 	case CauseLockWait:
 		causeIvs = waited
 	}
@@ -776,9 +610,7 @@ func (e *Explainer) rootCause(f *Finding, writes []int32) {
 		}
 		// Where the write's thread slept in the kernel meanwhile.
 		for _, kw := range x.waitsOverlapping(int(w.tid), w.start, w.end) {
-			if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
-				f.KernelWaits = append(f.KernelWaits, kw)
-			}
+			addKernelWait(f, kw)
 		}
 		dur := w.dur()
 		if dur <= 0 {

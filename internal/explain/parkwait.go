@@ -216,9 +216,7 @@ func (e *Explainer) parkedParts(tid int, span interval, depth int, keep func(Par
 		f.ParkWaits = append(f.ParkWaits, p)
 		if p.WakerTID != 0 && !x.isHandler(p.WakerTID) {
 			for _, kw := range x.waitsOverlapping(p.WakerTID, iv.a, iv.b) {
-				if !slices.ContainsFunc(f.KernelWaits, func(o event.KernelWait) bool { return o.TID == kw.TID && o.Start.Equal(kw.Start) }) {
-					f.KernelWaits = append(f.KernelWaits, kw)
-				}
+				addKernelWait(f, kw)
 			}
 		}
 	}
