@@ -176,6 +176,14 @@ type threadKey struct {
 
 func keyOf(t jfr.Thread) threadKey { return threadKey{t.JavaID, t.TID} }
 
+// extraCPU is CPU the JVM measured outside the busy samples: a thread's
+// that has none (thread is set), or the JVM's outside its Java threads.
+type extraCPU struct {
+	label, category string
+	thread          *jfr.Thread
+	w               float64
+}
+
 // Build makes the report of pr.
 func Build(pr *jfr.Profile, o Options) *Report {
 	if o.Top <= 0 {
@@ -185,8 +193,40 @@ func Build(pr *jfr.Profile, o Options) *Report {
 	if pr.End.After(pr.Start) {
 		r.DurationSec = pr.End.Sub(pr.Start).Seconds()
 	}
+	cats := newCategorizer()
+	busy, perThread := weighBusy(pr, r, cats)
+	extras := scaleToThreadCPU(pr, r, busy, perThread)
+	r.JVMCPU, r.MachineCPU = averageLoad(pr)
 
-	// Busy samples and the native rotation K.
+	var total float64
+	for _, b := range busy {
+		total += b.w
+	}
+	for _, e := range extras {
+		total += e.w
+	}
+	share := func(w float64) float64 {
+		if total <= 0 {
+			return 0
+		}
+		return w / total
+	}
+	r.Categories = categories(busy, extras, share)
+	addMethodsAndThreads(r, busy, extras, cats, o.Top, share)
+	r.Flame = flameOf(busy, extras, cats)
+
+	r.GCPauses = gcSummary(pr, r.DurationSec)
+	r.Monitors, r.WorstWaits = contention(pr.Waits, o.Top)
+	r.Flags = flags(pr, o.Flags)
+	r.Hints = hints(r, busy)
+	return r
+}
+
+// weighBusy counts pr's samples in r.Samples and returns the busy ones
+// (a stack, not idle), each weighed (a native sample counts K times a
+// Java one: the native rotation, see docs/profile.md) and categorized,
+// with the weight per thread.
+func weighBusy(pr *jfr.Profile, r *Report, cats *categorizer) ([]weighted, map[threadKey]float64) {
 	var busy []weighted
 	nativePer := map[threadKey]int64{}
 	var nativeAll int64
@@ -221,7 +261,6 @@ func Build(pr *jfr.Profile, o Options) *Report {
 	if okj && okn {
 		nativeW = k * float64(pn) / float64(pj)
 	}
-	cats := newCategorizer()
 	perThread := map[threadKey]float64{}
 	for i := range busy {
 		b := &busy[i]
@@ -232,131 +271,115 @@ func Build(pr *jfr.Profile, o Options) *Report {
 		b.category, b.decider = cats.categorize(b.s)
 		perThread[keyOf(b.s.Thread)] += b.w
 	}
+	return busy, perThread
+}
 
-	// Scale to the threads' real CPU, and find the CPU outside them.
-	type extra struct {
-		label, category string
-		thread          *jfr.Thread
-		w               float64
-	}
-	var extras []extra
+// scaleToThreadCPU scales the busy samples' weights to their threads' CPU
+// as JFR measured it (jdk.ThreadCPULoad; r.Method says whether it could)
+// and returns the CPU outside them: threads without samples, and the
+// JVM's outside its Java threads.
+func scaleToThreadCPU(pr *jfr.Profile, r *Report, busy []weighted, perThread map[threadKey]float64) []extraCPU {
 	cpu := threadCPU(pr)
-	if len(cpu) > 0 {
-		r.Method = "thread-cpu"
-		var sampledW, sampledCPU float64
-		for key, c := range cpu {
-			if w := perThread[key]; w > 0 {
-				sampledW += w
-				sampledCPU += c.cpu
-			}
-		}
-		// Threads with samples but no CPU load (they ended before JFR
-		// measured them) keep their weights at the average scale.
-		avg := 0.0
-		if sampledW > 0 {
-			avg = sampledCPU / sampledW
-		}
-		for i := range busy {
-			b := &busy[i]
-			key := keyOf(b.s.Thread)
-			if c, ok := cpu[key]; ok {
-				b.w *= c.cpu / perThread[key]
-			} else {
-				b.w *= avg
-			}
-		}
-		keys := make([]threadKey, 0, len(cpu))
-		for key := range cpu {
-			keys = append(keys, key)
-		}
-		slices.SortFunc(keys, func(a, b threadKey) int { return cmp.Or(cmp.Compare(a.tid, b.tid), cmp.Compare(a.javaID, b.javaID)) })
-		for _, key := range keys {
-			c := cpu[key]
-			if perThread[key] > 0 || c.cpu <= 0 {
-				continue
-			}
-			cat := ThreadCategory(c.thread.Name)
-			if cat == "" || cat == Network || cat == Request || cat == Replicate || cat == Log {
-				// A name says what a thread is for, not where its CPU
-				// went: without a sample it is unsampled.
-				cat = Unsampled
-			}
-			t := c.thread
-			extras = append(extras, extra{label: c.thread.Name, category: cat, thread: &t, w: c.cpu})
-		}
-		if jvm, ok := jvmCPU(pr); ok {
-			var threads float64
-			for _, c := range cpu {
-				threads += c.cpu
-			}
-			// Loads are sampled at different moments: ignore a small
-			// difference either way.
-			if rest := jvm - threads; rest > 0.02*jvm {
-				extras = append(extras, extra{label: "GC and VM threads", category: GC, w: rest})
-			}
+	if len(cpu) == 0 {
+		return nil
+	}
+	r.Method = "thread-cpu"
+	var sampledW, sampledCPU float64
+	for key, c := range cpu {
+		if w := perThread[key]; w > 0 {
+			sampledW += w
+			sampledCPU += c.cpu
 		}
 	}
-	r.JVMCPU, r.MachineCPU = averageLoad(pr)
+	// Threads with samples but no CPU load (they ended before JFR
+	// measured them) keep their weights at the average scale.
+	avg := 0.0
+	if sampledW > 0 {
+		avg = sampledCPU / sampledW
+	}
+	for i := range busy {
+		b := &busy[i]
+		key := keyOf(b.s.Thread)
+		if c, ok := cpu[key]; ok {
+			b.w *= c.cpu / perThread[key]
+		} else {
+			b.w *= avg
+		}
+	}
+	keys := make([]threadKey, 0, len(cpu))
+	for key := range cpu {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b threadKey) int { return cmp.Or(cmp.Compare(a.tid, b.tid), cmp.Compare(a.javaID, b.javaID)) })
+	var extras []extraCPU
+	for _, key := range keys {
+		c := cpu[key]
+		if perThread[key] > 0 || c.cpu <= 0 {
+			continue
+		}
+		cat := ThreadCategory(c.thread.Name)
+		if cat == "" || cat == Network || cat == Request || cat == Replicate || cat == Log {
+			// A name says what a thread is for, not where its CPU
+			// went: without a sample it is unsampled.
+			cat = Unsampled
+		}
+		t := c.thread
+		extras = append(extras, extraCPU{label: c.thread.Name, category: cat, thread: &t, w: c.cpu})
+	}
+	if jvm, ok := jvmCPU(pr); ok {
+		var threads float64
+		for _, c := range cpu {
+			threads += c.cpu
+		}
+		// Loads are sampled at different moments: ignore a small
+		// difference either way.
+		if rest := jvm - threads; rest > 0.02*jvm {
+			extras = append(extras, extraCPU{label: "GC and VM threads", category: GC, w: rest})
+		}
+	}
+	return extras
+}
 
-	var total float64
-	for _, b := range busy {
-		total += b.w
-	}
-	for _, e := range extras {
-		total += e.w
-	}
-	share := func(w float64) float64 {
-		if total <= 0 {
-			return 0
-		}
-		return w / total
-	}
-
-	// Categories and their deciding frames.
+// categories sums the weights per category, with the frames that decided
+// each (at most five), the largest first.
+func categories(busy []weighted, extras []extraCPU, share func(float64) float64) []Category {
 	type catAcc struct {
 		w       float64
 		samples int64
 		frames  map[string]*FrameCount
 	}
 	acc := map[string]*catAcc{}
-	get := func(c string) *catAcc {
-		a := acc[c]
+	add := func(cat, frame string, w float64, samples int64) {
+		a := acc[cat]
 		if a == nil {
 			a = &catAcc{frames: map[string]*FrameCount{}}
-			acc[c] = a
+			acc[cat] = a
 		}
-		return a
+		a.w += w
+		a.samples += samples
+		fc := a.frames[frame]
+		if fc == nil {
+			fc = &FrameCount{Frame: frame}
+			a.frames[frame] = fc
+		}
+		fc.Share += w
+		fc.Samples += samples
 	}
 	for _, b := range busy {
-		a := get(b.category)
-		a.w += b.w
-		a.samples++
 		f := "thread " + threadGroup(b.s.Thread.Name)
 		if b.decider >= 0 {
 			f = frameName(b.s.Stack.Frames[b.decider])
 		}
-		fc := a.frames[f]
-		if fc == nil {
-			fc = &FrameCount{Frame: f}
-			a.frames[f] = fc
-		}
-		fc.Share += b.w
-		fc.Samples++
+		add(b.category, f, b.w, 1)
 	}
 	for _, e := range extras {
-		a := get(e.category)
-		a.w += e.w
 		f := e.label
 		if e.thread != nil {
 			f = "thread " + threadGroup(e.label)
 		}
-		fc := a.frames[f]
-		if fc == nil {
-			fc = &FrameCount{Frame: f}
-			a.frames[f] = fc
-		}
-		fc.Share += e.w
+		add(e.category, f, e.w, 0)
 	}
+	var out []Category
 	for name, a := range acc {
 		c := Category{Name: name, Share: share(a.w), Samples: a.samples}
 		for _, fc := range a.frames {
@@ -368,13 +391,18 @@ func Build(pr *jfr.Profile, o Options) *Report {
 		if name == GC && a.samples == 0 {
 			c.Note = "JVM CPU outside its Java threads (jdk.CPULoad minus jdk.ThreadCPULoad)"
 		}
-		r.Categories = append(r.Categories, c)
+		out = append(out, c)
 	}
-	slices.SortFunc(r.Categories, func(a, b Category) int {
+	slices.SortFunc(out, func(a, b Category) int {
 		return cmp.Or(cmp.Compare(b.Share, a.Share), cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Name, b.Name))
 	})
+	return out
+}
 
-	// Methods, stacks, threads.
+// addMethodsAndThreads sets r's top methods (self and total: a method
+// once per sample however often it recurs), top stacks and threads (each
+// in the category most of its weight went to), top of each.
+func addMethodsAndThreads(r *Report, busy []weighted, extras []extraCPU, cats *categorizer, top int, share func(float64) float64) {
 	self := map[string]*Method{}
 	totalM := map[string]*Method{}
 	stacks := map[*jfr.Stack]*StackLine{}
@@ -432,9 +460,9 @@ func Build(pr *jfr.Profile, o Options) *Report {
 			addThread(*e.thread, e.w, 0, e.category)
 		}
 	}
-	r.TopSelf = topMethods(self, o.Top, share)
-	r.TopTotal = topMethods(totalM, o.Top, share)
-	r.TopStacks = topStacks(stacks, o.Top, share)
+	r.TopSelf = topMethods(self, top, share)
+	r.TopTotal = topMethods(totalM, top, share)
+	r.TopStacks = topStacks(stacks, top, share)
 	for key, tu := range threads {
 		tu.Share = share(tu.Share)
 		best, bw := Other, -1.0
@@ -449,29 +477,27 @@ func Build(pr *jfr.Profile, o Options) *Report {
 	slices.SortFunc(r.Threads, func(a, b ThreadUse) int {
 		return cmp.Or(cmp.Compare(b.Share, a.Share), cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.TID, b.TID))
 	})
-	r.Threads = r.Threads[:min(len(r.Threads), o.Top)]
+	r.Threads = r.Threads[:min(len(r.Threads), top)]
+}
 
-	// The flame graph's tree.
-	r.Flame = newNode("all")
+// flameOf is the flame graph's tree: the busy samples' stacks, and the
+// CPU outside them as leaves of the root.
+func flameOf(busy []weighted, extras []extraCPU, cats *categorizer) *Node {
+	root := newNode("all")
 	for _, b := range busy {
-		r.Flame.add(b.s.Stack, b.w, cats)
+		root.add(b.s.Stack, b.w, cats)
 	}
 	for _, e := range extras {
 		label := "[" + e.category + ": " + e.label + "]"
 		if e.thread == nil {
 			label = "[" + e.label + "]"
 		}
-		n := r.Flame.child(label, e.category)
+		n := root.child(label, e.category)
 		n.Weight += e.w
 		n.Self += e.w
-		r.Flame.Weight += e.w
+		root.Weight += e.w
 	}
-
-	r.GCPauses = gcSummary(pr, r.DurationSec)
-	r.Monitors, r.WorstWaits = contention(pr.Waits, o.Top)
-	r.Flags = flags(pr, o.Flags)
-	r.Hints = hints(r, busy)
-	return r
+	return root
 }
 
 // categorizer caches the rules' verdict per frame.
