@@ -119,17 +119,8 @@ CAP_BPF and CAP_PERFMON).
 }
 
 func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err error) {
-	if o.out == "" {
-		return badInput(errors.New("--out DIR is required"))
-	}
-	if o.duration < 0 || o.minLatency < 0 {
-		return badInput(errors.New("--duration and --min-latency must not be negative"))
-	}
-	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
-	case o.tlsKeys != "" && o.tlsKeyLog != "":
-		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	if err := o.validate(); err != nil {
+		return err
 	}
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
 	if err != nil {
@@ -200,54 +191,9 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
 	}
-	type attachInfo struct {
-		pid               int
-		offset, uncertain time.Duration
-		attached, skipped []string
-		mode              string
-	}
-	var (
-		attachMu sync.Mutex
-		attaches []attachInfo
-	)
-	firstAttach := make(chan struct{})
-	fc.OnAttach = func(tr *iotrace.Tracer) {
-		a, s := tr.JournalGroups()
-		attachMu.Lock()
-		attaches = append(attaches, attachInfo{tr.PID(), tr.ClockOffset(), tr.ClockUncertainty(), a, s, tr.Mode().String()})
-		n := len(attaches)
-		attachMu.Unlock()
-		if n == 1 {
-			close(firstAttach)
-		} else if !o.quiet {
-			fmt.Fprintf(stderr, "record: tracing the new broker, pid %d\n", tr.PID())
-		}
-	}
-	fc.OnExit = func(pid int) {
-		if !o.quiet {
-			fmt.Fprintf(stderr, "record: broker pid %d exited\n", pid)
-		}
-	}
-	var (
-		wg        sync.WaitGroup
-		traceErr  error
-		sessions  []iotrace.Session
-		traceDone = make(chan struct{})
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(traceDone)
-		sessions, traceErr = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal,
-			RunDelay: rec.RunDelay, Wakeup: rec.Wakeup, ConnThread: rec.ConnThread})
-	}()
-	select {
-	case <-firstAttach:
-	case <-traceDone:
-		if traceErr == nil {
-			traceErr = errors.New("record: ended before the tracer attached")
-		}
-		return traceErr
+	tr, err := startTrace(ctx, stderr, o.quiet, fc, rec)
+	if err != nil {
+		return err
 	}
 	var jfrRec *jfr.Recording
 	if o.jfr == "start" {
@@ -296,7 +242,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			reqErr = rec.Request(r)
 		}
 	}, raw)
-	wg.Wait()
+	sessions, traceErr := tr.wait()
 	<-useDone
 	meta.End = time.Now().UTC()
 
@@ -316,27 +262,14 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		cancel()
 	}
 	if jfrPath != "" {
-		lw := &recording.LockWaitCounters{Source: jfrPath}
-		st, err := jfr.ReadLockWaits(jfrPath, rec.LockWait)
-		lw.LockWaits = st.LockWaits
-		if err != nil {
-			lw.Error = err.Error()
-			errs = append(errs, err)
-		}
-		meta.LockWaits = lw
+		var err error
+		meta.LockWaits, err = recordLockWaits(jfrPath, rec)
+		errs = append(errs, err)
 	}
 
 	// Counters, losses included.
-	w := res.Wire
-	meta.Capture = recording.CaptureCounters{Packets: res.Capture.Packets, KernelDrops: res.Capture.KernelDrops,
-		Requests: w.Requests, Answered: w.Responses, Unanswered: w.Unanswered, SkippedBytes: w.SkippedBytes, Gaps: w.Gaps,
-		DecodeErrors: w.DecodeErrors, PcapPackets: pcapPackets, FooterSummary: res.FormatFooter()}
-	var st iotrace.Stats
-	var pids []int
-	for _, se := range sessions {
-		iotrace.AddStats(&st, se.Stats)
-		pids = append(pids, se.PID)
-	}
+	meta.Capture = captureCounters(res, pcapPackets)
+	st, pids := sessionStats(sessions)
 	pauseJFR := jfrPath
 	if !o.jvmPauses {
 		pauseJFR = ""
@@ -347,40 +280,14 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if meta.Sched, schedErr = sched.stop(st, o.runqMin, pauseJFR, rec); schedErr != nil {
 		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %v\n", schedErr)
 	}
-	first := attaches[0]
 	meta.Broker.PIDs = pids
-	meta.Trace = recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
-		KernelWaits: int64(st.WaitEvents), WaitRingbufDrops: int64(st.WaitRingbufDrops),
-		StealIntervals: int64(st.StealEvents), StealRingbufDrops: int64(st.StealRingbufDrops), MinStealNs: int64(o.stealMin),
-		OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
-		JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
-		MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,
-		Mode: first.mode}
-	meta.Clock = recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
-		TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
-		TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}
+	meta.Trace, meta.Clock = traceCounters(st, tr.first(), o)
 	closed = true
 	errs = append(errs, rec.Close(meta))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if !o.quiet {
-		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
-			o.out, w.Requests, w.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
-	}
-	if sc := meta.Sched; !o.quiet && sc != nil {
-		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",
-			sc.RunDelays, sc.Wakeups, o.runqMin, sc.ConnThreads, sc.Throttles, sc.ThrottleSamples, sc.JVMPauses, orNone(sc.JVMPauseSource))
-	}
-	// Losses are always reported.
-	if st.RunDelayRingbufDrops > 0 || st.RunDelayStartFull > 0 || st.ConnRingbufDrops > 0 {
-		fmt.Fprintf(stderr, "record: WARNING: lost %d run-queue delays and %d connection threads (ring buffers full), %d waits not timed (start map full)\n",
-			st.RunDelayRingbufDrops, st.ConnRingbufDrops, st.RunDelayStartFull)
-	}
-	if res.Capture.KernelDrops > 0 || st.RingbufDrops > 0 || st.JournalRingbufDrops > 0 {
-		fmt.Fprintf(stderr, "record: WARNING: lost %d packets in the kernel, %d writes and %d journal events (ring buffers full)\n",
-			res.Capture.KernelDrops, st.RingbufDrops, st.JournalRingbufDrops)
-	}
+	reportRecord(stderr, o, meta, res, st)
 	return nil
 }
 
@@ -497,4 +404,159 @@ func keepSecrets(o *recordOptions, pcapOut *pcapSink) error {
 		}
 	}
 	return nil
+}
+
+// validate checks the options that do not depend on the host.
+func (o *recordOptions) validate() error {
+	if o.out == "" {
+		return badInput(errors.New("--out DIR is required"))
+	}
+	if o.duration < 0 || o.minLatency < 0 {
+		return badInput(errors.New("--duration and --min-latency must not be negative"))
+	}
+	switch {
+	case o.tlsKeys != "" && o.tlsKeys != "attach":
+		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
+	case o.tlsKeys != "" && o.tlsKeyLog != "":
+		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
+	return nil
+}
+
+// attachInfo is what one attach of the tracer to a broker said.
+type attachInfo struct {
+	pid               int
+	offset, uncertain time.Duration
+	attached, skipped []string
+	mode              string
+}
+
+// traceRun is the tracer following the broker into rec.
+type traceRun struct {
+	mu       sync.Mutex
+	attaches []attachInfo
+	done     chan struct{}
+	sessions []iotrace.Session
+	err      error
+}
+
+// startTrace starts following the broker with fc, its events into rec,
+// and returns once the tracer has attached the first time, or its error
+// when it ended before that.
+func startTrace(ctx context.Context, stderr io.Writer, quiet bool, fc iotrace.FollowConfig, rec *recording.Writer) (*traceRun, error) {
+	t := &traceRun{done: make(chan struct{})}
+	firstAttach := make(chan struct{})
+	fc.OnAttach = func(tr *iotrace.Tracer) {
+		a, s := tr.JournalGroups()
+		t.mu.Lock()
+		t.attaches = append(t.attaches, attachInfo{tr.PID(), tr.ClockOffset(), tr.ClockUncertainty(), a, s, tr.Mode().String()})
+		n := len(t.attaches)
+		t.mu.Unlock()
+		if n == 1 {
+			close(firstAttach)
+		} else if !quiet {
+			fmt.Fprintf(stderr, "record: tracing the new broker, pid %d\n", tr.PID())
+		}
+	}
+	fc.OnExit = func(pid int) {
+		if !quiet {
+			fmt.Fprintf(stderr, "record: broker pid %d exited\n", pid)
+		}
+	}
+	go func() {
+		defer close(t.done)
+		t.sessions, t.err = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal,
+			RunDelay: rec.RunDelay, Wakeup: rec.Wakeup, ConnThread: rec.ConnThread})
+	}()
+	select {
+	case <-firstAttach:
+		return t, nil
+	case <-t.done:
+		if t.err == nil {
+			t.err = errors.New("record: ended before the tracer attached")
+		}
+		return nil, t.err
+	}
+}
+
+// wait waits for the tracer to end (its context done) and returns its
+// sessions, one per broker process it followed.
+func (t *traceRun) wait() ([]iotrace.Session, error) {
+	<-t.done
+	return t.sessions, t.err
+}
+
+// first is the first attach's report.
+func (t *traceRun) first() attachInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.attaches[0]
+}
+
+// recordLockWaits copies the lock waits of the JFR file at path into rec
+// and counts them; a read error is kept in the counters too.
+func recordLockWaits(path string, rec *recording.Writer) (*recording.LockWaitCounters, error) {
+	lw := &recording.LockWaitCounters{Source: path}
+	st, err := jfr.ReadLockWaits(path, rec.LockWait)
+	lw.LockWaits = st.LockWaits
+	if err != nil {
+		lw.Error = err.Error()
+	}
+	return lw, err
+}
+
+// captureCounters is meta.json's account of the capture, losses included.
+func captureCounters(res source.Result, pcapPackets int64) recording.CaptureCounters {
+	w := res.Wire
+	return recording.CaptureCounters{Packets: res.Capture.Packets, KernelDrops: res.Capture.KernelDrops,
+		Requests: w.Requests, Answered: w.Responses, Unanswered: w.Unanswered, SkippedBytes: w.SkippedBytes, Gaps: w.Gaps,
+		DecodeErrors: w.DecodeErrors, PcapPackets: pcapPackets, FooterSummary: res.FormatFooter()}
+}
+
+// sessionStats sums the tracer's sessions' counters and lists their
+// brokers' pids.
+func sessionStats(sessions []iotrace.Session) (iotrace.Stats, []int) {
+	var st iotrace.Stats
+	var pids []int
+	for _, se := range sessions {
+		iotrace.AddStats(&st, se.Stats)
+		pids = append(pids, se.PID)
+	}
+	return st, pids
+}
+
+// traceCounters is meta.json's account of the tracer, losses included,
+// and of the clocks its events were put on (first: its first attach).
+func traceCounters(st iotrace.Stats, first attachInfo, o *recordOptions) (recording.TraceCounters, recording.Clock) {
+	return recording.TraceCounters{Writes: int64(st.Reported), JournalEvents: int64(st.JournalEvents),
+			KernelWaits: int64(st.WaitEvents), WaitRingbufDrops: int64(st.WaitRingbufDrops),
+			StealIntervals: int64(st.StealEvents), StealRingbufDrops: int64(st.StealRingbufDrops), MinStealNs: int64(o.stealMin),
+			OtherFiles: int64(st.OtherFiles), Unnamed: int64(st.Unnamed), RingbufDrops: int64(st.RingbufDrops),
+			JournalRingbufDrops: int64(st.JournalRingbufDrops), HistFull: int64(st.HistFull), StartFull: int64(st.StartFull),
+			MinLatencyNs: int64(o.minLatency), JournalAttached: first.attached, JournalSkipped: first.skipped,
+			Mode: first.mode},
+		recording.Clock{CaptureClock: "CLOCK_REALTIME (kernel packet timestamps)",
+			TraceClock:         "CLOCK_MONOTONIC, converted to CLOCK_REALTIME",
+			TraceClockOffsetNs: int64(first.offset), TraceClockUncertaintyNs: int64(first.uncertain)}
+}
+
+// reportRecord prints what was recorded, and always the losses.
+func reportRecord(stderr io.Writer, o *recordOptions, meta *recording.Meta, res source.Result, st iotrace.Stats) {
+	if !o.quiet {
+		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
+			o.out, res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
+	}
+	if sc := meta.Sched; !o.quiet && sc != nil {
+		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",
+			sc.RunDelays, sc.Wakeups, o.runqMin, sc.ConnThreads, sc.Throttles, sc.ThrottleSamples, sc.JVMPauses, orNone(sc.JVMPauseSource))
+	}
+	// Losses are always reported.
+	if st.RunDelayRingbufDrops > 0 || st.RunDelayStartFull > 0 || st.ConnRingbufDrops > 0 {
+		fmt.Fprintf(stderr, "record: WARNING: lost %d run-queue delays and %d connection threads (ring buffers full), %d waits not timed (start map full)\n",
+			st.RunDelayRingbufDrops, st.ConnRingbufDrops, st.RunDelayStartFull)
+	}
+	if res.Capture.KernelDrops > 0 || st.RingbufDrops > 0 || st.JournalRingbufDrops > 0 {
+		fmt.Fprintf(stderr, "record: WARNING: lost %d packets in the kernel, %d writes and %d journal events (ring buffers full)\n",
+			res.Capture.KernelDrops, st.RingbufDrops, st.JournalRingbufDrops)
+	}
 }
