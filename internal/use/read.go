@@ -170,14 +170,14 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 	s.disks = r.selectDisks(all, s)
 
 	// optional parses path when it is there: a file that is missing or
-	// refused (PSI compiled in but off gives EOPNOTSUPP) is a note, one
-	// that does not parse an error.
-	optional := func(path string, parse func([]byte) error) error {
+	// refused (PSI compiled in but off gives EOPNOTSUPP) is a note saying
+	// which figures (what) are missing, one that does not parse an error.
+	optional := func(path, what string, parse func([]byte) error) error {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
-				s.missing = append(s.missing, fmt.Sprintf("%s: %v", path, pe.Err))
+				s.missing = append(s.missing, fmt.Sprintf("no %s (%s: %v)", what, path, pe.Err))
 				return nil
 			}
 			return err
@@ -187,11 +187,11 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 		}
 		return nil
 	}
-	if err := optional(r.proc("schedstat"), func(b []byte) (err error) { s.sched, err = parseSchedstat(b); return err }); err != nil {
+	if err := optional(r.proc("schedstat"), "per-CPU run-queue wait, a kernel without schedstats", func(b []byte) (err error) { s.sched, err = parseSchedstat(b); return err }); err != nil {
 		return nil, err
 	}
 	for _, res := range []string{"cpu", "memory", "io"} {
-		err := optional(r.proc("pressure", res), func(b []byte) error {
+		err := optional(r.proc("pressure", res), res+" pressure stall figures", func(b []byte) error {
 			p, err := parsePSI(b)
 			s.psi[res] = p
 			return err
@@ -200,11 +200,11 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	if err := optional(r.proc("vmstat"), func(b []byte) (err error) { s.vm, err = parseKeyValues(b, " "); return err }); err != nil {
+	if err := optional(r.proc("vmstat"), "swapping, direct reclaim and OOM kills", func(b []byte) (err error) { s.vm, err = parseKeyValues(b, " "); return err }); err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes"} {
-		err := optional(r.proc("sys", "vm", k), func(b []byte) error {
+		err := optional(r.proc("sys", "vm", k), "the page cache's dirty limits", func(b []byte) error {
 			v, err := parseUint(b)
 			s.sysctl[k] = int64(min(v, 1<<62))
 			return err
@@ -213,7 +213,7 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	if err := optional(r.proc("sys", "fs", "file-nr"), func(b []byte) (err error) {
+	if err := optional(r.proc("sys", "fs", "file-nr"), "open files against the system limit", func(b []byte) (err error) {
 		s.fileOpen, s.fileMax, err = parseFileNr(b)
 		return err
 	}); err != nil {
@@ -223,10 +223,10 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 	if r.cfg.PID > 0 {
 		netDir = r.proc(strconv.Itoa(r.cfg.PID), "net")
 	}
-	if err := optional(filepath.Join(netDir, "snmp"), func(b []byte) (err error) { s.snmp, err = parseSNMP(b); return err }); err != nil {
+	if err := optional(filepath.Join(netDir, "snmp"), "TCP segments and retransmissions", func(b []byte) (err error) { s.snmp, err = parseSNMP(b); return err }); err != nil {
 		return nil, err
 	}
-	if err := optional(filepath.Join(netDir, "netstat"), func(b []byte) (err error) { s.net, err = parseSNMP(b); return err }); err != nil {
+	if err := optional(filepath.Join(netDir, "netstat"), "listen queue overflows", func(b []byte) (err error) { s.net, err = parseSNMP(b); return err }); err != nil {
 		return nil, err
 	}
 	if err := r.readNICs(s); err != nil {
