@@ -637,14 +637,28 @@ func topMethods(m map[string]*Method, top int, share func(float64) float64) []Me
 
 func topStacks(m map[*jfr.Stack]*StackLine, top int, share func(float64) float64) []StackLine {
 	// Equal stacks from different chunks are different pointers: merge
-	// them by their text.
-	byText := map[string]*StackLine{}
+	// them by their text, in an order that does not depend on the map's
+	// (floating-point sums differ in their last bits with the order, and
+	// so could the ranking of two stacks that tie).
+	type textLine struct {
+		key   string
+		names []string
+		sl    *StackLine
+	}
+	lines := make([]textLine, 0, len(m))
 	for st, sl := range m {
 		names := make([]string, len(st.Frames))
 		for i, f := range st.Frames {
 			names[i] = frameName(f)
 		}
-		key := strings.Join(names, "\n")
+		lines = append(lines, textLine{strings.Join(names, "\n"), names, sl})
+	}
+	slices.SortFunc(lines, func(a, b textLine) int {
+		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.sl.Share, b.sl.Share), cmp.Compare(a.sl.Samples, b.sl.Samples))
+	})
+	byText := map[string]*StackLine{}
+	for _, l := range lines {
+		key, names, sl := l.key, l.names, l.sl
 		if x := byText[key]; x != nil {
 			x.Share += sl.Share
 			x.Samples += sl.Samples

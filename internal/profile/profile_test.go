@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -607,5 +608,34 @@ func TestWriteText(t *testing.T) {
 				t.Errorf("json: %v", err)
 			}
 		})
+	}
+}
+
+// The same stack read from several chunks is one line, with the same
+// share however the map of stacks happens to be iterated: floating-point
+// sums depend on their order, and a ranking on them must not.
+func TestTopStacksMergeIsDeterministic(t *testing.T) {
+	frames := []jfr.Frame{{Class: "a.B", Method: "spin"}, {Class: "java.lang.Thread", Method: "run"}}
+	other := []jfr.Frame{{Class: "a.B", Method: "wait"}, {Class: "java.lang.Thread", Method: "run"}}
+	build := func() map[*jfr.Stack]*StackLine {
+		m := map[*jfr.Stack]*StackLine{}
+		for _, w := range []float64{0.1, 0.2, 0.3, 0.7, 1.1, 1.3} {
+			m[&jfr.Stack{Frames: frames}] = &StackLine{Category: Other, Share: w, Samples: 1}
+		}
+		// The other stack's weight is one rounding of the first's sum.
+		m[&jfr.Stack{Frames: other}] = &StackLine{Category: Other, Share: 3.7, Samples: 6}
+		return m
+	}
+	first := topStacks(build(), 10, func(w float64) float64 { return w })
+	if len(first) != 2 || first[0].Samples != 6 || first[1].Samples != 6 {
+		t.Fatalf("stacks %+v, want two of 6 samples each", first)
+	}
+	for range 200 {
+		got := topStacks(build(), 10, func(w float64) float64 { return w })
+		for i := range got {
+			if got[i].Share != first[i].Share || !slices.Equal(got[i].Frames, first[i].Frames) {
+				t.Fatalf("run differs: %+v, first %+v", got, first)
+			}
+		}
 	}
 }
