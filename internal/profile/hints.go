@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -48,61 +49,81 @@ var intrinsicTargets = map[string]string{
 	"com.sun.crypto.provider.GaloisCounterMode.implGCMCrypt0": "UseAESIntrinsics",
 }
 
+// hints are the observations about known costly patterns in r (busy:
+// its weighed samples), in a fixed order: compression, crypto, checksums,
+// GC, threads JFR could hardly sample, locks.
 func hints(r *Report, busy []weighted) []Hint {
-	var out []Hint
-	byCat := map[string]*Category{}
+	h := &hinter{r: r, busy: busy, byCat: map[string]*Category{}}
 	for i := range r.Categories {
-		byCat[r.Categories[i].Name] = &r.Categories[i]
+		h.byCat[r.Categories[i].Name] = &r.Categories[i]
 	}
-	busyN := r.Samples.Busy
-	// in counts a category's samples by a predicate on the deciding frame.
-	in := func(cat string, pred func(frame string) bool) int64 {
-		var n int64
-		for _, b := range busy {
-			if b.category == cat && b.decider >= 0 && pred(frameName(b.s.Stack.Frames[b.decider])) {
-				n++
-			}
-		}
-		return n
-	}
-	// intrinsic counts a category's samples whose innermost frame is an
-	// intrinsic's target, and names those methods and their flags.
-	intrinsic := func(cat string) (n int64, methods, flags []string) {
-		seen := map[string]bool{}
-		for _, b := range busy {
-			if b.category != cat {
-				continue
-			}
-			top := b.s.Stack.Frames[0]
-			f, ok := intrinsicTargets[frameName(top)]
-			if !ok {
-				continue
-			}
-			n++
-			if m := shortName(frameName(top)); !seen[m] {
-				seen[m] = true
-				methods = append(methods, m)
-			}
-			if !seen[f] {
-				seen[f] = true
-				flags = append(flags, f)
-			}
-		}
-		return n, methods, flags
-	}
-	head := func(name string, c *Category) string {
-		return fmt.Sprintf("%s: %s of the JVM's CPU (%d of %d busy samples; top frame %s)", name, pct(c.Share), c.Samples, busyN, topFrame(c))
-	}
+	return slices.Concat(h.compression(), h.crypto(), h.checksum(), h.gc(), h.unsampled(), h.locks())
+}
 
+// hinter is what the hints are drawn from: the report so far, its busy
+// samples and its categories by name.
+type hinter struct {
+	r     *Report
+	busy  []weighted
+	byCat map[string]*Category
+}
+
+// in counts a category's samples by a predicate on the deciding frame.
+func (h *hinter) in(cat string, pred func(frame string) bool) int64 {
+	var n int64
+	for _, b := range h.busy {
+		if b.category == cat && b.decider >= 0 && pred(frameName(b.s.Stack.Frames[b.decider])) {
+			n++
+		}
+	}
+	return n
+}
+
+// intrinsic counts a category's samples whose innermost frame is an
+// intrinsic's target, and names those methods and their flags.
+func (h *hinter) intrinsic(cat string) (n int64, methods, flags []string) {
+	seen := map[string]bool{}
+	for _, b := range h.busy {
+		if b.category != cat {
+			continue
+		}
+		top := b.s.Stack.Frames[0]
+		f, ok := intrinsicTargets[frameName(top)]
+		if !ok {
+			continue
+		}
+		n++
+		if m := shortName(frameName(top)); !seen[m] {
+			seen[m] = true
+			methods = append(methods, m)
+		}
+		if !seen[f] {
+			seen[f] = true
+			flags = append(flags, f)
+		}
+	}
+	return n, methods, flags
+}
+
+// head is a hint's opening: the category's share, samples and top frame.
+func (h *hinter) head(name string, c *Category) string {
+	return fmt.Sprintf("%s: %s of the JVM's CPU (%d of %d busy samples; top frame %s)", name, pct(c.Share), c.Samples, h.r.Samples.Busy, topFrame(c))
+}
+
+// compression: a codec's share of the CPU, and whether the broker
+// compressed (recompressing for a topic's compression.type) or only
+// decompressed (validating).
+func (h *hinter) compression() []Hint {
+	var out []Hint
 	for _, codec := range []string{Zstd, LZ4, Snappy, Gzip} {
-		c := byCat[codec]
+		c := h.byCat[codec]
 		if c == nil || c.Share < CompressionHintShare || c.Samples < minHintSamples {
 			continue
 		}
 		name := strings.TrimPrefix(codec, "compression/")
-		comp := in(codec, isCompressing)
-		decomp := in(codec, isDecompressing)
-		text := head(name, c) + fmt.Sprintf(", %d compressing and %d decompressing", comp, decomp)
+		comp := h.in(codec, isCompressing)
+		decomp := h.in(codec, isDecompressing)
+		text := h.head(name, c) + fmt.Sprintf(", %d compressing and %d decompressing", comp, decomp)
 		if comp > decomp {
 			text += ": a broker compresses batches only to recompress them, when a topic's compression.type differs from the codec producers send"
 			var from []string
@@ -110,7 +131,7 @@ func hints(r *Report, busy []weighted) []Hint {
 				if other == codec {
 					continue
 				}
-				if n := in(other, isDecompressing); n > 0 {
+				if n := h.in(other, isDecompressing); n > 0 {
 					from = append(from, fmt.Sprintf("%s, decompressed in %d samples", strings.TrimPrefix(other, "compression/"), n))
 				}
 			}
@@ -123,85 +144,114 @@ func hints(r *Report, busy []weighted) []Hint {
 		}
 		out = append(out, Hint{Kind: "compression", Text: text + "."})
 	}
+	return out
+}
 
+// crypto: MD5 and AES, with their intrinsics off or missing, and the TLS
+// engine itself.
+func (h *hinter) crypto() []Hint {
+	var out []Hint
 	for _, cat := range []string{MD5, AESGCM} {
-		c := byCat[cat]
+		c := h.byCat[cat]
 		if c == nil || c.Share < CryptoHintShare || c.Samples < minHintSamples {
 			continue
 		}
 		name := map[string]string{MD5: "MD5", AESGCM: "AES"}[cat]
-		text := head(name, c)
+		text := h.head(name, c)
 		if cat == MD5 {
 			text += ": MD5 in a broker is usually an object-store client computing Content-MD5 for tiered-storage uploads"
 		} else {
 			text += ": AES in a broker is TLS (with AES-GCM suites) or an object-store client's HTTPS"
 		}
-		if n, ms, fl := intrinsic(cat); n > 0 {
+		if n, ms, fl := h.intrinsic(cat); n > 0 {
 			text += fmt.Sprintf("; %d samples are in %s, which compiled code replaces with an intrinsic (%s): that code ran as Java, without the intrinsic",
 				n, strings.Join(ms, ", "), strings.Join(fl, ", "))
 			for _, f := range fl {
-				if v, ok := r.Flags[f]; ok {
+				if v, ok := h.r.Flags[f]; ok {
 					text += fmt.Sprintf(" (%s=%s)", f, v)
 				}
 			}
 		}
 		if cat == AESGCM {
-			if v, ok := r.Flags["UseAES"]; ok && v == "false" {
+			if v, ok := h.r.Flags["UseAES"]; ok && v == "false" {
 				text += "; UseAES is false: the CPU has no AES instructions (or -XX:-UseAES), so AES runs without intrinsics"
 			}
 		}
 		out = append(out, Hint{Kind: "crypto", Text: text + "."})
 	}
-	if c := byCat[TLS]; c != nil && c.Share >= TLSHintShare && c.Samples >= minHintSamples {
-		out = append(out, Hint{Kind: "crypto", Text: head("TLS", c) + ": the TLS engine itself (records, handshakes), besides the cipher."})
+	if c := h.byCat[TLS]; c != nil && c.Share >= TLSHintShare && c.Samples >= minHintSamples {
+		out = append(out, Hint{Kind: "crypto", Text: h.head("TLS", c) + ": the TLS engine itself (records, handshakes), besides the cipher."})
 	}
-	if c := byCat[CRC32C]; c != nil && c.Share >= CRC32CHintShare && c.Samples >= minHintSamples {
-		text := head("CRC32C", c) + ": the broker checks the CRC of every batch it receives"
-		if n, ms, fl := intrinsic(CRC32C); n > 0 {
-			text += fmt.Sprintf("; %d samples are in %s, which compiled code replaces with an intrinsic (%s): that code ran as Java, without the intrinsic",
-				n, strings.Join(ms, ", "), strings.Join(fl, ", "))
-		}
-		out = append(out, Hint{Kind: "checksum", Text: text + "."})
-	}
+	return out
+}
 
+// checksum: CRC32C of every batch received, with its intrinsic missing.
+func (h *hinter) checksum() []Hint {
+	c := h.byCat[CRC32C]
+	if c == nil || c.Share < CRC32CHintShare || c.Samples < minHintSamples {
+		return nil
+	}
+	text := h.head("CRC32C", c) + ": the broker checks the CRC of every batch it receives"
+	if n, ms, fl := h.intrinsic(CRC32C); n > 0 {
+		text += fmt.Sprintf("; %d samples are in %s, which compiled code replaces with an intrinsic (%s): that code ran as Java, without the intrinsic",
+			n, strings.Join(ms, ", "), strings.Join(fl, ", "))
+	}
+	return []Hint{{Kind: "checksum", Text: text + "."}}
+}
+
+// gc: the GC and VM threads' share of the CPU, and the pauses.
+func (h *hinter) gc() []Hint {
 	gcShare := 0.0
-	if c := byCat[GC]; c != nil {
+	if c := h.byCat[GC]; c != nil {
 		gcShare = c.Share
 	}
-	if gcShare >= GCHintShare || r.GCPauses.PausedShare >= GCPauseHintShare {
-		text := fmt.Sprintf("GC: %s of the JVM's CPU in GC and VM threads", pct(gcShare))
-		if r.GCPauses.Count > 0 {
-			text += fmt.Sprintf("; %d collections paused the JVM for %.0f ms in all (%s of the recording), the longest %.1f ms",
-				r.GCPauses.Count, r.GCPauses.PausesMs, pct(r.GCPauses.PausedShare), r.GCPauses.LongestMs)
-		}
-		out = append(out, Hint{Kind: "gc", Text: text + "."})
+	p := h.r.GCPauses
+	if gcShare < GCHintShare && p.PausedShare < GCPauseHintShare {
+		return nil
 	}
+	text := fmt.Sprintf("GC: %s of the JVM's CPU in GC and VM threads", pct(gcShare))
+	if p.Count > 0 {
+		text += fmt.Sprintf("; %d collections paused the JVM for %.0f ms in all (%s of the recording), the longest %.1f ms",
+			p.Count, p.PausesMs, pct(p.PausedShare), p.LongestMs)
+	}
+	return []Hint{{Kind: "gc", Text: text + "."}}
+}
 
-	// Threads JFR could hardly sample: fewer samples than their share of
-	// the CPU gives at the density of the threads that have samples.
+// unsampled: threads JFR could hardly sample, with fewer samples than
+// their share of the CPU gives at the density of the threads that have
+// samples.
+func (h *hinter) unsampled() []Hint {
+	var out []Hint
+	busyN := h.r.Samples.Busy
 	var sampledShare float64
-	for _, t := range r.Threads {
+	for _, t := range h.r.Threads {
 		if t.Samples > 0 {
 			sampledShare += t.Share
 		}
 	}
-	if busyN > 0 && sampledShare > 0 {
-		density := float64(busyN) / sampledShare
-		for _, t := range r.Threads {
-			if t.Share < UnsampledHintShare || t.Category == JIT || t.Category == GC {
-				continue
-			}
-			expect := t.Share * density
-			if float64(t.Samples) >= UnsampledDensity*expect {
-				continue
-			}
-			out = append(out, Hint{Kind: "unsampled", Text: fmt.Sprintf(
-				"thread %s used %s of the JVM's CPU but JFR took %d samples of it (its share would give about %.0f): its time is likely in intrinsic stubs (CRC32C, MD5, AES) or JVM code, whose stacks JFR cannot walk, so where it went is unknown or rests on few samples.",
-				t.Thread, pct(t.Share), t.Samples, expect)})
-		}
+	if busyN <= 0 || sampledShare <= 0 {
+		return nil
 	}
+	density := float64(busyN) / sampledShare
+	for _, t := range h.r.Threads {
+		if t.Share < UnsampledHintShare || t.Category == JIT || t.Category == GC {
+			continue
+		}
+		expect := t.Share * density
+		if float64(t.Samples) >= UnsampledDensity*expect {
+			continue
+		}
+		out = append(out, Hint{Kind: "unsampled", Text: fmt.Sprintf(
+			"thread %s used %s of the JVM's CPU but JFR took %d samples of it (its share would give about %.0f): its time is likely in intrinsic stubs (CRC32C, MD5, AES) or JVM code, whose stacks JFR cannot walk, so where it went is unknown or rests on few samples.",
+			t.Thread, pct(t.Share), t.Samples, expect)})
+	}
+	return out
+}
 
-	for i, m := range r.Monitors {
+// locks: the three most contended monitors, when they held threads long.
+func (h *hinter) locks() []Hint {
+	var out []Hint
+	for i, m := range h.r.Monitors {
 		if i >= 3 {
 			break
 		}
