@@ -306,9 +306,12 @@ path, trials, duration, before_rev, cores, max_trials, pin = sys.argv[1:]
 # Student's t, two-sided 95%, by degrees of freedom.
 T = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
 rows = defaultdict(list)
+# trial[(load, trial)][arm]: one run's figures, for the trial pairs below.
+trial = defaultdict(dict)
 for line in open(path):
     f = line.rstrip("\n").split("\t")
     rows[(f[1], f[0])].append([float(x) for x in f[3:]])
+    trial[(f[1], f[2])][f[0]] = dict(msgs=float(f[4]), p99=float(f[5]), bcpu=float(f[6]))
 def ci(xs):
     m = sum(xs) / len(xs)
     if len(xs) < 2:
@@ -358,10 +361,6 @@ for key in sorted(rows, key=loadkey):
 # thief, in the same trial (runs of one trial are minutes apart, of
 # different trials longer: pairs see drift the intervals do not).
 short = {"none": "nothing", "agent": "agent", "before": "before", "capture": "--no-trace", "thief": "thief"}
-trial = defaultdict(dict)
-for line in open(path):
-    f = line.rstrip("\n").split("\t")
-    trial[(f[1], f[2])][f[0]] = dict(msgs=float(f[4]), p99=float(f[5]), bcpu=float(f[6]))
 print("\nTrial pairs (in how many trials the first arm's value was lower or higher than the second's):\n")
 for ld in sorted({k[0] for k in trial}, key=lambda l: math.inf if l == "max" else float(l)):
     ts = [t for k, t in trial.items() if k[0] == ld]
