@@ -2,6 +2,7 @@ package iotrace
 
 // The BPF side lives in bpf/iotrace.bpf.c (system calls),
 // bpf/iofunc.bpf.c (file system functions, where fentry is allowed),
+// bpf/iosysfn.bpf.c (the system calls at fentry, where it is allowed),
 // bpf/iojournal.bpf.c (journal, XFS log and block layer),
 // bpf/iowait.bpf.c (kernel waits), bpf/iosteal.bpf.c (CPU steal),
 // bpf/iorunq.bpf.c (run-queue delays) and bpf/iosock.bpf.c (which thread
@@ -13,6 +14,7 @@ package iotrace
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iojournal_event -type iojournal_hist_key -type iojournal_hist iojournal ../../bpf/iojournal.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iowait_event iowait ../../bpf/iowait.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel iofunc ../../bpf/iofunc.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel iosysfn ../../bpf/iosysfn.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iosteal_event iosteal ../../bpf/iosteal.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iorunq_event iorunq ../../bpf/iorunq.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target bpfel -type iosock_event iosock ../../bpf/iosock.bpf.c -- -I../../bpf

@@ -6,14 +6,20 @@ import (
 	"strings"
 )
 
-// Mode says how writes are timed. iotrace times system calls at the
-// syscalls tracepoints, which every kernel with tracing has. Function-level
+// Mode says how writes are timed. iotrace times system calls at fentry on
+// the system call functions where the kernel allows BPF trampolines, else
+// at the syscalls tracepoints, which every kernel with tracing has. Function-level
 // timing (fentry/fexit on ext4_file_write_iter and xfs_file_write_iter)
 // needs BPF trampolines, which some kernels lack and some hosts refuse;
 // Tracer.Mode says what a Tracer attached.
 type Mode struct {
-	// Tracepoints is always true: system calls are always timed.
-	Tracepoints bool
+	// Tracepoints says the system calls are timed at the syscalls
+	// tracepoints; SyscallFentry, at fentry/fexit on the system call
+	// functions (Config.SyscallProbes), and SyscallFentryErr says why
+	// not when it was tried. One of the two is always true.
+	Tracepoints      bool
+	SyscallFentry    bool
+	SyscallFentryErr error
 	// Functions lists the file system functions timed, and FunctionsErr
 	// says why others are not.
 	Functions    []string
@@ -51,13 +57,20 @@ func (m Mode) String() string {
 }
 
 func (m Mode) writes() string {
+	s := "syscall tracepoints"
+	switch {
+	case m.SyscallFentry:
+		s = "syscall fentry/fexit"
+	case m.SyscallFentryErr != nil:
+		s = fmt.Sprintf("syscall tracepoints (not fentry: %v)", m.SyscallFentryErr)
+	}
 	switch {
 	case len(m.Functions) > 0 && m.FunctionsErr != nil:
-		return fmt.Sprintf("syscall tracepoints + fentry/fexit on %s (not: %v)", strings.Join(m.Functions, ", "), m.FunctionsErr)
+		return fmt.Sprintf("%s + fentry/fexit on %s (not: %v)", s, strings.Join(m.Functions, ", "), m.FunctionsErr)
 	case len(m.Functions) > 0:
-		return "syscall tracepoints + fentry/fexit on " + strings.Join(m.Functions, ", ")
+		return s + " + fentry/fexit on " + strings.Join(m.Functions, ", ")
 	case m.FunctionsErr != nil:
-		return fmt.Sprintf("syscall tracepoints (fentry not available: %v)", m.FunctionsErr)
+		return fmt.Sprintf("%s (file system functions: fentry not available: %v)", s, m.FunctionsErr)
 	}
-	return "syscall tracepoints"
+	return s
 }

@@ -66,11 +66,12 @@ func (t *Tracer) ProgramIDs() ([]ebpf.ProgramID, error) {
 	return ids, nil
 }
 
-// ProgramCount is how many BPF programs a Tracer with FunctionsOff loads:
-// those of bpf/iotrace.bpf.c, and with journal those of
-// bpf/iojournal.bpf.c too (all loaded, whether or not their tracepoints
-// exist on this kernel). Function mode adds two per file system function
-// the kernel lets it time.
+// ProgramCount is how many BPF programs a Tracer with FunctionsOff loads
+// where the kernel refuses fentry: those of bpf/iotrace.bpf.c, and with
+// journal those of bpf/iojournal.bpf.c too (all loaded, whether or not
+// their tracepoints exist on this kernel). Where fentry is allowed,
+// SyscallsAuto adds bpf/iosysfn.bpf.c's (the tracepoint programs stay
+// loaded, unattached), and function mode two per file system function.
 func ProgramCount(journal bool) (int, error) {
 	spec, err := loadIotrace()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // subtracer is an optional part of a Tracer with its own BPF programs
-// (journal, function mode, waits, steal, run-queue delays, connections):
+// (system calls at fentry, journal, function mode, waits, steal, run-queue delays, connections):
 // opened by Open after the system calls, read by RunAll, counted by
 // Stats, listed by ProgramIDs, detached and closed with the Tracer.
 type subtracer interface {
@@ -99,6 +99,10 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 func (f *functions) ring() *ringbuf.Reader                   { return nil }
 func (f *functions) read(*Tracer, Handlers, *delivery) error { return nil }
 func (f *functions) counters(*Stats) error                   { return nil } // counted in ksio_counters
+
+func (s *sysFunctions) ring() *ringbuf.Reader                   { return nil }
+func (s *sysFunctions) read(*Tracer, Handlers, *delivery) error { return nil }
+func (s *sysFunctions) counters(*Stats) error                   { return nil } // counted in ksio_counters
 
 func (j *journal) ring() *ringbuf.Reader { return j.rd }
 func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {

@@ -69,7 +69,7 @@ func TestSyscallCostHelper(t *testing.T) {
 	}
 	switch variant {
 	case "tracepoints":
-		tr, err := Open(Config{PID: pid, LogDirs: []string{dir}, MinLatency: minLatency})
+		tr, err := Open(Config{PID: pid, LogDirs: []string{dir}, MinLatency: minLatency, SyscallProbes: SyscallTracepoints})
 		if err != nil {
 			t.Fatal(err)
 		}

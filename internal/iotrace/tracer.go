@@ -68,6 +68,11 @@ type Config struct {
 	// for other work reads them in that wake-up, and the poller's own
 	// tick waits while the kicks come (see RingKick).
 	Kick *RingKick
+	// SyscallProbes says where the write and fsync system calls are
+	// timed: at fentry on the system call functions where the kernel
+	// allows it (the zero value, SyscallsAuto), or always at the syscalls
+	// tracepoints. Events and counts are the same; see SyscallProbe.
+	SyscallProbes SyscallProbe
 	// Functions also times writes inside the file system, where the
 	// kernel allows fentry (see FunctionMode and Tracer.Mode). Their
 	// events have ops ext4_file_write_iter and xfs_file_write_iter and
@@ -286,17 +291,12 @@ func Open(cfg Config) (_ *Tracer, err error) {
 			return nil, fmt.Errorf("iotrace: device filter: %w", err)
 		}
 	}
-	for _, tp := range t.objs.tracepoints() {
-		l, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
-		if err != nil {
-			return nil, fmt.Errorf("iotrace: attach to tracepoint syscalls:%s: %w", tp.name, err)
-		}
-		t.links = append(t.links, l)
+	if err := t.attachSyscalls(cfg.SyscallProbes, spec); err != nil {
+		return nil, err
 	}
 	if t.rd, err = ringbuf.NewReader(t.objs.KsioEvents); err != nil {
 		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
 	}
-	t.mode = Mode{Tracepoints: true}
 	if err = t.openOptional(cfg, devs); err != nil {
 		return nil, err
 	}
@@ -304,6 +304,31 @@ func Open(cfg Config) (_ *Tracer, err error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// attachSyscalls attaches the timing of the write and fsync system calls:
+// at fentry on the system call functions where probe allows it and the
+// kernel does, else at the syscalls tracepoints. Mode says which, and why
+// not fentry.
+func (t *Tracer) attachSyscalls(probe SyscallProbe, spec *ebpf.CollectionSpec) error {
+	if probe == SyscallsAuto {
+		s, err := openSysFunctions(spec, &t.objs)
+		if err == nil {
+			t.subs = append(t.subs, s)
+			t.mode.SyscallFentry = true
+			return nil
+		}
+		t.mode.SyscallFentryErr = err
+	}
+	for _, tp := range t.objs.tracepoints() {
+		l, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
+		if err != nil {
+			return fmt.Errorf("iotrace: attach to tracepoint syscalls:%s: %w", tp.name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	t.mode.Tracepoints = true
+	return nil
 }
 
 // devicesOf returns the devices (kernel dev_t encoding) of the file

@@ -1,9 +1,11 @@
 // Command fentryguest is the /init of the VM that tests iotrace's
-// function-level timing (TestFunctionsInVM) on a kernel that allows
-// fentry: it writes known amounts to a segment file on ext4 and on XFS
-// while tracing itself with iotrace.FunctionsOn, checks every write it
-// made against the events and histograms, checks that no program is left
-// after Close, prints what it found and powers the VM off with exit code
+// fentry timing (TestFunctionsInVM) on a kernel that allows it: it makes
+// every kind of traced call (write, pwrite64, writev, pwritev, pwritev2,
+// fsync, fdatasync) on a segment file on ext4 and on XFS while tracing
+// itself with iotrace.FunctionsOn, once with the system calls timed at
+// fentry (SyscallsAuto) and once at the syscalls tracepoints; checks
+// every call it made against the events and histograms, checks that no
+// program is left after Close, prints what it found and powers the VM off with exit code
 // 0 (all good), 1 (a check failed) or 2 (it could not run).
 package main
 
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -65,8 +69,43 @@ func main() {
 	guest.Exit(0)
 }
 
+// probes are the two ways of timing the system calls the guest checks,
+// with what Mode must say for each: on this kernel auto takes fentry.
+var probes = []struct {
+	name  string
+	probe iotrace.SyscallProbe
+	// fentry: the system calls must be timed at fentry, and no
+	// syscalls tracepoint program attached.
+	fentry bool
+}{
+	{"auto", iotrace.SyscallsAuto, true},
+	{"tracepoint", iotrace.SyscallTracepoints, false},
+}
+
 func run() (failures []string, err error) {
-	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
+	for _, p := range probes {
+		f, err := traceCalls(p.name, p.probe, p.fentry)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		failures = append(failures, f...)
+	}
+	return failures, nil
+}
+
+// call is a system call the guest made, as the tracer must report it.
+type call struct {
+	op     string
+	offset int64
+	bytes  int64
+}
+
+// traceCalls makes every traced kind of call on a segment file on each
+// mount while tracing itself with probe, and checks what the tracer saw.
+func traceCalls(name string, probe iotrace.SyscallProbe, fentry bool) (failures []string, err error) {
+	fail := func(format string, args ...any) {
+		failures = append(failures, name+": "+fmt.Sprintf(format, args...))
+	}
 	var files []*os.File
 	var dirs []string
 	for _, m := range mounts {
@@ -82,22 +121,33 @@ func run() (failures []string, err error) {
 		files = append(files, f)
 		dirs = append(dirs, m.dir)
 	}
-	tr, err := iotrace.Open(iotrace.Config{PID: os.Getpid(), LogDirs: dirs, Functions: iotrace.FunctionsOn})
+	tr, err := iotrace.Open(iotrace.Config{PID: os.Getpid(), LogDirs: dirs, Functions: iotrace.FunctionsOn, SyscallProbes: probe})
 	if err != nil {
 		return nil, err
 	}
+	defer tr.Close()
 	mode := tr.Mode()
-	fmt.Println("fentryguest: mode:", mode)
+	fmt.Printf("fentryguest: %s: mode: %s\n", name, mode)
 	for _, m := range mounts {
 		if !strings.Contains(strings.Join(mode.Functions, ","), m.fn) {
 			fail("mode does not time %s: %s", m.fn, mode)
 		}
 	}
+	if mode.SyscallFentry != fentry || mode.Tracepoints == fentry {
+		fail("system calls timed at fentry %v and tracepoints %v, want fentry %v", mode.SyscallFentry, mode.Tracepoints, fentry)
+	}
 	ids, err := tr.ProgramIDs()
 	if err != nil {
 		return nil, err
 	}
-	fmt.Printf("fentryguest: %d programs loaded\n", len(ids))
+	attached, err := syscallTracepointLinks()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("fentryguest: %s: %d programs loaded, %d attached to syscalls tracepoints\n", name, len(ids), attached)
+	if fentry && attached != 0 || !fentry && attached != 14 {
+		fail("%d programs attached to syscalls tracepoints", attached)
+	}
 
 	var mu sync.Mutex
 	var got []*event.Write
@@ -112,22 +162,10 @@ func run() (failures []string, err error) {
 			return nil
 		})
 	}()
-	buf := make([]byte, writeSize)
-	for i := range writes {
-		for _, f := range files {
-			// Alternate write(2) and pwrite64(2), as Kafka's appends
-			// and its recovery rewrites do.
-			if i%2 == 0 {
-				_, err = unix.Write(int(f.Fd()), buf)
-			} else {
-				_, err = unix.Pwrite(int(f.Fd()), buf, int64(i*writeSize))
-				if err == nil {
-					_, err = unix.Seek(int(f.Fd()), int64((i+1)*writeSize), 0)
-				}
-			}
-			if err != nil {
-				return nil, err
-			}
+	made := make([][]call, len(files))
+	for i, f := range files {
+		if made[i], err = makeCalls(int(f.Fd())); err != nil {
+			return nil, err
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -143,34 +181,38 @@ func run() (failures []string, err error) {
 		return nil, err
 	}
 
-	// Per file system: the system calls and the function calls inside
-	// them, each writes times, writes*writeSize bytes, on orders-0.
-	for _, m := range mounts {
+	// Per file system: the system calls, each as it was made, and the
+	// function calls inside the writes, writes*writeSize bytes, on
+	// orders-0.
+	for i, m := range mounts {
 		var sys, fn []*event.Write
+		var seen []call
 		for _, w := range got {
 			if !strings.HasPrefix(w.File, "orders-0/") || w.Topic != "orders" || w.Partition != 0 {
 				fail("event on %q (topic %q partition %d)", w.File, w.Topic, w.Partition)
 				continue
 			}
-			switch {
-			case w.Op == m.fn && w.Dev != "" && onMount(w, m.dir):
+			if !onMount(w, m.dir) {
+				continue
+			}
+			if w.Op == m.fn {
 				fn = append(fn, w)
-			case (w.Op == "write" || w.Op == "pwrite64") && onMount(w, m.dir):
-				sys = append(sys, w)
+				continue
 			}
+			sys = append(sys, w)
+			seen = append(seen, call{w.Op, w.Offset, w.Bytes})
 		}
-		check := func(what string, ws []*event.Write) {
-			var bytes int64
-			for _, w := range ws {
-				bytes += w.Bytes
-			}
-			fmt.Printf("fentryguest: %s %s: %d events, %d bytes\n", m.dir, what, len(ws), bytes)
-			if len(ws) != writes || bytes != writes*writeSize {
-				fail("%s %s: %d events and %d bytes, want %d and %d", m.dir, what, len(ws), bytes, writes, writes*writeSize)
-			}
+		fmt.Printf("fentryguest: %s: %s: %d system calls, %d %s calls\n", name, m.dir, len(sys), len(fn), m.fn)
+		if missing, extra := diffCalls(made[i], seen); len(missing)+len(extra) > 0 {
+			fail("%s: system calls not seen %v, seen but not made %v", m.dir, missing, extra)
 		}
-		check("system calls", sys)
-		check(m.fn, fn)
+		var bytes int64
+		for _, w := range fn {
+			bytes += w.Bytes
+		}
+		if len(fn) != writes || bytes != writes*writeSize {
+			fail("%s %s: %d events and %d bytes, want %d and %d", m.dir, m.fn, len(fn), bytes, writes, writes*writeSize)
+		}
 		// Each function call lies inside a system call of its thread.
 		for _, f := range fn {
 			inside := false
@@ -185,14 +227,20 @@ func run() (failures []string, err error) {
 				break
 			}
 		}
-		var counted uint64
+		counted := map[string]uint64{}
 		for _, s := range sums {
-			if s.Op == m.fn && s.Topic == "orders" && s.Partition == 0 {
-				counted += s.Count
+			if s.Topic == "orders" && s.Partition == 0 && s.Dev == devOf(m.dir) {
+				counted[s.Op] += s.Count
 			}
 		}
-		if counted != writes {
-			fail("%s: histograms count %d calls, want %d", m.fn, counted, writes)
+		want := map[string]uint64{m.fn: writes}
+		for _, c := range made[i] {
+			want[c.op]++
+		}
+		for op, n := range want {
+			if counted[op] != n {
+				fail("%s: histograms count %d %s calls, want %d", m.dir, counted[op], op, n)
+			}
 		}
 	}
 
@@ -207,11 +255,129 @@ func run() (failures []string, err error) {
 	return failures, nil
 }
 
+// makeCalls makes writes calls of writeSize bytes to fd, one after the
+// other in the file, cycling through write, pwrite64, writev, pwritev and
+// pwritev2 (at an offset, and at the file position with offset -1), with
+// an fsync or fdatasync after every fiftieth, and returns them as the
+// tracer must report them.
+func makeCalls(fd int) ([]call, error) {
+	buf := make([]byte, writeSize)
+	half := [][]byte{buf[:writeSize/2], buf[writeSize/2:]}
+	var calls []call
+	for i := range writes {
+		off := int64(i * writeSize)
+		var op string
+		var n int
+		var err error
+		positioned := true
+		switch i % 6 {
+		case 0:
+			op, positioned = "write", false
+			n, err = unix.Write(fd, buf)
+		case 1:
+			op = "pwrite64"
+			n, err = unix.Pwrite(fd, buf, off)
+		case 2:
+			op, positioned = "writev", false
+			n, err = unix.Writev(fd, half)
+		case 3:
+			op = "pwritev"
+			n, err = unix.Pwritev(fd, half, off)
+		case 4:
+			op = "pwritev2"
+			n, err = unix.Pwritev2(fd, half, off, 0)
+		case 5:
+			op, positioned = "pwritev2", false
+			n, err = unix.Pwritev2(fd, half, -1, 0)
+		}
+		if err == nil && n != writeSize {
+			err = fmt.Errorf("%s wrote %d of %d bytes", op, n, writeSize)
+		}
+		if err == nil && positioned {
+			// The next call at the file position writes after this one.
+			_, err = unix.Seek(fd, off+writeSize, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		calls = append(calls, call{op, off, writeSize})
+		if (i+1)%50 == 0 {
+			op, sync := "fsync", unix.Fsync
+			if (i+1)%100 == 0 {
+				op, sync = "fdatasync", unix.Fdatasync
+			}
+			if err := sync(fd); err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+			calls = append(calls, call{op, -1, 0})
+		}
+	}
+	return calls, nil
+}
+
+// diffCalls returns the calls made that were not seen, and those seen
+// that were not made, each as many times as it is missing or extra.
+func diffCalls(made, seen []call) (missing, extra []call) {
+	left := map[call]int{}
+	for _, c := range made {
+		left[c]++
+	}
+	for _, c := range seen {
+		if left[c] > 0 {
+			left[c]--
+		} else {
+			extra = append(extra, c)
+		}
+	}
+	for _, c := range made {
+		if left[c] > 0 {
+			left[c]--
+			missing = append(missing, c)
+		}
+	}
+	return missing, extra
+}
+
+// syscallTracepointLinks counts the links in the kernel whose program is
+// one of iotrace's syscalls tracepoint programs (ksio_e_*, ksio_x_*).
+func syscallTracepointLinks() (int, error) {
+	n := 0
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		l := it.Take()
+		info, err := l.Info()
+		l.Close()
+		if err != nil {
+			return 0, fmt.Errorf("link info: %w", err)
+		}
+		prog, err := ebpf.NewProgramFromID(info.Program)
+		if err != nil {
+			continue // unloaded meanwhile
+		}
+		pi, err := prog.Info()
+		prog.Close()
+		if err != nil {
+			return 0, fmt.Errorf("program info: %w", err)
+		}
+		if strings.HasPrefix(pi.Name, "ksio_e_") || strings.HasPrefix(pi.Name, "ksio_x_") {
+			n++
+		}
+	}
+	return n, it.Err()
+}
+
 // onMount reports whether w's device is the file system mounted at dir.
 func onMount(w *event.Write, dir string) bool {
+	return w.Dev == devOf(dir)
+}
+
+// devOf returns the device of the file system mounted at dir, as
+// "major:minor", or "" when dir cannot be read.
+func devOf(dir string) string {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
-		return false
+		return ""
 	}
-	return w.Dev == fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	return fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
 }
