@@ -59,6 +59,9 @@ type Config struct {
 	LogDirs []string
 	// NoTrace runs the capture only (no eBPF).
 	NoTrace bool
+	// SyscallProbes says where the broker's write system calls are
+	// timed (iotrace.Config.SyscallProbes).
+	SyscallProbes iotrace.SyscallProbe
 	// Waits also traces the broker threads' kernel waits for the slow log.
 	Waits bool
 	// Sched traces the broker threads' waits for a CPU of at least
@@ -451,7 +454,7 @@ func (a *Agent) traceLoop(ctx context.Context) {
 		}
 		waiting = false
 		fc := iotrace.FollowConfig{
-			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, Waits: a.cfg.Waits && a.slow != nil,
+			Config: iotrace.Config{PID: pid, LogDirs: a.cfg.LogDirs, Journal: true, SyscallProbes: a.cfg.SyscallProbes, Waits: a.cfg.Waits && a.slow != nil,
 				WaitMinLatency: time.Millisecond, RingPoll: traceRingPoll, Kick: &a.ringKick,
 				RunQueue: a.cfg.Sched, RunQueueMin: a.cfg.RunQueueMin, Conns: a.cfg.Sched, Ports: a.cfg.Wire.Ports},
 			OnAttach: a.onAttach,
@@ -482,6 +485,7 @@ func (a *Agent) traceLoop(ctx context.Context) {
 }
 
 func (a *Agent) onAttach(t *iotrace.Tracer) {
+	a.logf("tracing broker pid %d: %s", t.PID(), t.Mode())
 	b := recording.BrokerOf(t.PID(), t.LogDirs())
 	if b.NodeID != nil && fmt.Sprint(*b.NodeID) != a.identity.BrokerID {
 		a.logf("broker pid %d is node %d, but the metrics are labelled %s=%s (fixed at start)", t.PID(), *b.NodeID, LabelBrokerID, a.identity.BrokerID)

@@ -45,6 +45,7 @@ type agentOptions struct {
 	partitionLabel  bool
 	native          bool
 	noTrace         bool
+	syscallProbe    iotrace.SyscallProbe
 	waits           bool
 	sched           bool
 	runqMin         time.Duration
@@ -115,6 +116,7 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.IntVar(&o.topPartitions, "top-partitions", 500, "topic-partitions named in labels (by traffic); the rest are \"other\"")
 	f.BoolVar(&o.partitionLabel, "partition-label", false, "add a partition label to the request latency histogram")
 	f.BoolVar(&o.native, "native-histograms", false, "also offer Prometheus native histograms (protobuf scrapes)")
+	addSyscallProbeFlag(f, &o.syscallProbe)
 	f.BoolVar(&o.noTrace, "no-trace", false, "capture only: no eBPF tracing of writes and journal")
 	f.BoolVar(&o.waits, "waits", true, "with --out: keep the broker threads' kernel waits of 1 ms and more")
 	f.BoolVar(&o.sched, "sched", false, "trace the broker threads' waits for a CPU (kscope_run_delay_seconds), their wake-ups and connections' threads, and sample the cgroup's CPU throttling; with --out, kept for explain's cpu-starved, park-wait and request-queue")
@@ -163,7 +165,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		f.Close()
 	}
 	ac := agent.Config{
-		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, TLSKeysAttach: o.tlsKeys == "attach", PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, Waits: o.waits, Pprof: o.pprof,
+		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, TLSKeysAttach: o.tlsKeys == "attach", PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, SyscallProbes: o.syscallProbe, Waits: o.waits, Pprof: o.pprof,
 		Sched: o.sched, RunQueueMin: o.runqMin, Identity: agent.Identity{BrokerID: o.brokerID, ClusterID: o.clusterID},
 		Traces: traceexport.Config{Endpoint: o.otlp},
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,

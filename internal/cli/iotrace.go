@@ -18,23 +18,24 @@ import (
 )
 
 type iotraceOptions struct {
-	pid        int
-	auto       bool
-	logDirs    []string
-	minLatency time.Duration
-	duration   time.Duration
-	allFiles   bool
-	format     string
-	summary    bool
-	journal    bool
-	functions  string
-	waits      bool
-	steal      bool
-	runq       bool
-	runqMin    time.Duration
-	conns      bool
-	connPorts  []uint
-	quiet      bool
+	syscallProbe iotrace.SyscallProbe
+	pid          int
+	auto         bool
+	logDirs      []string
+	minLatency   time.Duration
+	duration     time.Duration
+	allFiles     bool
+	format       string
+	summary      bool
+	journal      bool
+	functions    string
+	waits        bool
+	steal        bool
+	runq         bool
+	runqMin      time.Duration
+	conns        bool
+	connPorts    []uint
+	quiet        bool
 }
 
 func newIotraceCmd() *cobra.Command {
@@ -86,6 +87,7 @@ mounted). See docs/iotrace.md.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.BoolVar(&o.summary, "summary", false, "print counts and latency per topic-partition and operation at the end instead of rows")
 	f.BoolVar(&o.journal, "journal", true, "also trace jbd2 commits, ext4 fsyncs, XFS log writes and block requests on the log dirs' devices")
+	addSyscallProbeFlag(f, &o.syscallProbe)
 	f.StringVar(&o.functions, "functions", "auto", "also time ext4_file_write_iter/xfs_file_write_iter with fentry: auto (where the kernel allows it), on (fail if it does not), off")
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
 	f.BoolVar(&o.steal, "steal", false, "also trace the time the hypervisor takes from each vCPU (steal), per interval between context switches, at --min-latency or more (virtual machines only)")
@@ -136,7 +138,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	}
 	fc := iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
-			Waits: o.waits, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
+			Waits: o.waits, SyscallProbes: o.syscallProbe, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
 			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports},
 		Summaries: o.summary,
 	}

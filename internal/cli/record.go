@@ -33,6 +33,7 @@ import (
 )
 
 type recordOptions struct {
+	syscallProbe    iotrace.SyscallProbe
 	ports           []uint
 	iface           string
 	pid             string
@@ -107,6 +108,7 @@ CAP_BPF and CAP_PERFMON).
 	f.DurationVar(&o.minLatency, "min-latency", 0, "record only writes and journal events at least this long (0: all)")
 	f.DurationVar(&o.waitMinLatency, "wait-min-latency", time.Millisecond, "record the broker threads' uninterruptible kernel waits at least this long")
 	f.DurationVar(&o.stealMin, "steal-min", 100*time.Microsecond, "record intervals between context switches with at least this much hypervisor steal (virtual machines)")
+	addSyscallProbeFlag(f, &o.syscallProbe)
 	f.BoolVar(&o.sched, "sched", true, "record the scheduling evidence in sched.jsonl: run-queue delays, wake-ups, connection threads, cgroup CPU throttling")
 	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "record the broker threads' waits for a CPU (run-queue latency) at least this long")
 	f.BoolVar(&o.jvmPauses, "jvm-pauses", true, "record the JVM's GC and safepoint pauses (from --jfr, else from the JVM's log turned on with jcmd)")
@@ -186,7 +188,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// first attach happens before anything else starts, so that a tracer
 	// that cannot attach ends the command before the capture opens.
 	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: pid, LogDirs: o.logDirs, MinLatency: o.minLatency, Journal: true,
-		Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin,
+		SyscallProbes: o.syscallProbe, Waits: true, WaitMinLatency: o.waitMinLatency, Steal: true, StealOptional: true, StealMin: o.stealMin,
 		RunQueue: o.sched, RunQueueMin: o.runqMin, Conns: o.sched, Ports: cfg.Ports}}
 	if o.pid == "auto" || o.pid == "" {
 		fc.Find = iotrace.FindBroker
