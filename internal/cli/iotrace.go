@@ -100,51 +100,9 @@ mounted). See docs/iotrace.md.`,
 }
 
 func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions) error {
-	if o.auto == (o.pid != 0) {
-		return badInput(errors.New("give exactly one of --pid PID and --auto"))
-	}
-	if o.pid < 0 {
-		return badInput(fmt.Errorf("--pid %d is not a process id", o.pid))
-	}
-	if o.minLatency < 0 || o.duration < 0 {
-		return badInput(errors.New("--min-latency and --duration must not be negative"))
-	}
-	var writer ioout.Writer
-	if !o.summary {
-		w, err := ioout.NewWriter(stdout, o.format)
-		if err != nil {
-			return badInput(err)
-		}
-		writer = w
-	} else if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--summary prints table or json, not %q", o.format))
-	}
-	functions, err := iotrace.ParseFunctionMode(o.functions)
+	fc, writer, err := o.followConfig(stdout)
 	if err != nil {
 		return badInput(err)
-	}
-	if o.runqMin <= 0 {
-		return badInput(errors.New("--runq-min must be positive"))
-	}
-	if len(o.connPorts) > iotrace.MaxPorts {
-		return badInput(fmt.Errorf("--conn-ports: at most %d ports", iotrace.MaxPorts))
-	}
-	var ports []uint16
-	for _, p := range o.connPorts {
-		if p == 0 || p > 65535 {
-			return badInput(fmt.Errorf("--conn-ports: %d is not a TCP port", p))
-		}
-		ports = append(ports, uint16(p))
-	}
-	fc := iotrace.FollowConfig{
-		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
-			Waits: o.waits, SyscallProbes: o.syscallProbe, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
-			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports},
-		Summaries: o.summary,
-	}
-	if o.auto {
-		// --auto follows the broker across restarts.
-		fc.Find = iotrace.FindBroker
 	}
 
 	// Stop on SIGINT and SIGTERM; every tracer is closed before Follow
@@ -156,24 +114,9 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	fc.OnAttach = func(tr *iotrace.Tracer) {
-		if o.quiet {
-			return
-		}
-		fmt.Fprintf(stderr, "iotrace: mode: %s\n", tr.Mode())
-		fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
-			tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
-		if o.journal {
-			attached, skipped := tr.JournalGroups()
-			fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
-			if len(skipped) > 0 {
-				fmt.Fprintf(stderr, "; not traced: %s", strings.Join(skipped, "; "))
-			}
-			fmt.Fprintln(stderr)
-		}
-	}
-	fc.OnExit = func(pid int) {
-		if !o.quiet {
+	if !o.quiet {
+		fc.OnAttach = func(tr *iotrace.Tracer) { o.printAttach(stderr, tr) }
+		fc.OnExit = func(pid int) {
 			fmt.Fprintf(stderr, "iotrace: broker pid %d exited; waiting for the next one (kafka.Kafka)\n", pid)
 		}
 	}
@@ -196,26 +139,109 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 		fmt.Fprintf(stderr, "iotrace: broker pid %d exited\n", sessions[n-1].PID)
 	}
 	if o.summary {
-		sums, unnamed, devSums := iotrace.MergeSummaries(sessions)
-		if err := ioout.WriteSummaries(stdout, o.format, sums); err != nil {
+		if err := o.printSummaries(stdout, stderr, sessions); err != nil {
 			return err
-		}
-		if o.journal {
-			if o.format == "table" {
-				fmt.Fprintln(stdout)
-			}
-			if err := ioout.WriteDeviceSummaries(stdout, o.format, devSums); err != nil {
-				return err
-			}
-		}
-		if unnamed > 0 {
-			fmt.Fprintf(stderr, "iotrace: %d calls on files that could not be named (closed and deleted)\n", unnamed)
 		}
 	}
 	var st iotrace.Stats
 	for _, s := range sessions {
 		iotrace.AddStats(&st, s.Stats)
 	}
+	o.printStats(stderr, &st)
+	return nil
+}
+
+// followConfig checks the options and turns them into the tracer's
+// configuration, with the writer of the events (nil with --summary).
+func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, ioout.Writer, error) {
+	var fc iotrace.FollowConfig
+	if o.auto == (o.pid != 0) {
+		return fc, nil, errors.New("give exactly one of --pid PID and --auto")
+	}
+	if o.pid < 0 {
+		return fc, nil, fmt.Errorf("--pid %d is not a process id", o.pid)
+	}
+	if o.minLatency < 0 || o.duration < 0 {
+		return fc, nil, errors.New("--min-latency and --duration must not be negative")
+	}
+	var writer ioout.Writer
+	if !o.summary {
+		w, err := ioout.NewWriter(stdout, o.format)
+		if err != nil {
+			return fc, nil, err
+		}
+		writer = w
+	} else if o.format != "table" && o.format != "json" {
+		return fc, nil, fmt.Errorf("--summary prints table or json, not %q", o.format)
+	}
+	functions, err := iotrace.ParseFunctionMode(o.functions)
+	if err != nil {
+		return fc, nil, err
+	}
+	if o.runqMin <= 0 {
+		return fc, nil, errors.New("--runq-min must be positive")
+	}
+	if len(o.connPorts) > iotrace.MaxPorts {
+		return fc, nil, fmt.Errorf("--conn-ports: at most %d ports", iotrace.MaxPorts)
+	}
+	var ports []uint16
+	for _, p := range o.connPorts {
+		if p == 0 || p > 65535 {
+			return fc, nil, fmt.Errorf("--conn-ports: %d is not a TCP port", p)
+		}
+		ports = append(ports, uint16(p))
+	}
+	fc = iotrace.FollowConfig{
+		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
+			Waits: o.waits, SyscallProbes: o.syscallProbe, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
+			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports},
+		Summaries: o.summary,
+	}
+	if o.auto {
+		// --auto follows the broker across restarts.
+		fc.Find = iotrace.FindBroker
+	}
+	return fc, writer, nil
+}
+
+// printAttach is the banner of each attach: mode, process, journal groups.
+func (o *iotraceOptions) printAttach(stderr io.Writer, tr *iotrace.Tracer) {
+	fmt.Fprintf(stderr, "iotrace: mode: %s\n", tr.Mode())
+	fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
+		tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+	if o.journal {
+		attached, skipped := tr.JournalGroups()
+		fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
+		if len(skipped) > 0 {
+			fmt.Fprintf(stderr, "; not traced: %s", strings.Join(skipped, "; "))
+		}
+		fmt.Fprintln(stderr)
+	}
+}
+
+// printSummaries prints --summary's tables: per file and operation, and
+// with --journal per device.
+func (o *iotraceOptions) printSummaries(stdout, stderr io.Writer, sessions []iotrace.Session) error {
+	sums, unnamed, devSums := iotrace.MergeSummaries(sessions)
+	if err := ioout.WriteSummaries(stdout, o.format, sums); err != nil {
+		return err
+	}
+	if o.journal {
+		if o.format == "table" {
+			fmt.Fprintln(stdout)
+		}
+		if err := ioout.WriteDeviceSummaries(stdout, o.format, devSums); err != nil {
+			return err
+		}
+	}
+	if unnamed > 0 {
+		fmt.Fprintf(stderr, "iotrace: %d calls on files that could not be named (closed and deleted)\n", unnamed)
+	}
+	return nil
+}
+
+// printStats prints what was seen (unless -q) and what was lost (always).
+func (o *iotraceOptions) printStats(stderr io.Writer, st *iotrace.Stats) {
 	if !o.quiet {
 		fmt.Fprintf(stderr, "iotrace: %d calls >= %v seen, %d on reported files, %d on other files, %d on unnamed files; detached\n",
 			st.Events, o.minLatency, st.Reported, st.OtherFiles, st.Unnamed)
@@ -229,7 +255,6 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 			fmt.Fprintf(stderr, "iotrace: %d connections' threads (%d receives on the ports)\n", st.ConnEvents, st.ConnRecvs)
 		}
 	}
-	// Losses are always reported, even with -q.
 	if st.RingbufDrops > 0 || st.HistFull > 0 || st.StartFull > 0 {
 		fmt.Fprintf(stderr, "iotrace: WARNING: lost %d slow calls (ring buffer full), %d calls not counted (histogram map full), %d calls not timed (start map full)\n",
 			st.RingbufDrops, st.HistFull, st.StartFull)
@@ -245,5 +270,4 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 	if st.ConnRingbufDrops > 0 {
 		fmt.Fprintf(stderr, "iotrace: WARNING: connections: %d not reported at once (ring buffer full; reported at a later receive)\n", st.ConnRingbufDrops)
 	}
-	return nil
 }
