@@ -84,15 +84,27 @@ func (t Thresholds) withDefaults() Thresholds {
 // resource and kind, its reasons joined, and the line.
 func Verdict(s *Sample, th Thresholds) VerdictOf {
 	th = th.withDefaults()
-	var fs []Finding
-	add := func(resource, kind string, reasons []string) {
-		if len(reasons) > 0 {
-			fs = append(fs, Finding{Resource: resource, Kind: kind, Reason: strings.Join(reasons, ", ")})
-		}
-	}
+	var fs findings
+	fs.cpu(&s.CPU, th)
+	fs.memory(&s.Memory, th)
+	fs.disks(s, th)
+	fs.nics(s.NICs, th)
+	fs.tcp(s.TCP, th)
+	fs.fds(&s.FDs, th)
+	return VerdictOf{Findings: fs, Line: verdictLine(fs)}
+}
 
-	// CPU.
-	c := s.CPU
+// findings collects a verdict's findings, a resource at a time.
+type findings []Finding
+
+// add adds a finding of kind for resource when it has reasons.
+func (fs *findings) add(resource, kind string, reasons []string) {
+	if len(reasons) > 0 {
+		*fs = append(*fs, Finding{Resource: resource, Kind: kind, Reason: strings.Join(reasons, ", ")})
+	}
+}
+
+func (fs *findings) cpu(c *CPU, th Thresholds) {
 	var sat, busy []string
 	if c.RunQueue > th.RunQueuePerCPU*float64(c.CPUs) {
 		sat = append(sat, fmt.Sprintf("run queue %.1f > %d CPUs", c.RunQueue, c.CPUs))
@@ -114,12 +126,12 @@ func Verdict(s *Sample, th Thresholds) VerdictOf {
 			}
 		}
 	}
-	add("cpu", KindSaturation, sat)
-	add("cpu", KindUtilization, busy)
+	fs.add("cpu", KindSaturation, sat)
+	fs.add("cpu", KindUtilization, busy)
+}
 
-	// Memory.
-	m := s.Memory
-	sat, busy = nil, nil
+func (fs *findings) memory(m *Memory, th Thresholds) {
+	var sat, busy []string
 	if m.PSI != nil && m.PSI.SomePct > th.MemPSIPct {
 		sat = append(sat, "PSI memory some "+fmtPct(m.PSI.SomePct))
 	}
@@ -136,18 +148,20 @@ func Verdict(s *Sample, th Thresholds) VerdictOf {
 	if m.TotalBytes > 0 && m.UsedPct >= 100-th.MemAvailPct {
 		busy = append(busy, fmtPct(100-m.UsedPct)+" available")
 	}
-	add("memory", KindSaturation, sat)
-	add("memory", KindUtilization, busy)
+	fs.add("memory", KindSaturation, sat)
+	fs.add("memory", KindUtilization, busy)
 	if n := deref(m.OOMKills); n > 0 {
-		add("memory", KindErrors, []string{fmt.Sprintf("%d OOM kills", n)})
+		fs.add("memory", KindErrors, []string{fmt.Sprintf("%d OOM kills", n)})
 	}
+}
 
-	// Disks; PSI io full is for all of them, so it goes to those that
-	// did I/O in the interval (or to "io" when none did).
+// disks: PSI io full is for all of them, so it goes to those that did I/O
+// in the interval (or to "io" when none did).
+func (fs *findings) disks(s *Sample, th Thresholds) {
 	ioFull := s.IOPSI != nil && s.IOPSI.FullPct != nil && *s.IOPSI.FullPct > th.IOPSIFullPct
 	ioNamed := false
 	for _, d := range s.Disks {
-		sat = nil
+		var sat []string
 		if d.UtilPct >= th.DiskUtilPct {
 			sat = append(sat, "util "+fmtPct(d.UtilPct))
 		}
@@ -164,53 +178,55 @@ func Verdict(s *Sample, th Thresholds) VerdictOf {
 			sat = append(sat, "PSI io full "+fmtPct(*s.IOPSI.FullPct))
 			ioNamed = true
 		}
-		add("disk "+d.Name, KindSaturation, sat)
+		fs.add("disk "+d.Name, KindSaturation, sat)
 	}
 	if ioFull && !ioNamed {
-		add("io", KindSaturation, []string{"PSI io full " + fmtPct(*s.IOPSI.FullPct)})
+		fs.add("io", KindSaturation, []string{"PSI io full " + fmtPct(*s.IOPSI.FullPct)})
 	}
+}
 
-	// NICs.
-	for _, n := range s.NICs {
-		sat = nil
+func (fs *findings) nics(nics []NIC, th Thresholds) {
+	for _, n := range nics {
+		var sat []string
 		if n.UtilPct != nil && *n.UtilPct >= th.NICUtilPct {
 			sat = append(sat, fmt.Sprintf("%s of %d Mb/s", fmtPct(*n.UtilPct), *n.SpeedMbps))
 		}
 		if q := deref(n.QdiscDrops); n.RxDrops+n.TxDrops+q > 0 {
 			sat = append(sat, fmt.Sprintf("drops rx %d tx %d qdisc %d", n.RxDrops, n.TxDrops, q))
 		}
-		add("nic "+n.Name, KindSaturation, sat)
+		fs.add("nic "+n.Name, KindSaturation, sat)
 		if n.RxErrors+n.TxErrors > 0 {
-			add("nic "+n.Name, KindErrors, []string{fmt.Sprintf("errors rx %d tx %d", n.RxErrors, n.TxErrors)})
+			fs.add("nic "+n.Name, KindErrors, []string{fmt.Sprintf("errors rx %d tx %d", n.RxErrors, n.TxErrors)})
 		}
 	}
+}
 
-	// TCP.
-	if t := s.TCP; t != nil {
-		sat = nil
-		if t.RetransPct != nil && *t.RetransPct > th.TCPRetransPct && float64(t.RetransSegs) >= th.TCPRetransMin {
-			sat = append(sat, fmt.Sprintf("retransmits %s of %d segments", fmtPct(*t.RetransPct), t.OutSegs))
-		}
-		if t.ListenOverflows+t.ListenDrops > 0 {
-			sat = append(sat, fmt.Sprintf("accept queue overflows %d, listen drops %d", t.ListenOverflows, t.ListenDrops))
-		}
-		add("tcp", KindSaturation, sat)
-		if t.InErrs > 0 {
-			add("tcp", KindErrors, []string{fmt.Sprintf("%d bad segments received", t.InErrs)})
-		}
+func (fs *findings) tcp(t *TCP, th Thresholds) {
+	if t == nil {
+		return
 	}
+	var sat []string
+	if t.RetransPct != nil && *t.RetransPct > th.TCPRetransPct && float64(t.RetransSegs) >= th.TCPRetransMin {
+		sat = append(sat, fmt.Sprintf("retransmits %s of %d segments", fmtPct(*t.RetransPct), t.OutSegs))
+	}
+	if t.ListenOverflows+t.ListenDrops > 0 {
+		sat = append(sat, fmt.Sprintf("accept queue overflows %d, listen drops %d", t.ListenOverflows, t.ListenDrops))
+	}
+	fs.add("tcp", KindSaturation, sat)
+	if t.InErrs > 0 {
+		fs.add("tcp", KindErrors, []string{fmt.Sprintf("%d bad segments received", t.InErrs)})
+	}
+}
 
-	// File descriptors.
-	busy = nil
-	if b := s.FDs.Broker; b != nil && b.Pct != nil && *b.Pct >= th.FDPct {
+func (fs *findings) fds(f *FDs, th Thresholds) {
+	var busy []string
+	if b := f.Broker; b != nil && b.Pct != nil && *b.Pct >= th.FDPct {
 		busy = append(busy, fmt.Sprintf("broker %d of %d", b.Open, *b.Limit))
 	}
-	if s.FDs.SystemMax > 0 && s.FDs.SystemPct >= th.FDPct {
-		busy = append(busy, fmt.Sprintf("system %d of %d", s.FDs.SystemOpen, s.FDs.SystemMax))
+	if f.SystemMax > 0 && f.SystemPct >= th.FDPct {
+		busy = append(busy, fmt.Sprintf("system %d of %d", f.SystemOpen, f.SystemMax))
 	}
-	add("fds", KindUtilization, busy)
-
-	return VerdictOf{Findings: fs, Line: verdictLine(fs)}
+	fs.add("fds", KindUtilization, busy)
 }
 
 func deref(p *int64) int64 {
