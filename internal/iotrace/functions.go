@@ -54,10 +54,15 @@ var fsFunctions = []struct {
 // system function, so that one the kernel lacks (xfs not loaded) does not
 // keep the other from loading.
 type functions struct {
-	colls   []*ebpf.Collection
-	links   []link.Link
+	tracingSet
 	timed   []string // functions attached
 	skipped []string // "function: why not"
+}
+
+// tracingSet is collections of fentry/fexit programs and their links.
+type tracingSet struct {
+	colls []*ebpf.Collection
+	links []link.Link
 }
 
 // openFunctions loads and attaches bpf/iofunc.bpf.c's programs for each
@@ -87,7 +92,7 @@ func openFunctions(cfg Config, shared *iotraceObjects) (*functions, error) {
 // open loads the programs enter and exit of spec, a copy of
 // bpf/iofunc.bpf.c's (their attach target is in their section names), and
 // attaches them.
-func (f *functions) open(cfg Config, spec *ebpf.CollectionSpec, shared *iotraceObjects, enter, exit string) (err error) {
+func (f *functions) open(cfg Config, spec *ebpf.CollectionSpec, shared *iotraceObjects, enter, exit string) error {
 	for name := range spec.Programs {
 		if name != enter && name != exit {
 			delete(spec.Programs, name)
@@ -103,49 +108,73 @@ func (f *functions) open(cfg Config, spec *ebpf.CollectionSpec, shared *iotraceO
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{
-			"ksio_devs":     shared.KsioDevs,
-			"ksio_hists":    shared.KsioHists,
-			"ksio_events":   shared.KsioEvents,
-			"ksio_counters": shared.KsioCounters,
-			"ksio_zero":     shared.KsioZero,
-		},
-	})
+	coll, err := loadTracing(spec, shared)
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return fmt.Errorf("load: %+v", ve)
-		}
-		return fmt.Errorf("load: %w", explainRefusal(err))
+		return err
 	}
-	defer func() {
-		if err != nil {
-			coll.Close()
-		}
-	}()
-	// The exit first: once a call's entry is timed, its exit is too.
-	var links []link.Link
-	for _, p := range []struct {
-		name string
-		typ  ebpf.AttachType
-	}{{exit, ebpf.AttachTraceFExit}, {enter, ebpf.AttachTraceFEntry}} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[p.name], AttachType: p.typ})
-		if err != nil {
-			for _, l := range links {
-				l.Close()
-			}
-			return fmt.Errorf("attach %s: %w", p.name, err)
-		}
-		links = append(links, l)
+	links, err := attachTracing(coll, spec)
+	if err != nil {
+		coll.Close()
+		return err
 	}
 	f.colls = append(f.colls, coll)
 	f.links = append(f.links, links...)
 	return nil
 }
 
+// loadTracing loads spec, fentry/fexit programs that time into iotrace's
+// maps: each map of shared that spec also declares replaces spec's.
+func loadTracing(spec *ebpf.CollectionSpec, shared *iotraceObjects) (*ebpf.Collection, error) {
+	replace := map[string]*ebpf.Map{}
+	for name, m := range map[string]*ebpf.Map{
+		"ksio_devs":     shared.KsioDevs,
+		"ksio_hists":    shared.KsioHists,
+		"ksio_events":   shared.KsioEvents,
+		"ksio_counters": shared.KsioCounters,
+		"ksio_zero":     shared.KsioZero,
+		"ksio_starts":   shared.KsioStarts,
+		"ksio_pending":  shared.KsioPending,
+	} {
+		if _, ok := spec.Maps[name]; ok {
+			replace[name] = m
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load: %+v", ve)
+		}
+		return nil, fmt.Errorf("load: %w", explainRefusal(err))
+	}
+	return coll, nil
+}
+
+// attachTracing attaches every program of coll (loaded from spec), the
+// fexit ones first: once a call's entry is timed, its exit is too. On
+// failure nothing stays attached.
+func attachTracing(coll *ebpf.Collection, spec *ebpf.CollectionSpec) ([]link.Link, error) {
+	var links []link.Link
+	for _, typ := range []ebpf.AttachType{ebpf.AttachTraceFExit, ebpf.AttachTraceFEntry} {
+		for name, ps := range spec.Programs {
+			if ps.AttachType != typ {
+				continue
+			}
+			l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name], AttachType: typ})
+			if err != nil {
+				for _, l := range links {
+					l.Close()
+				}
+				return nil, fmt.Errorf("attach %s to %s: %w", name, ps.AttachTo, err)
+			}
+			links = append(links, l)
+		}
+	}
+	return links, nil
+}
+
 // programs returns the loaded programs.
-func (f *functions) programs() []*ebpf.Program {
+func (f *tracingSet) programs() []*ebpf.Program {
 	var progs []*ebpf.Program
 	for _, c := range f.colls {
 		for _, p := range c.Programs {
@@ -156,7 +185,7 @@ func (f *functions) programs() []*ebpf.Program {
 }
 
 // detach closes the links: the programs stop running.
-func (f *functions) detach() error {
+func (f *tracingSet) detach() error {
 	var errs []error
 	for _, l := range f.links {
 		errs = append(errs, l.Close())
@@ -166,7 +195,7 @@ func (f *functions) detach() error {
 }
 
 // close detaches and releases programs and maps.
-func (f *functions) close() error {
+func (f *tracingSet) close() error {
 	errs := []error{f.detach()}
 	for _, c := range f.colls {
 		c.Close()

@@ -96,13 +96,11 @@ func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
 // The older sub-tracers' parts of the interface; run-queue delays and
 // connections have theirs in runq.go and conns.go.
 
-func (f *functions) ring() *ringbuf.Reader                   { return nil }
-func (f *functions) read(*Tracer, Handlers, *delivery) error { return nil }
-func (f *functions) counters(*Stats) error                   { return nil } // counted in ksio_counters
-
-func (s *sysFunctions) ring() *ringbuf.Reader                   { return nil }
-func (s *sysFunctions) read(*Tracer, Handlers, *delivery) error { return nil }
-func (s *sysFunctions) counters(*Stats) error                   { return nil } // counted in ksio_counters
+// Function programs (file system functions, system calls at fentry) send
+// and count through the system calls' maps: nothing of their own to read.
+func (f *tracingSet) ring() *ringbuf.Reader                   { return nil }
+func (f *tracingSet) read(*Tracer, Handlers, *delivery) error { return nil }
+func (f *tracingSet) counters(*Stats) error                   { return nil } // counted in ksio_counters
 
 func (j *journal) ring() *ringbuf.Reader { return j.rd }
 func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {

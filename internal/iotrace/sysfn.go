@@ -1,12 +1,10 @@
 package iotrace
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 )
 
 // SyscallProbe says where a Tracer times the write and fsync system
@@ -35,25 +33,19 @@ func ParseSyscallProbe(s string) (SyscallProbe, error) {
 	return 0, fmt.Errorf("iotrace: syscall probe %q: want auto or tracepoint", s)
 }
 
-// syscallFunctionPrefix is where the kernel's system call functions
-// (those taking the user's registers) are named on this architecture;
-// iosysfn.bpf.c reads the arguments from x86-64's registers.
-const syscallFunctionPrefix = "__x64_sys_"
-
 // sysFunctions holds iosysfn's programs, attached in place of the
 // syscalls tracepoints.
-type sysFunctions struct {
-	coll  *ebpf.Collection
-	links []link.Link
-}
+type sysFunctions struct{ tracingSet }
 
-// openSysFunctions loads bpf/iosysfn.bpf.c with iotrace's maps and
-// settings (shared, spec: the loaded and the configured iotrace
-// collections) and attaches every program, exits first; it fails, leaving
-// nothing loaded, when any of them cannot be: the kernel lacks BPF
-// trampolines, refuses them (as on this project's hosts), or names its
-// system call functions otherwise.
-func openSysFunctions(iotraceSpec *ebpf.CollectionSpec, shared *iotraceObjects) (_ *sysFunctions, err error) {
+// openSysFunctions loads bpf/iosysfn.bpf.c with the settings of
+// iotraceSpec and the maps of shared (iotrace's collection as configured,
+// and as loaded) and attaches every program, exits first; it fails,
+// leaving nothing loaded, when any of them cannot be: the kernel lacks BPF
+// trampolines, refuses them (as on this project's hosts), or has no
+// __x64_sys_* functions (another architecture, or kernels before 4.17,
+// without the syscall wrappers); iosysfn.bpf.c reads the arguments from
+// x86-64's registers.
+func openSysFunctions(iotraceSpec *ebpf.CollectionSpec, shared *iotraceObjects) (*sysFunctions, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("system call functions are only probed on amd64, not %s", runtime.GOARCH)
 	}
@@ -71,70 +63,16 @@ func openSysFunctions(iotraceSpec *ebpf.CollectionSpec, shared *iotraceObjects) 
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{
-			"ksio_devs":     shared.KsioDevs,
-			"ksio_hists":    shared.KsioHists,
-			"ksio_events":   shared.KsioEvents,
-			"ksio_counters": shared.KsioCounters,
-			"ksio_zero":     shared.KsioZero,
-			"ksio_starts":   shared.KsioStarts,
-			"ksio_pending":  shared.KsioPending,
-		},
-	})
+	coll, err := loadTracing(spec, shared)
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load: %+v", ve)
-		}
-		return nil, fmt.Errorf("load: %w", explainRefusal(err))
+		return nil, err
 	}
-	s := &sysFunctions{coll: coll}
-	defer func() {
-		if err != nil {
-			s.close()
-		}
-	}()
-	// Exits first: once a call's entry is timed, its exit is too.
-	for _, typ := range []ebpf.AttachType{ebpf.AttachTraceFExit, ebpf.AttachTraceFEntry} {
-		for name, ps := range spec.Programs {
-			if ps.AttachType != typ {
-				continue
-			}
-			l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name], AttachType: typ})
-			if err != nil {
-				return nil, fmt.Errorf("attach %s to %s: %w", name, ps.AttachTo, err)
-			}
-			s.links = append(s.links, l)
-		}
+	links, err := attachTracing(coll, spec)
+	if err != nil {
+		coll.Close()
+		return nil, err
 	}
-	return s, nil
-}
-
-// programs returns the loaded programs.
-func (s *sysFunctions) programs() []*ebpf.Program {
-	var progs []*ebpf.Program
-	for _, p := range s.coll.Programs {
-		progs = append(progs, p)
-	}
-	return progs
-}
-
-// detach closes the links: the programs stop running.
-func (s *sysFunctions) detach() error {
-	var errs []error
-	for _, l := range s.links {
-		errs = append(errs, l.Close())
-	}
-	s.links = nil
-	return errors.Join(errs...)
-}
-
-// close detaches and releases the programs (the maps are iotrace's).
-func (s *sysFunctions) close() error {
-	err := s.detach()
-	s.coll.Close()
-	return err
+	return &sysFunctions{tracingSet{colls: []*ebpf.Collection{coll}, links: links}}, nil
 }
 
 // String is the name ParseSyscallProbe parses.
