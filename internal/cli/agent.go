@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -187,13 +185,8 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		return badInput(err)
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, release := untilStopped(ctx, o.duration)
+	defer release()
 	// The listener first: a port in use ends the command before anything
 	// is traced.
 	ctx, cancel := context.WithCancel(ctx)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,13 +104,8 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 
 	// Stop on SIGINT and SIGTERM; every tracer is closed before Follow
 	// returns.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, release := untilStopped(ctx, o.duration)
+	defer release()
 	if !o.quiet {
 		fc.OnAttach = func(tr *iotrace.Tracer) { o.printAttach(stderr, tr) }
 		fc.OnExit = func(pid int) {

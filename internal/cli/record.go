@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -176,13 +174,8 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 		}
 	}()
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, release := untilStopped(ctx, o.duration)
+	defer release()
 
 	// The tracer follows the broker across restarts with --pid auto. The
 	// first attach happens before anything else starts, so that a tracer

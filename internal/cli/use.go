@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,13 +99,8 @@ func runUse(ctx context.Context, stdout, stderr io.Writer, o *useOptions) error 
 		fmt.Fprintf(stderr, "use: %s\n", n)
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, release := untilStopped(ctx, o.duration)
+	defer release()
 	enc := json.NewEncoder(stdout)
 	return use.Run(ctx, s, o.interval, func(smp *use.Sample) error {
 		if o.format == "json" {
