@@ -34,6 +34,12 @@
 # programs in the broker's system calls, its capture's copy of every
 # packet in the senders' context. Its CPU is measured like the agent's.
 #
+# TRACEPOINT=1 adds an arm at every load: this build with
+# --syscall-probe tracepoint. Where the kernel allows fentry, the agent
+# arm times the broker's system calls at the system call functions, and
+# this arm shows what the syscalls tracepoints would cost instead (on a
+# host that refuses fentry, as this project's, both arms are the same).
+#
 # PIN=1 puts the broker (every thread, also the request logger's) and
 # whatever watches it (agent or thief) on CPU 0 and the clients on CPU 1:
 # the broker's host is then one core the clients do not share, as when
@@ -62,6 +68,7 @@
 #   MAX=0 LOADS=5000 TRIALS=6 bench/agent.sh   # fixed loads only, no maximum
 #   MAX_TRIALS=5 bench/agent.sh                # more trials at the max (default TRIALS)
 #   PIN=1 LOADS=5000 bench/agent.sh             # broker and agent on CPU 0, clients on CPU 1
+#   TRACEPOINT=1 bench/agent.sh                 # also the agent with --syscall-probe tracepoint
 #
 # Needs root. Prints a Markdown report; bench/agent-results.md holds a
 # run's output.
@@ -80,6 +87,7 @@ duration="${DURATION:-20}"
 soak="${SOAK:-300}"
 with_max="${MAX:-1}"
 pin="${PIN:-0}"
+tracepoint_arm="${TRACEPOINT:-0}"
 # Commands that run on the broker's host and the clients', as taskset
 # prefixes (empty unless PIN=1).
 host=() clients=()
@@ -191,6 +199,7 @@ run() {
   case "$arm" in
     agent) start_agent "$kscope" ;;
     capture) start_agent "$kscope" --no-trace ;;
+    tracepoint) start_agent "$kscope" --syscall-probe tracepoint ;;
     before) start_agent "$before" ;;
     thief)
       local share
@@ -250,6 +259,7 @@ EOF
 : >"$work/runs.tsv"
 arms=(none agent)
 [[ -n "$before" ]] && arms+=(before)
+[[ "$tracepoint_arm" == 1 ]] && arms+=(tracepoint)
 arms+=(thief)
 load 5000 "$port" warmup >/dev/null
 load 5000 "$logport" warmup-log >/dev/null
@@ -321,9 +331,9 @@ def ci(xs):
 def fmt(xs, nd=1):
     m, h = ci(xs)
     return f"{m:.{nd}f} ± {h:.{nd}f}" if not math.isnan(h) else f"{m:.{nd}f}"
-order = {"none": 0, "agent": 1, "before": 2, "capture": 3, "thief": 4, "reqlog": 5}
+order = {"none": 0, "agent": 1, "before": 2, "tracepoint": 3, "capture": 4, "thief": 5, "reqlog": 6}
 names = {"none": "nothing watching", "agent": "kscope agent", "before": f"kscope agent before ({before_rev})",
-         "capture": "kscope agent --no-trace", "thief": "CPU thief at the agent's CPU (stress-ng)",
+         "tracepoint": "kscope agent --syscall-probe tracepoint", "capture": "kscope agent --no-trace", "thief": "CPU thief at the agent's CPU (stress-ng)",
          "reqlog": "Kafka request logger"}
 where = ("The broker (and the agent or thief) pinned to CPU 0, the clients to CPU 1." if pin == "1"
          else f"{cores} cores, shared by all.")
@@ -343,7 +353,7 @@ for key in sorted(rows, key=loadkey):
     col = lambda i: [r[i] for r in rs]
     req, msgs, p99, bcpu, acpu, bpf, areq, peak, lost = (col(i) for i in range(9))
     line = f"| {key[0]} | {names[key[1]]} | {fmt(req, 0)} | {fmt(msgs, 0)} | {fmt([x / 1000 for x in p99])} | {fmt(bcpu)} |"
-    if key[1] in ("agent", "before", "capture"):
+    if key[1] in ("agent", "before", "tracepoint", "capture"):
         # Per the requests the agent decoded over the same wall time as
         # its CPU (the clients count only the measured part).
         per = [a / (q / 1e4) for a, q in zip(acpu, areq)]
@@ -360,13 +370,14 @@ for key in sorted(rows, key=loadkey):
 # Trial pairs: each arm against nothing watching and the agent against the
 # thief, in the same trial (runs of one trial are minutes apart, of
 # different trials longer: pairs see drift the intervals do not).
-short = {"none": "nothing", "agent": "agent", "before": "before", "capture": "--no-trace", "thief": "thief"}
+short = {"none": "nothing", "agent": "agent", "before": "before", "tracepoint": "tracepoint", "capture": "--no-trace",
+         "thief": "thief"}
 print("\nTrial pairs (in how many trials the first arm's value was lower or higher than the second's):\n")
 for ld in sorted({k[0] for k in trial}, key=lambda l: math.inf if l == "max" else float(l)):
     ts = [t for k, t in trial.items() if k[0] == ld]
     parts = []
-    for a, b in (("agent", "none"), ("before", "none"), ("capture", "none"), ("thief", "none"), ("agent", "thief"),
-                 ("agent", "before"), ("agent", "capture")):
+    for a, b in (("agent", "none"), ("before", "none"), ("tracepoint", "none"), ("capture", "none"), ("thief", "none"),
+                 ("agent", "thief"), ("agent", "before"), ("agent", "tracepoint"), ("agent", "capture")):
         both = [t for t in ts if a in t and b in t]
         if not both:
             continue
@@ -386,4 +397,5 @@ echo
 maxenv=""
 [[ "$with_max" != 1 ]] && maxenv="MAX=$with_max "
 [[ "$pin" == 1 ]] && maxenv+="PIN=1 "
+[[ "$tracepoint_arm" == 1 ]] && maxenv+="TRACEPOINT=1 "
 echo "Command: \`${maxenv}BEFORE_REV=${before_rev:-none} TRIALS=$trials MAX_TRIALS=$max_trials DURATION=$duration SOAK=$soak LOADS=\"${loads[*]}\" bench/agent.sh\`, $(date -u +%F), $(nproc) cores, kernel $(uname -r)."
