@@ -242,11 +242,16 @@ func (e *Explainer) wakerStarved(p ParkWait, iv interval, depth int, starved *wa
 	if !e.idx.isHandler(p.WakerTID) {
 		ds = append(ds, e.heldBy(p.WakerTID, iv, depth+1)...)
 	}
+	starved.delays = append(starved.delays, ds...)
+	return delaySpans(ds)
+}
+
+// delaySpans returns the intervals of ds.
+func delaySpans(ds []event.RunDelay) []interval {
 	ivs := make([]interval, 0, len(ds))
 	for _, d := range ds {
 		ivs = append(ivs, interval{d.Start.UnixNano(), d.End.UnixNano()})
 	}
-	starved.delays = append(starved.delays, ds...)
 	return ivs
 }
 
@@ -296,10 +301,7 @@ func (e *Explainer) ownerParked(l event.LockWait, iv interval, ps *[]ParkWait, s
 	n := len(starved.delays)
 	parked = e.parkedParts(l.OwnerTID, iv, 1, nil, &ev, starved)
 	*ps = append(*ps, ev.ParkWaits...)
-	held := slices.Clone(parked)
-	for _, d := range starved.delays[n:] {
-		held = append(held, interval{d.Start.UnixNano(), d.End.UnixNano()})
-	}
+	held := append(slices.Clone(parked), delaySpans(starved.delays[n:])...)
 	return parked, minusAll([]interval{iv}, held)
 }
 
