@@ -147,7 +147,7 @@ func measure(probe iotrace.SyscallProbe, trace bool, kind string, calls int) (fl
 	cmd.Env = append(os.Environ(), workerEnv+"="+kind, "SYSCALLCOST_CALLS="+strconv.Itoa(calls))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	go1, err := cmd.StdinPipe()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +169,7 @@ func measure(probe iotrace.SyscallProbe, trace bool, kind string, calls int) (fl
 			return 0, fmt.Errorf("mode %s", m)
 		}
 	}
-	if _, err := go1.Write([]byte{1}); err != nil {
+	if _, err := stdin.Write([]byte{1}); err != nil {
 		return 0, err
 	}
 	if err := cmd.Wait(); err != nil {

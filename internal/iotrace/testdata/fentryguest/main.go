@@ -185,6 +185,7 @@ func traceCalls(name string, probe iotrace.SyscallProbe, fentry bool) (failures 
 	// function calls inside the writes, writes*writeSize bytes, on
 	// orders-0.
 	for i, m := range mounts {
+		dev := devOf(m.dir)
 		var sys, fn []*event.Write
 		var seen []call
 		for _, w := range got {
@@ -192,7 +193,7 @@ func traceCalls(name string, probe iotrace.SyscallProbe, fentry bool) (failures 
 				fail("event on %q (topic %q partition %d)", w.File, w.Topic, w.Partition)
 				continue
 			}
-			if !onMount(w, m.dir) {
+			if w.Dev != dev {
 				continue
 			}
 			if w.Op == m.fn {
@@ -229,7 +230,7 @@ func traceCalls(name string, probe iotrace.SyscallProbe, fentry bool) (failures 
 		}
 		counted := map[string]uint64{}
 		for _, s := range sums {
-			if s.Topic == "orders" && s.Partition == 0 && s.Dev == devOf(m.dir) {
+			if s.Topic == "orders" && s.Partition == 0 && s.Dev == dev {
 				counted[s.Op] += s.Count
 			}
 		}
@@ -365,11 +366,6 @@ func syscallTracepointLinks() (int, error) {
 		}
 	}
 	return n, it.Err()
-}
-
-// onMount reports whether w's device is the file system mounted at dir.
-func onMount(w *event.Write, dir string) bool {
-	return w.Dev == devOf(dir)
 }
 
 // devOf returns the device of the file system mounted at dir, as
