@@ -485,7 +485,6 @@ func (a *Agent) traceLoop(ctx context.Context) {
 }
 
 func (a *Agent) onAttach(t *iotrace.Tracer) {
-	a.logf("tracing broker pid %d: %s", t.PID(), t.Mode())
 	b := recording.BrokerOf(t.PID(), t.LogDirs())
 	if b.NodeID != nil && fmt.Sprint(*b.NodeID) != a.identity.BrokerID {
 		a.logf("broker pid %d is node %d, but the metrics are labelled %s=%s (fixed at start)", t.PID(), *b.NodeID, LabelBrokerID, a.identity.BrokerID)
@@ -515,7 +514,7 @@ func (a *Agent) onAttach(t *iotrace.Tracer) {
 	if a.cfg.TLSKeysAttach {
 		go a.attachKeyLog(t.PID())
 	}
-	a.logf("tracing broker pid %d (Kafka %s), log dirs %v", t.PID(), orUnknown(b.Version), t.LogDirs())
+	a.logf("tracing broker pid %d (Kafka %s), log dirs %v; %s", t.PID(), orUnknown(b.Version), t.LogDirs(), t.Mode())
 }
 
 func (a *Agent) onDetach(s iotrace.Session) {
