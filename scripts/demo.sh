@@ -18,7 +18,7 @@ work="${KSCOPE_DEMO_DIR:-$root/demo}"
 port="${KSCOPE_DEMO_PORT:-9092}"
 mkdir -p "$work"
 
-scripts/setup.sh
+scripts/setup.sh demo
 CGO_ENABLED=0 go build -o bin/kscope ./cmd/kscope
 libs="$(scripts/kafka-jars.sh)"
 kscope="$root/bin/kscope"

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# setup.sh: install what kscope's tests and demo need on a Debian 12 machine
+# setup.sh: install what kscope's demo or tests need on a Debian 12 machine
 # (run as root). Idempotent and quiet when everything is already there.
+#
+#   scripts/setup.sh demo   only what scripts/demo.sh needs: a newcomer's
+#                           first run installs little (Go modules, the
+#                           Kafka jars, e2fsprogs/util-linux/maven)
+#   scripts/setup.sh        everything the tests need (scripts/test.sh):
 #
 #   - checks Go and Java (not installed here: they come with the machine)
 #   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven,
@@ -15,6 +20,11 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+scope="${1:-all}"
+case "$scope" in
+demo | all) ;;
+*) echo "setup.sh: unknown scope \"$scope\" (want demo, or nothing for all)" >&2; exit 2 ;;
+esac
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
@@ -26,13 +36,16 @@ command -v jcmd >/dev/null || die "jcmd not found on PATH (install a full JDK 17
 # Debian package -> a command it provides (to decide what is missing
 # without asking dpkg about packages that might be named differently).
 declare -A pkgs=(
+  [e2fsprogs]=mkfs.ext4
+  [util-linux]=flock # and fsfreeze, which the demo's injected stalls use
+  [maven]=mvn        # scripts/kafka-jars.sh resolves the Kafka jars with it
+)
+# The tests' tools, beyond the demo's.
+[[ "$scope" == demo ]] || pkgs+=(
   [tcpdump]=tcpdump
   [tshark]=tshark
   [iproute2]=ip
   [xfsprogs]=mkfs.xfs
-  [e2fsprogs]=mkfs.ext4
-  [util-linux]=flock
-  [maven]=mvn # scripts/kafka-jars.sh resolves the Kafka jars with it
   [ethtool]=ethtool # bench/requests.sh turns off loopback offloads in its namespace
   [chromium]=chromium # the report screenshot test (headless)
   [tcpreplay]=tcpreplay # bench/agent-replay.sh replays a capture at top speed
@@ -63,6 +76,8 @@ fi
 
 (cd "$root" && go mod download)
 "$root/scripts/kafka-jars.sh" >/dev/null
+[[ "$scope" == demo ]] && exit 0
+
 # The older release the lab tests start (lab broker --version 3.9.1).
 "$root/scripts/kafka-jars.sh" 3.9.1 >/dev/null
 # The Java agent internal/keylogagent loads into a running JVM for its TLS keys.
