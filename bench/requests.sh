@@ -12,7 +12,7 @@
 # segmentation offload, so the capture has the packet sizes of a capture
 # taken on a real NIC (plain loopback would carry 64 KiB segments, which
 # flatters every per-packet cost). MTU=65536 records a plain-loopback one.
-# Prints a Markdown table; the README's figures come from it.
+# Prints a Markdown table; bench/requests-results.md has its figures.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
