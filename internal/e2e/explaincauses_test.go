@@ -621,6 +621,6 @@ func TestExplainNetwork(t *testing.T) {
 			}
 			return windows
 		})
-		checkCause(t, dir, windows, explain.CauseNetwork, func(f *explain.Finding) bool { return f.Shares.NetworkMs > 0 }, "--percentile", "90")
+		checkCause(t, dir, windows, explain.CauseNetwork, func(f *explain.Finding) bool { return f.Shares[explain.CauseNetwork] > 0 }, "--percentile", "90")
 	})
 }

@@ -62,8 +62,8 @@ func TestExplainReplication(t *testing.T) {
 			if f.Cause != explain.CauseReplication {
 				continue
 			}
-			if f.Shares.ReplicationMs >= limit {
-				t.Errorf("control run: %s/%d waited %.1f ms for followers: %s", f.Client, f.CorrelationID, f.Shares.ReplicationMs, f.Detail)
+			if f.Shares[explain.CauseReplication] >= limit {
+				t.Errorf("control run: %s/%d waited %.1f ms for followers: %s", f.Client, f.CorrelationID, f.Shares[explain.CauseReplication], f.Detail)
 			}
 			for _, rf := range replicaFetches(f) {
 				if rf.LateMs >= limit || rf.SilentMs >= limit {

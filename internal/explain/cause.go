@@ -2,18 +2,24 @@ package explain
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
-	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
-// reqCtx is what the causes measured outside explain.go see of one
-// request: its times, the broker threads known to have carried it, and
-// what it inherited from the request ahead of it on its connection.
+// reqCtx is what the causes see of one request: the request and the
+// finding their evidence goes to, its times, the broker threads known to
+// have carried it, the writes to its partitions, and the request ahead
+// of it on its connection when it was queued behind that one.
 type reqCtx struct {
+	r           *event.Request
+	f           *Finding
 	A, E, L     int64 // arrival, end, latency (unix ns)
 	brokerStart int64 // when the broker could read it (see event.Request.BrokerMs)
+	// sw are the writes to its partitions: its own appends and the
+	// others that held it (storage.go).
+	sw *storageWaits
 	// handlers are the threads that appended its records (its own
 	// writes), own the times of those appends.
 	handlers []int32
@@ -25,27 +31,13 @@ type reqCtx struct {
 	// brokerStart, or its arrival when the broker's receive window closed
 	// meanwhile (the thread did not read it).
 	netFrom int64
-	// queued are, by cause, the intervals the request ahead of it on its
-	// connection was held up by, clipped to the time this one waited
-	// for it (nil when it did not wait).
+	// prev is the request ahead of it on its connection when it waited
+	// for that one (nil when it did not).
+	prev *connLast
+	// queued are, by inherited cause, the intervals the request ahead of
+	// it was held up by, clipped to the time this one waited for it (nil
+	// when it did not wait).
 	queued map[string][]interval
-	// queuedDelays are the run delays the request ahead of it was
-	// starved by: evidence for the time it inherits.
-	queuedDelays []event.RunDelay
-	// queuedParks are the sleeps the request ahead of it was held by
-	// (park-wait's evidence, likewise).
-	queuedParks []ParkWait
-	// queuedHandlers: what the handlers did while the request ahead of
-	// it waited for one (request-queue's evidence, likewise).
-	queuedHandlers []HandlerBusy
-	// pauseStarved are the parts of the JVM's pauses during the request
-	// that its stop-the-world threads spent waiting for a CPU (the
-	// waits: pauseDelays): starvation that made the pauses longer.
-	pauseStarved []interval
-	pauseDelays  []event.RunDelay
-	// pauses are the JVM's pauses during the request: a broker thread's
-	// wait for a CPU inside one is the pause's (the GC had the CPUs).
-	pauses []interval
 	// replicating: acks=all with followers, so the handler left the
 	// request after its last append (ownEnd) and the purgatory answered.
 	replicating bool
@@ -57,10 +49,6 @@ type reqCtx struct {
 	lockWaited  []interval
 	ownerParked []interval
 	ownerParks  []ParkWait
-	// wakersStarved are the waits for a CPU of the threads that ended the
-	// sleeps park-wait followed (and the monitor owners' sleeps in
-	// ownerParked), during those sleeps: cpu-starved's.
-	wakersStarved wakersStarved
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,
@@ -73,10 +61,50 @@ type measured struct {
 	ns    int64
 	ivs   []interval // nil for causes known only as a sum
 	stw   bool
+	// more is what the cause found beyond its time that the causes
+	// measured after it, its named hook or the request queued behind
+	// this one read (of a type of the cause's own file).
+	more any
 }
 
-// causeOrder is where each cause stands in Causes: ties go to the earlier.
-func causeOrder(c string) int { return slices.Index(Causes, c) }
+// measuring is what a cause's measure sees of a request: the request in
+// context, and what the causes it reads (cause.after) measured of it.
+type measuring struct {
+	*reqCtx
+	e    *Explainer
+	self *cause
+	got  []measured // by position in e.causes, as far as measured
+}
+
+// of is what the cause called name, one that m's cause reads, measured
+// of the request. Reading a cause not in after panics: the registry
+// would not have measured it first.
+func (m *measuring) of(name string) measured {
+	if !slices.Contains(m.self.after, name) {
+		panic(fmt.Sprintf("explain: cause %q reads %q, which it does not name in after", m.self.name, name))
+	}
+	return m.got[m.e.causes.position(name)]
+}
+
+// ahead is what m's cause measured of the request ahead of this one on
+// its connection, when this one waited for it.
+func (m *measuring) ahead() (measured, bool) {
+	if m.prev == nil {
+		return measured{}, false
+	}
+	return m.prev.measured[m.e.causes.position(m.self.name)], true
+}
+
+// moreOf is what a cause found beyond its time (measured.more), when of
+// type T; T's zero value otherwise.
+func moreOf[T any](m measured) T {
+	v, _ := m.more.(T)
+	return v
+}
+
+// causeOrder is where each cause stands among the registered causes:
+// ties go to the earlier.
+func causeOrder(c string) int { return registered().position(c) }
 
 // classify names the cause of a request of latency L from what each cause
 // measured; need is the part of L a cause must account for. The rule
@@ -176,36 +204,4 @@ func clipAll(ivs []interval, to interval) []interval {
 		}
 	}
 	return out
-}
-
-// queueTolerance is how close the previous response's end must be to when
-// the broker could read a request for the request to count as queued
-// behind it on its connection.
-const queueTolerance = int64(time.Millisecond)
-
-// newReqCtx is the context the causes measure r in: A..E, when the
-// broker could read it, the handlers and own appends sw found, and the
-// network thread serving its connection (also set in f).
-func (e *Explainer) newReqCtx(r *event.Request, f *Finding, sw *storageWaits, A, E, brokerStart int64, replicating bool) *reqCtx {
-	x := e.idx
-	c := &reqCtx{A: A, E: E, L: E - A, brokerStart: brokerStart, netFrom: brokerStart, replicating: replicating, ownEnd: sw.ownEnd,
-		lockWaited: sw.blockPart, ownerParked: sw.ownerParked, ownerParks: sw.ownerParks, wakersStarved: sw.ownerStarved}
-	if r.BrokerZeroWindows > 0 && r.QueuedMs <= 0 {
-		// The broker's window closed while the request arrived: its
-		// network thread was not reading, so the arrival is its time.
-		c.netFrom = A
-	}
-	for _, i := range sw.ownSlow {
-		w := &x.writes[i]
-		c.own = append(c.own, interval{w.start, w.end})
-		c.ownTID = append(c.ownTID, w.tid)
-		if !slices.Contains(c.handlers, w.tid) {
-			c.handlers = append(c.handlers, w.tid)
-		}
-	}
-	if ct, ok := x.connThread(r.Client, A); ok {
-		c.netTID = ct.TID
-		f.NetworkThread = &ct
-	}
-	return c
 }

@@ -17,6 +17,32 @@ import (
 // or its cgroup's CPU quota was used up.
 const CauseCPUStarved = "cpu-starved"
 
+func init() {
+	register(cause{
+		name:  CauseCPUStarved,
+		order: 80,
+		short: "cpu",
+		help: "the broker threads carrying it (its handler, the network\n" +
+			"thread of its connection, the threads holding a lock they\n" +
+			"slept on) waited in a run queue for a CPU",
+		// park-wait follows the handlers' sleeps to the threads that
+		// ended them, whose waits for a CPU are this cause's; a wait
+		// inside a JVM pause is the pause's, and the pauses' own
+		// starved parts are this cause's.
+		after: []string{CauseParkWait, CauseGCPause},
+		measure: func(m *measuring) measured {
+			var ahead []event.RunDelay
+			if prev, ok := m.ahead(); ok {
+				ahead = moreOf[[]event.RunDelay](prev)
+			}
+			woken := moreOf[*parkedMore](m.of(CauseParkWait)).wakersStarved
+			return m.e.cpuStarved(m.reqCtx, m.f, moreOf[*jvmStops](m.of(CauseGCPause)), woken, ahead)
+		},
+		inherited: true,
+		detail:    func(f *Finding) string { return cpuStarvedDetail(f) + alsoDetail(f) },
+	})
+}
+
 // maxRunDelayEvidence bounds Finding.RunDelays.
 const maxRunDelayEvidence = 10
 
@@ -33,21 +59,24 @@ const maxRunDelayEvidence = 10
 //   - the threads that ended the handlers' sleeps park-wait followed (a
 //     lock's holder: the log flusher, the JVM's sweeper, another
 //     handler), and those they waited for in turn, during those sleeps
-//     (c.wakersStarved, collected by parkWait);
+//     (woken, collected by parkWait);
 //   - all outside the JVM's pauses: a wait inside one is the pause's;
 //   - the parts of the JVM's pauses during the request that the VM's
-//     stop-the-world threads spent waiting for a CPU (see jvmPauses);
+//     stop-the-world threads spent waiting for a CPU (stops, see
+//     jvmPauses);
 //   - the times the broker's cgroup had used up its CPU quota, over the
 //     whole request: no thread of the broker runs then, whichever the
 //     request needed (the tracer marks a wait that began while the
 //     cgroup was throttled);
 //   - while it was queued on its connection behind an earlier request,
 //     the earlier request's starved time (a broker reads one request per
-//     connection at a time).
+//     connection at a time), with that request's delays (ahead) as
+//     evidence.
 //
 // It keeps the largest delays, the connection's network thread and any
-// throttling of the broker's cgroup meanwhile as evidence in f.
-func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
+// throttling of the broker's cgroup meanwhile as evidence in f; the
+// delays kept are its measure's more, for the request queued behind.
+func (e *Explainer) cpuStarved(c *reqCtx, f *Finding, stops *jvmStops, woken wakersStarved, ahead []event.RunDelay) measured {
 	x := e.idx
 	span := interval{c.brokerStart, c.E}
 	var ivs []interval
@@ -55,7 +84,7 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	add := func(d event.RunDelay, parts []interval, to interval) {
 		n := len(ivs)
 		for _, p := range clipAll(parts, to) {
-			ivs = append(ivs, minus(p, c.pauses)...)
+			ivs = append(ivs, minus(p, stops.pauses)...)
 		}
 		if len(ivs) > n {
 			delays = append(delays, d)
@@ -68,7 +97,7 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	}
 	// A lock's holder waiting for a CPU held up every thread that
 	// waited for the lock (see parkedParts).
-	for _, d := range c.wakersStarved.delays {
+	for _, d := range woken.delays {
 		add(d, []interval{{d.Start.UnixNano(), d.End.UnixNano()}}, span)
 	}
 	for _, w := range e.wakerDelays(c, span) {
@@ -82,12 +111,12 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 	}
 	quota := x.quotaOverlapping(c.A, c.E)
 	ivs = append(ivs, quota...)
-	ivs = append(ivs, c.pauseStarved...)
-	delays = append(delays, c.pauseDelays...)
+	ivs = append(ivs, stops.starved...)
+	delays = append(delays, stops.delays...)
 	ivs = append(ivs, c.queued[CauseCPUStarved]...)
 	// The delays the request ahead was starved by while this one waited
 	// for it are this one's evidence too.
-	for _, d := range c.queuedDelays {
+	for _, d := range ahead {
 		if d.Start.UnixNano() < c.brokerStart && d.End.UnixNano() > c.A {
 			delays = append(delays, d)
 		}
@@ -105,6 +134,7 @@ func (e *Explainer) cpuStarved(c *reqCtx, f *Finding) measured {
 		slices.SortStableFunc(delays, func(a, b event.RunDelay) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 		f.RunDelays = delays[:min(len(delays), maxRunDelayEvidence)]
 	}
+	m.more = f.RunDelays
 	f.QuotaStoppedMs = ms(unionLen(quota))
 	if m.ns > 0 {
 		if th := x.throttlesOverlapping(c.A, c.E); len(th) > 0 {

@@ -13,6 +13,23 @@ import (
 // descheduled by its host): nothing in the broker ran then.
 const CauseCPUSteal = "cpu-steal"
 
+func init() {
+	register(cause{
+		name:  CauseCPUSteal,
+		order: 130,
+		short: "steal",
+		help:  "the hypervisor took the CPU from the broker's threads",
+		// Nothing in the broker ran then, whatever the stolen thread was
+		// doing (a write stolen in the middle looks slow to the write
+		// trace).
+		stopsTheWorld: true,
+		measure: func(m *measuring) measured {
+			return measured{ns: m.e.steal(m.f, m.A, m.E, m.L)}
+		},
+		detail: cpuStealDetail,
+	})
+}
+
 // maxStealEvidence bounds Finding.Steals.
 const maxStealEvidence = 10
 

@@ -9,73 +9,33 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
+// detail is the sentence saying why f's request, of latency L, was slow:
+// its cause's, else (unexplained, or a cause with nothing to tell) every
+// cause's share.
 func (e *Explainer) detail(f *Finding, L int64) string {
-	switch f.Cause {
-	case CauseSlowWrite:
-		for _, p := range f.Partitions {
-			if p.Write != nil && p.Write.LatencyMs >= f.ExplainedMs/2 {
-				s := fmt.Sprintf("its append to %s-%d (tid %d) took %.1f ms", p.Topic, p.Partition, p.Write.TID, p.Write.LatencyMs)
-				return s + e.rootDetail(f)
-			}
+	if c := e.causes.named(f.Cause); c != nil && c.detail != nil {
+		if s := c.detail(f); s != "" {
+			return s
 		}
-		if k, ok := longestWait(f.KernelWaits); ok {
-			return fmt.Sprintf("its handler (tid %d) blocked %.1f ms in the file system outside its write call, at %s", k.TID, k.LatencyMs, frames(k.Stack))
-		}
-	case CauseLockWait:
-		if qb := f.QueuedBehind; qb != nil && f.Via == ViaConnection {
-			if len(qb.Writes) > 0 {
-				w := longest(qb.Writes)
-				return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s), whose append to %s-%d (tid %d) took %.1f ms",
-					f.ExplainedMs, qb.CorrelationID, qb.Cause, w.Topic, w.Partition, w.TID, w.LatencyMs) + e.rootDetail(f)
-			}
-			return fmt.Sprintf("waited %.1f ms behind request %d on its connection (%s)", f.ExplainedMs, qb.CorrelationID, qb.Cause)
-		}
-		for _, p := range f.Partitions {
-			if len(p.Blocking) > 0 && (longest(p.Blocking).LatencyMs >= f.ExplainedMs/2 || len(f.LockWaits) == 0) {
-				b := longest(p.Blocking)
-				how := "behind the previous request on its connection, whose"
-				if f.Via == ViaPartitionLock {
-					how = "on the partition lock while"
-				}
-				return fmt.Sprintf("waited %.1f ms %s append to %s-%d (tid %d) took %.1f ms", f.ExplainedMs, how, p.Topic, p.Partition, b.TID, b.LatencyMs) + e.rootDetail(f)
-			}
-		}
-		if len(f.LockWaits) > 0 {
-			l := f.LockWaits[0]
-			owner := ""
-			if l.OwnerTID != 0 {
-				owner = fmt.Sprintf(", held by tid %d %s", l.OwnerTID, l.Owner)
-			}
-			if k, ok := longestWait(f.KernelWaits); ok && k.TID == l.OwnerTID {
-				owner += fmt.Sprintf(", blocked %.1f ms in the file system at %s", k.LatencyMs, frames(k.Stack))
-			}
-			return fmt.Sprintf("waited %.1f ms for monitor %s (JFR)%s", f.ExplainedMs, l.Monitor, owner) + e.rootDetail(f)
-		}
-	case CauseReplication:
-		return replicationDetail(f) + alsoDetail(f)
-	case CauseThrottle:
-		return fmt.Sprintf("throttled %d ms by quota", f.ThrottleMs)
-	case CauseResponseSend:
-		return fmt.Sprintf("the %.1f ms response took %.1f ms to leave", f.LatencyMs, f.ResponseMs)
-	case CauseCPUSteal:
-		return cpuStealDetail(f)
-	case CauseNetwork:
-		return networkDetail(f) + alsoDetail(f)
-	case CauseNetworkThreadBlocked:
-		return networkThreadBlockedDetail(f) + alsoDetail(f)
-	case CauseCPUStarved:
-		return cpuStarvedDetail(f) + alsoDetail(f)
-	case CauseParkWait:
-		return parkWaitDetail(f) + alsoDetail(f)
-	case CauseRequestQueue:
-		return requestQueueDetail(f) + alsoDetail(f)
-	case CauseGCPause, CauseSafepoint:
-		return jvmPauseDetail(f) + alsoDetail(f)
 	}
-	s := f.Shares
-	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (write %.1f, wait %.1f, replication %.1f, throttle %.1f, response %.1f, network %.1f, network thread %.1f, steal %.1f, cpu %.1f, park %.1f, queue %.1f, gc %.1f, safepoint %.1f ms)",
-		e.cfg.Share*100, ms(L), s.SlowWriteMs, s.LockWaitMs, s.ReplicationMs, s.ThrottleMs, s.ResponseSendMs, s.NetworkMs, s.NetThreadMs, s.CPUStealMs,
-		s.CPUStarvedMs, s.ParkWaitMs, s.RequestQueueMs, s.GCPauseMs, s.SafepointMs)
+	return e.sharesDetail(f, L)
+}
+
+// sharesDetailOrder is the order of the shares sharesDetail lists from
+// when the sentence was written out by hand: kept, since users and tests
+// read it, and a new cause's share follows them in order. Add no cause
+// here.
+var sharesDetailOrder = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
+	CauseNetworkThreadBlocked, CauseCPUSteal, CauseCPUStarved, CauseParkWait, CauseRequestQueue, CauseGCPause, CauseSafepoint}
+
+// sharesDetail says that no cause accounts for enough of the latency L,
+// and what each did account for.
+func (e *Explainer) sharesDetail(f *Finding, L int64) string {
+	var shares []string
+	for _, c := range e.causes.inOrder(sharesDetailOrder) {
+		shares = append(shares, fmt.Sprintf("%s %.1f", c.short, f.Shares[c.name]))
+	}
+	return fmt.Sprintf("no cause accounts for %.0f%% of %.1f ms (%s ms)", e.cfg.Share*100, ms(L), strings.Join(shares, ", "))
 }
 
 // alsoDetail names the causes that together with the finding's account
@@ -92,7 +52,9 @@ func longest(ws []WriteEvidence) WriteEvidence {
 	return slices.MaxFunc(ws, func(a, b WriteEvidence) int { return cmp.Compare(a.LatencyMs, b.LatencyMs) })
 }
 
-func (e *Explainer) rootDetail(f *Finding) string {
+// rootDetail names where the thread the storage cause rests on blocked,
+// and the journal commit under it.
+func rootDetail(f *Finding) string {
 	s := ""
 	if k, ok := longestWait(f.KernelWaits); ok && k.LatencyMs >= f.ExplainedMs/2 {
 		s = fmt.Sprintf("; tid %d blocked at %s", k.TID, frames(k.Stack))

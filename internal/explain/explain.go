@@ -3,35 +3,24 @@
 // journal commits and (from JFR) lock waits, by topic-partition and time,
 // and exactly by message id when the segment files can be read.
 //
-// The causes, and the evidence each rests on (docs/explain.md):
+// Each cause is one file that registers it from an init function, as
+// node_exporter's collectors do (registry.go): its name, its place among
+// the causes, what it measures of a request and which causes' measures it
+// reads (they are measured first), whether a request queued behind
+// another inherits it, and the sentence its findings carry; its constant
+// says what evidence it rests on (Causes lists them; docs/explain.md
+// tells them all). The registry is global and filled before main runs;
+// an Explainer takes the causes registered when it is made. Adding a
+// cause is adding its file (and its test): the findings' shares, the
+// summary, the detail of unexplained findings and kscope explain --help
+// list it without another edit.
 //
-//   - slow-write: the request's own append (a write to its partition's log
-//     by the thread that handled it) accounts for most of its latency.
-//   - lock-wait: no slow write of its own, but while it waited, another
-//     append to the same partition log was in progress: it queued behind
-//     it (on the partition's lock, or behind the previous request on its
-//     connection, which the broker handles one at a time).
-//   - journal: not a cause of its own but the root under the two above,
-//     when the write it rests on overlapped a jbd2 commit or XFS log write
-//     on the same device for most of its time.
-//   - replication: acks=all, its append done early, and the response came
-//     only much later: waiting for followers, whose fetches passing its
-//     last offset are matched where the capture has them (replication.go).
-//   - throttle: the response's throttle time accounts for it.
-//   - response-send: the response's bytes took most of the time to leave.
-//   - cpu-steal: the hypervisor took most of the time from the broker's
-//     threads while the request was in the broker (a virtual machine's
-//     vCPU descheduled by its host): nothing in the broker ran then, so
-//     this comes before the causes above, whatever the stolen thread was
-//     doing (a write stolen in the middle looks slow to the write trace).
-//   - network: its own bytes were slow to arrive (network.go).
-//   - network-thread-blocked: the network thread serving its connection
-//     was stuck in the kernel, e.g. serving another connection's Fetch
-//     from disk (netblocked.go).
-//   - cpu-starved: the threads that carried the request waited in a run
-//     queue for a CPU (cpustarved.go).
-//   - gc-pause, safepoint: the broker's JVM stood still (jvmpause.go).
-//   - unexplained: none of these accounts for at least Config.Share of the
+// Two verdicts are explain's own rather than a cause's:
+//
+//   - journal: not a cause but the root under slow-write and lock-wait,
+//     when the write the cause rests on overlapped a jbd2 commit or XFS
+//     log write on the same device for most of its time (rootCause).
+//   - unexplained: no cause accounts for at least Config.Share of the
 //     latency, alone or (placed in time, each moment counted once)
 //     together. explain never guesses (classify in cause.go).
 package explain
@@ -44,23 +33,13 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
-// The causes.
-const (
-	CauseSlowWrite    = "slow-write"
-	CauseLockWait     = "lock-wait"
-	CauseReplication  = "replication"
-	CauseThrottle     = "throttle"
-	CauseResponseSend = "response-send"
-	CauseUnexplained  = "unexplained"
+// CauseUnexplained is the verdict when no cause accounts for at least
+// Config.Share of a request's latency, alone or together with others.
+const CauseUnexplained = "unexplained"
 
-	// RootJournal is the root under slow-write and lock-wait when the
-	// write overlapped a journal commit.
-	RootJournal = "journal"
-)
-
-// Causes lists the causes in the order ties are broken.
-var Causes = []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
-	CauseNetworkThreadBlocked, CauseCPUStarved, CauseParkWait, CauseRequestQueue, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
+// RootJournal is the root under slow-write and lock-wait when the write
+// overlapped a journal commit.
+const RootJournal = "journal"
 
 // How a request's own write was found.
 const (
@@ -78,12 +57,6 @@ type lockOwner struct {
 	tid int32
 	iv  interval
 }
-
-// How a lock-wait request waited.
-const (
-	ViaPartitionLock = "partition-lock" // in the broker, on the partition log
-	ViaConnection    = "connection"     // behind the previous request on its connection
-)
 
 // Config tunes the classifier.
 type Config struct {
@@ -230,23 +203,6 @@ type Finding struct {
 	Replication          []ReplicaFetch `json:"replication,omitempty"`
 }
 
-// CauseShares are the milliseconds of a request each cause accounts for.
-type CauseShares struct {
-	SlowWriteMs    float64 `json:"slow_write_ms"`
-	LockWaitMs     float64 `json:"lock_wait_ms"`
-	ReplicationMs  float64 `json:"replication_ms"`
-	ThrottleMs     float64 `json:"throttle_ms"`
-	ResponseSendMs float64 `json:"response_send_ms"`
-	CPUStealMs     float64 `json:"cpu_steal_ms"`
-	NetworkMs      float64 `json:"network_ms"`
-	NetThreadMs    float64 `json:"network_thread_blocked_ms"`
-	CPUStarvedMs   float64 `json:"cpu_starved_ms"`
-	GCPauseMs      float64 `json:"gc_pause_ms"`
-	SafepointMs    float64 `json:"safepoint_ms"`
-	ParkWaitMs     float64 `json:"park_wait_ms"`
-	RequestQueueMs float64 `json:"request_queue_ms"`
-}
-
 // PartitionEvidence is one partition of a slow request and the writes to
 // it that matter.
 type PartitionEvidence struct {
@@ -290,7 +246,10 @@ type WriteEvidence struct {
 // Explainer classifies slow requests against an Index and accumulates the
 // summary. Use New, then Explain for each slow request, then Summary.
 type Explainer struct {
-	cfg     Config
+	cfg Config
+	// causes are the registered causes when New ran: one set for every
+	// request it explains.
+	causes  *causeSet
 	idx     *Index
 	lookup  IDLookup
 	idCache map[int32][]string
@@ -315,23 +274,18 @@ type Explainer struct {
 }
 
 // connLast is what a later request on the same connection needs of a
-// finding.
+// finding: which request it was, when it ended, its cause, and what every
+// cause measured of it (a request queued behind it inherits the time
+// its inherited causes measured, and their evidence).
 type connLast struct {
 	corr  int32
 	end   int64
 	cause string
-	ivs   []interval // the time its cause rests on
+	// ivs are the time its cause rests on, roots the writes.
+	ivs   []interval
 	roots []int32
-	// byCause: the intervals each cause measured outside the storage
-	// causes (a request queued behind this one inherits them).
-	byCause map[string][]interval
-	// runDelays, parks and handlers: its cpu-starved, park-wait and
-	// request-queue evidence, inherited with the time; replication its
-	// waits for followers with their fetches.
-	runDelays   []event.RunDelay
-	parks       []ParkWait
-	handlers    []HandlerBusy
-	replication []replPiece
+	// measured is by position in Explainer.causes.
+	measured []measured
 }
 
 // New returns an explainer over idx (which it builds). lookup may be nil:
@@ -339,11 +293,11 @@ type connLast struct {
 func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
 	cfg.defaults()
 	idx.Build()
-	e := &Explainer{cfg: cfg, idx: idx, lookup: lookup, idCache: make(map[int32][]string), stallOf: make(map[int32]int),
+	e := &Explainer{cfg: cfg, causes: registered(), idx: idx, lookup: lookup, idCache: make(map[int32][]string), stallOf: make(map[int32]int),
 		last: make(map[string]connLast)}
 	e.findStalls()
 	e.slowWrites()
-	e.sum.init()
+	e.sum.init(e.causes)
 	e.sum.Writes = int64(len(idx.writes))
 	for _, cs := range idx.commits {
 		e.sum.Commits += int64(len(cs))
@@ -434,114 +388,150 @@ func (e *Explainer) Explain(r *event.Request) *Finding { return e.explain(r, tru
 // explain classifies r; count adds it to the summary (a request explained
 // only because a slow one queued behind it is not counted).
 func (e *Explainer) explain(r *event.Request, count bool) *Finding {
-	A, E := r.Arrival.UnixNano(), r.End.UnixNano()
-	L := E - A
-	brokerStart := E - int64(r.BrokerMs*1e6)
-	if brokerStart < A || brokerStart > E {
-		brokerStart = A
+	c := e.newRequest(r)
+	got := e.measure(c)
+	f := c.f
+	f.Shares = e.shares(got)
+	e.name(c, got)
+	rootWrites := e.storageRoots(f, c.sw, unionLen(c.sw.blockConn) > unionLen(c.sw.blockPart))
+	e.rootCause(f, rootWrites)
+	f.Detail = e.detail(f, c.L)
+	last := connLast{corr: r.CorrelationID, end: c.E, cause: f.Cause, roots: rootWrites, measured: got}
+	if i := e.causes.position(f.Cause); i >= 0 {
+		last.ivs = got[i].ivs
 	}
-	f := &Finding{
+	e.last[r.Client] = last
+	if count {
+		e.sum.add(f, e, rootWrites)
+	}
+	return f
+}
+
+// newFinding is the finding of r before anything is explained: the
+// request as the wire showed it.
+func newFinding(r *event.Request) *Finding {
+	return &Finding{
 		Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, QueuedMs: r.QueuedMs, BrokerMs: r.BrokerMs, ResponseMs: r.ResponseMs,
 		Client: r.Client, Broker: r.Broker, ClientID: r.ClientID, CorrelationID: r.CorrelationID, APIVersion: r.APIVersion,
 		Acks: r.Acks, ThrottleMs: r.ThrottleMs, RequestBytes: r.RequestBytes,
 		Retransmits: r.Retransmits, ResponseRetransmits: r.ResponseRetransmits, ZeroWindows: r.ZeroWindows, BrokerZeroWindows: r.BrokerZeroWindows, ResponseAckWaitMs: r.ResponseAckWaitMs,
 	}
+}
 
-	sw := e.partitionWrites(r, f, A, brokerStart, E)
-
-	// Queued on the connection behind a slow request: the writes that
-	// request waited on held this one up too, whatever their partition.
-	prev, queued := e.last[r.Client]
-	queued = queued && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= queueTolerance
-	if queued && (prev.cause == CauseSlowWrite || prev.cause == CauseLockWait) {
-		e.queuedBehindWrites(&sw, f, prev, A, brokerStart)
+// measure measures every cause of the request, each after the causes it
+// reads; the measures are by position in e.causes.
+func (e *Explainer) measure(c *reqCtx) []measured {
+	got := make([]measured, len(e.causes.byOrder))
+	m := &measuring{reqCtx: c, e: e, got: got}
+	for _, i := range e.causes.measureOrder {
+		m.self = e.causes.byOrder[i]
+		got[i] = m.self.measure(m)
+		got[i].cause, got[i].stw = m.self.name, m.self.stopsTheWorld
 	}
+	return got
+}
 
-	waited := slices.Concat(sw.blockConn, sw.blockPart)
-	slowWrite := unionLen(sw.own)
-	connWait := unionLen(sw.blockConn)
-	partWait := unionLen(sw.blockPart)
-	lockWait := unionLen(waited)
-	storage := unionLen(slices.Concat(sw.own, waited))
-	replicating := e.followers && r.Acks != nil && *r.Acks == -1
-	throttle := min(int64(r.ThrottleMs)*int64(time.Millisecond), L)
-	response := min(int64(r.ResponseMs*1e6), L)
-	steal := e.steal(f, A, E, L)
-
-	c := e.newReqCtx(r, f, &sw, A, E, brokerStart, replicating)
-	if queued {
-		c.queued = make(map[string][]interval, len(prev.byCause))
-		for cause, ivs := range prev.byCause {
-			c.queued[cause] = clipAll(ivs, interval{A, brokerStart})
-		}
-		c.queuedDelays, c.queuedParks, c.queuedHandlers = prev.runDelays, prev.parks, prev.handlers
+// shares are the milliseconds each cause measured.
+func (e *Explainer) shares(got []measured) CauseShares {
+	s := make(CauseShares, len(got))
+	for i, c := range e.causes.byOrder {
+		s[c.name] = ms(got[i].ns)
 	}
-	var ahead []replPiece
-	if queued {
-		ahead = prev.replication
-	}
-	repl := e.replication(r, c, f, replicating && sw.allOwn, sw.ownEnd, ahead)
-	netBlocked := e.networkThreadBlocked(c, f)
-	gc, safepoint := e.jvmPauses(c, f)
-	// park-wait first: the waits for a CPU of the threads its sleeps
-	// waited for are cpu-starved's (c.wakersStarved).
-	parked := e.parkWait(c, f)
-	starved := e.cpuStarved(c, f)
-	queue := e.requestQueue(c, f, slices.Concat(sw.own, sw.blockPart, parked.ivs, starved.ivs))
-	net := network(r, c, sw.ownEnd, replicating, slices.Concat(starved.ivs, netBlocked.ivs, parked.ivs))
+	return s
+}
 
-	f.Shares = CauseShares{SlowWriteMs: ms(slowWrite), LockWaitMs: ms(lockWait), ReplicationMs: ms(repl.ns),
-		ThrottleMs: ms(throttle), ResponseSendMs: ms(response), CPUStealMs: ms(steal),
-		NetworkMs: ms(net.ns), NetThreadMs: ms(netBlocked.ns), CPUStarvedMs: ms(starved.ns), GCPauseMs: ms(gc.ns), SafepointMs: ms(safepoint.ns),
-		ParkWaitMs: ms(parked.ns), RequestQueueMs: ms(queue.ns)}
-
-	var respIvs []interval
-	if response > 0 {
-		respIvs = []interval{{E - response, E}}
-	}
-	need := int64(e.cfg.Share * float64(L))
-	cause, best, also := classify(L, need, storage, []measured{
-		{cause: CauseSlowWrite, ns: slowWrite, ivs: sw.own},
-		{cause: CauseLockWait, ns: lockWait, ivs: waited},
-		repl.measured,
-		{cause: CauseThrottle, ns: throttle},
-		{cause: CauseResponseSend, ns: response, ivs: respIvs},
-		net, netBlocked, starved, parked, queue, gc, safepoint,
-		{cause: CauseCPUSteal, ns: steal, stw: true},
-	})
-	f.Cause, f.ExplainedMs, f.Also = cause, ms(best), also
+// name names the request's cause from what the causes measured (classify),
+// and lets the cause complete its finding: the request it queued behind
+// when it inherited the cause, and the evidence the cause gathers only
+// for the requests it names.
+func (e *Explainer) name(c *reqCtx, got []measured) {
+	f := c.f
+	need := int64(e.cfg.Share * float64(c.L))
+	storage := unionLen(slices.Concat(c.sw.own, c.sw.waited()))
+	var best int64
+	f.Cause, best, f.Also = classify(c.L, need, storage, got)
+	f.ExplainedMs = ms(best)
 	if f.Cause == CauseUnexplained {
 		f.ExplainedMs = 0
 	}
-	if (f.Cause == CauseCPUStarved || f.Cause == CauseNetwork || f.Cause == CauseNetworkThreadBlocked || f.Cause == CauseParkWait || f.Cause == CauseRequestQueue) && queued && len(c.queued[f.Cause]) > 0 {
-		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
+	i := e.causes.position(f.Cause)
+	if i < 0 {
+		return
 	}
-	if f.Cause == CauseReplication && repl.queuedNs > 0 {
-		f.QueuedBehind = &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause, ReplicationMs: ms(repl.queuedNs), Replication: repl.queuedFetches}
+	named := e.causes.byOrder[i]
+	if named.inherited && c.prev != nil && len(c.queued[f.Cause]) > 0 {
+		f.QueuedBehind = &QueuedBehind{CorrelationID: c.prev.corr, Cause: c.prev.cause}
 	}
-	if f.Cause == CauseNetworkThreadBlocked {
-		e.blockingFetches(f)
+	if named.named != nil {
+		named.named(&measuring{reqCtx: c, e: e, self: named, got: got}, got[i])
 	}
-	setFollower(f)
+}
 
-	rootWrites := e.storageRoots(f, &sw, connWait > partWait)
-	e.rootCause(f, rootWrites)
-	f.Detail = e.detail(f, L)
-	var causeIvs []interval
-	switch f.Cause {
-	case CauseSlowWrite:
-		causeIvs = sw.own
-	case CauseLockWait:
-		causeIvs = waited
+// newRequest puts r in context for the causes: its finding, its times,
+// the writes to its partitions, the threads that carried it, and the
+// request ahead of it on its connection when it waited for that one.
+func (e *Explainer) newRequest(r *event.Request) *reqCtx {
+	A, E := r.Arrival.UnixNano(), r.End.UnixNano()
+	brokerStart := E - int64(r.BrokerMs*1e6)
+	if brokerStart < A || brokerStart > E {
+		brokerStart = A
 	}
-	e.last[r.Client] = connLast{corr: r.CorrelationID, end: E, cause: f.Cause, roots: rootWrites, ivs: causeIvs,
-		byCause: map[string][]interval{CauseCPUStarved: starved.ivs, CauseNetwork: net.ivs, CauseNetworkThreadBlocked: netBlocked.ivs,
-			CauseParkWait: parked.ivs, CauseRequestQueue: queue.ivs},
-		runDelays: f.RunDelays, parks: f.ParkWaits, handlers: f.QueueHandlers, replication: repl.pieces}
-	if count {
-		e.sum.add(f, e, rootWrites)
+	f := newFinding(r)
+	sw := e.partitionWrites(r, f, A, brokerStart, E)
+	c := &reqCtx{r: r, f: f, A: A, E: E, L: E - A, brokerStart: brokerStart, netFrom: brokerStart, sw: &sw, ownEnd: sw.ownEnd,
+		replicating: e.followers && r.Acks != nil && *r.Acks == -1,
+		lockWaited:  sw.blockPart, ownerParked: sw.ownerParked, ownerParks: sw.ownerParks}
+	if prev, ok := e.last[r.Client]; ok && brokerStart > A && prev.end <= E && abs64(prev.end-brokerStart) <= queueTolerance {
+		e.queueBehind(c, &prev)
 	}
-	return f
+	e.carriers(c)
+	return c
+}
+
+// queueTolerance is how close the previous response's end must be to when
+// the broker could read a request for the request to count as queued
+// behind it on its connection.
+const queueTolerance = int64(time.Millisecond)
+
+// queueBehind records that c waited on its connection for prev, the
+// request ahead: the time prev's inherited causes held it up while c
+// waited is c's too, and so, for a storage cause, are the writes prev
+// waited on, whatever their partition.
+func (e *Explainer) queueBehind(c *reqCtx, prev *connLast) {
+	c.prev = prev
+	c.queued = make(map[string][]interval)
+	for i, cause := range e.causes.byOrder {
+		if cause.inherited {
+			c.queued[cause.name] = clipAll(prev.measured[i].ivs, interval{c.A, c.brokerStart})
+		}
+	}
+	if prev.cause == CauseSlowWrite || prev.cause == CauseLockWait {
+		e.queuedBehindWrites(c.sw, c.f, prev, c.A, c.brokerStart)
+	}
+}
+
+// carriers sets the threads that carried the request: the handlers of its
+// own appends, and the network thread serving its connection (also in
+// the finding).
+func (e *Explainer) carriers(c *reqCtx) {
+	x := e.idx
+	if c.r.BrokerZeroWindows > 0 && c.r.QueuedMs <= 0 {
+		// The broker's window closed while the request arrived: its
+		// network thread was not reading, so the arrival is its time.
+		c.netFrom = c.A
+	}
+	for _, i := range c.sw.ownSlow {
+		w := &x.writes[i]
+		c.own = append(c.own, interval{w.start, w.end})
+		c.ownTID = append(c.ownTID, w.tid)
+		if !slices.Contains(c.handlers, w.tid) {
+			c.handlers = append(c.handlers, w.tid)
+		}
+	}
+	if ct, ok := x.connThread(c.r.Client, c.A); ok {
+		c.netTID = ct.TID
+		c.f.NetworkThread = &ct
+	}
 }
 
 // findOwn picks the request's own append to partition p among the writes

@@ -716,8 +716,8 @@ func TestCPUSteal(t *testing.T) {
 				idx.AddSteal(s)
 			}
 			f := New(Config{}, idx, nil).Explain(req(1, 0, 100))
-			if f.Cause != tt.cause || f.Shares.CPUStealMs != tt.stealMs || len(f.Steals) != tt.evidence {
-				t.Fatalf("cause %s, steal %.1f ms, %d intervals; want %s, %.1f, %d: %s", f.Cause, f.Shares.CPUStealMs, len(f.Steals),
+			if f.Cause != tt.cause || f.Shares[CauseCPUSteal] != tt.stealMs || len(f.Steals) != tt.evidence {
+				t.Fatalf("cause %s, steal %.1f ms, %d intervals; want %s, %.1f, %d: %s", f.Cause, f.Shares[CauseCPUSteal], len(f.Steals),
 					tt.cause, tt.stealMs, tt.evidence, f.Detail)
 			}
 			if f.Cause == CauseCPUSteal && !strings.Contains(f.Detail, handler) {

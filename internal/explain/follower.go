@@ -321,7 +321,7 @@ func setFollower(f *Finding) {
 		return
 	}
 	fetches := f.Replication
-	if qb := f.QueuedBehind; qb != nil && qb.Cause == CauseReplication && f.Shares.ReplicationMs-qb.ReplicationMs < qb.ReplicationMs {
+	if qb := f.QueuedBehind; qb != nil && qb.Cause == CauseReplication && f.Shares[CauseReplication]-qb.ReplicationMs < qb.ReplicationMs {
 		fetches = qb.Replication
 	}
 	d, ok := decisive(fetches)

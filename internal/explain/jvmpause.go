@@ -19,6 +19,42 @@ const (
 	CauseSafepoint = "safepoint"
 )
 
+func init() {
+	register(cause{
+		name:          CauseGCPause,
+		order:         110,
+		short:         "gc",
+		help:          "the broker's JVM stood still for a garbage collection",
+		stopsTheWorld: true,
+		measure:       func(m *measuring) measured { return m.e.jvmPauses(m.reqCtx, m.f) },
+		detail:        func(f *Finding) string { return jvmPauseDetail(f) + alsoDetail(f) },
+	})
+	register(cause{
+		name:          CauseSafepoint,
+		order:         120,
+		short:         "safepoint",
+		help:          "the broker's JVM stood still for another VM operation",
+		stopsTheWorld: true,
+		// Measured with the GC pauses, in one pass over the pauses.
+		after:   []string{CauseGCPause},
+		measure: func(m *measuring) measured { return moreOf[*jvmStops](m.of(CauseGCPause)).safepoint },
+		detail:  func(f *Finding) string { return jvmPauseDetail(f) + alsoDetail(f) },
+	})
+}
+
+// jvmStops is what jvmPauses found beyond the GC pauses' time (the
+// gc-pause measure's more): the safepoints' measure, and for cpu-starved
+// the pauses during the request (a broker thread's wait for a CPU inside
+// one is the pause's: the GC had the CPUs), the parts of them that the
+// JVM's stop-the-world threads spent waiting for a CPU (starvation that
+// made the pauses longer), and those waits.
+type jvmStops struct {
+	safepoint measured
+	pauses    []interval
+	starved   []interval
+	delays    []event.RunDelay
+}
+
 // maxPauseEvidence bounds Finding.Pauses.
 const maxPauseEvidence = 10
 
@@ -31,29 +67,30 @@ const maxPauseEvidence = 10
 // (the VM Thread, the GC workers) waited for a CPU is not the pause's
 // but CPU starvation's: another process (or the cgroup's quota) made the
 // pause that long (not when the CPU they waited for went to another GC
-// worker: that is the pause's own work). It goes to c.pauseStarved, with
-// those waits in c.pauseDelays, for cpuStarved; the pauses themselves to
-// c.pauses.
-func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
-	gc = measured{cause: CauseGCPause, stw: true}
-	safepoint = measured{cause: CauseSafepoint, stw: true}
+// worker: that is the pause's own work). It goes to the jvmStops in the
+// GC pauses' measure (more), with those waits and the pauses themselves,
+// for cpuStarved; so does the safepoints' measure.
+func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc measured) {
+	stops := &jvmStops{safepoint: measured{cause: CauseSafepoint, stw: true}}
+	gc = measured{cause: CauseGCPause, stw: true, more: stops}
+	safepoint := &stops.safepoint
 	ps := e.idx.pausesOverlapping(c.A, c.E)
 	if len(ps) == 0 {
-		return gc, safepoint
+		return gc
 	}
 	whole := interval{c.A, c.E}
 	for _, p := range ps {
 		iv := clip(interval{p.Start.UnixNano(), p.End.UnixNano()}, whole)
-		c.pauses = append(c.pauses, iv)
+		stops.pauses = append(stops.pauses, iv)
 		var starved []interval
 		for _, d := range e.idx.vmThreadDelays(iv.a, iv.b) {
 			if !heldOutsideVM(&d) {
 				continue // one GC worker waiting for another: the pause's own work
 			}
 			starved = append(starved, clip(interval{d.Start.UnixNano(), d.End.UnixNano()}, iv))
-			c.pauseDelays = append(c.pauseDelays, d)
+			stops.delays = append(stops.delays, d)
 		}
-		c.pauseStarved = append(c.pauseStarved, starved...)
+		stops.starved = append(stops.starved, starved...)
 		rest := minus(iv, mergeIntervals(starved))
 		if p.Type == event.PauseGC {
 			gc.ivs = append(gc.ivs, rest...)
@@ -64,7 +101,7 @@ func (e *Explainer) jvmPauses(c *reqCtx, f *Finding) (gc, safepoint measured) {
 	gc.ns, safepoint.ns = unionLen(gc.ivs), unionLen(safepoint.ivs)
 	slices.SortStableFunc(ps, func(a, b event.JVMPause) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	f.Pauses = ps[:min(len(ps), maxPauseEvidence)]
-	return gc, safepoint
+	return gc
 }
 
 // heldOutsideVM reports whether, for most of the part of a wait its

@@ -19,6 +19,22 @@ import (
 // (KAFKA-7504).
 const CauseNetworkThreadBlocked = "network-thread-blocked"
 
+func init() {
+	register(cause{
+		name:  CauseNetworkThreadBlocked,
+		order: 70,
+		short: "network thread",
+		help: "the network thread serving its connection was stuck\n" +
+			"elsewhere (a consumer's fetch read from disk by sendfile)",
+		measure:   func(m *measuring) measured { return m.e.networkThreadBlocked(m.reqCtx, m.f) },
+		inherited: true,
+		// The fetches it was serving then are read from the requests
+		// file: only for the requests it names.
+		named:  func(m *measuring, _ measured) { m.e.blockingFetches(m.f) },
+		detail: func(f *Finding) string { return networkThreadBlockedDetail(f) + alsoDetail(f) },
+	})
+}
+
 // Evidence bounds.
 const (
 	maxNetWaitEvidence  = 10

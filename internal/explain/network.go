@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -11,6 +12,25 @@ import (
 // in trouble on its connection (retransmissions, a zero window), its
 // response left long after the broker had appended its records.
 const CauseNetwork = "network"
+
+func init() {
+	register(cause{
+		name:  CauseNetwork,
+		order: 60,
+		short: "network",
+		help: "its bytes were slow to arrive: retransmissions, zero\n" +
+			"windows, a slow link (the capture's TCP evidence)",
+		// The spans after its appends are the network's only where
+		// none of these held the broker's own threads.
+		after: []string{CauseCPUStarved, CauseNetworkThreadBlocked, CauseParkWait},
+		measure: func(m *measuring) measured {
+			brokerHeld := slices.Concat(m.of(CauseCPUStarved).ivs, m.of(CauseNetworkThreadBlocked).ivs, m.of(CauseParkWait).ivs)
+			return network(m.r, m.reqCtx, m.sw.ownEnd, m.replicating, brokerHeld)
+		},
+		inherited: true,
+		detail:    func(f *Finding) string { return networkDetail(f) + alsoDetail(f) },
+	})
+}
 
 // network measures the time the network held the request:
 //
@@ -64,7 +84,7 @@ func network(r *event.Request, c *reqCtx, ownEnd int64, replicating bool, broker
 }
 
 func networkDetail(f *Finding) string {
-	s := fmt.Sprintf("the network held it %.1f ms", f.Shares.NetworkMs)
+	s := fmt.Sprintf("the network held it %.1f ms", f.Shares[CauseNetwork])
 	if f.QueuedMs <= 0 && f.LatencyMs > f.BrokerMs {
 		s += fmt.Sprintf(": its %d-byte request took %.1f ms to arrive (first to latest byte at the capture point)", f.RequestBytes, f.LatencyMs-f.BrokerMs)
 	}

@@ -117,7 +117,7 @@ func TestNetwork(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := New(Config{}, indexOf(t, tt.writes, tt.delays, tt.conns), nil).Explain(tt.req)
-			if f.Cause != tt.cause || (f.Cause == CauseCPUStarved && f.Shares.NetworkMs > 5) {
+			if f.Cause != tt.cause || (f.Cause == CauseCPUStarved && f.Shares[CauseNetwork] > 5) {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
 			if f.Cause == CauseNetwork && !strings.Contains(f.Detail, "the network held it") {

@@ -17,6 +17,34 @@ import (
 // appending to the partition meanwhile is lock-wait instead.
 const CauseParkWait = "park-wait"
 
+func init() {
+	register(cause{
+		name:  CauseParkWait,
+		order: 90,
+		short: "park",
+		help: "its handler slept until a broker thread that is not a\n" +
+			"handler let it go (the log flusher holding an index lock)",
+		measure: func(m *measuring) measured {
+			var ahead []ParkWait
+			if prev, ok := m.ahead(); ok {
+				ahead = moreOf[*parkedMore](prev).parks
+			}
+			return m.e.parkWait(m.reqCtx, m.f, ahead)
+		},
+		inherited: true,
+		detail:    func(f *Finding) string { return parkWaitDetail(f) + alsoDetail(f) },
+	})
+}
+
+// parkedMore is what parkWait found beyond its time (its measure's more):
+// the waits for a CPU of the threads that ended the sleeps it followed
+// (cpu-starved's), and the sleeps it kept as evidence (for the request
+// queued behind).
+type parkedMore struct {
+	wakersStarved wakersStarved
+	parks         []ParkWait
+}
+
 // Evidence bounds.
 const (
 	maxParkEvidence = 10
@@ -65,9 +93,12 @@ type ParkWait struct {
 //     from one appender to the next), except while the one waited for
 //     was itself parked; and the JVM's own threads ending a pause.
 //
-// The wakers' kernel waits name what the holder did.
-func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
-	m := measured{cause: CauseParkWait}
+// The wakers' kernel waits name what the holder did. While the request
+// was queued on its connection, the sleeps the request ahead was held by
+// (ahead) are its evidence too.
+func (e *Explainer) parkWait(c *reqCtx, f *Finding, ahead []ParkWait) measured {
+	more := &parkedMore{wakersStarved: c.sw.ownerStarved}
+	m := measured{cause: CauseParkWait, more: more}
 	holes := slices.Concat(c.own, c.lockWaited)
 	for _, tid := range c.handlers {
 		from, ownStart, busy := e.handlerFrom(c, tid)
@@ -87,7 +118,7 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 		keep := func(p ParkWait) bool {
 			return p.Start.UnixNano() >= ownStart || e.idx.isHandler(p.WakerTID) || !e.inOtherRequest(tid, p, busy)
 		}
-		for _, p := range e.parkedParts(int(tid), span, 0, keep, f, &c.wakersStarved) {
+		for _, p := range e.parkedParts(int(tid), span, 0, keep, f, &more.wakersStarved) {
 			m.ivs = append(m.ivs, minus(p, holes)...)
 		}
 	}
@@ -97,7 +128,7 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 		m.ivs = append(m.ivs, q...)
 		// The sleeps the request ahead was held by while this one
 		// waited for it are this one's evidence too.
-		for _, p := range c.queuedParks {
+		for _, p := range ahead {
 			if p.Start.UnixNano() < c.brokerStart && p.End.UnixNano() > c.A {
 				f.ParkWaits = append(f.ParkWaits, p)
 			}
@@ -112,6 +143,7 @@ func (e *Explainer) parkWait(c *reqCtx, f *Finding) measured {
 		return cmp.Or(cmp.Compare(a.Depth, b.Depth), cmp.Compare(b.LatencyMs, a.LatencyMs))
 	})
 	f.ParkWaits = f.ParkWaits[:min(len(f.ParkWaits), maxParkEvidence)]
+	more.parks = f.ParkWaits
 	return m
 }
 

@@ -9,6 +9,40 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
+// CauseReplication: an acks=all request's own appends were done early and
+// the response came only much later: it waited for the followers, whose
+// fetches passing its last offset are matched where the capture has them.
+const CauseReplication = "replication"
+
+func init() {
+	register(cause{
+		name:  CauseReplication,
+		order: 30,
+		short: "replication",
+		help:  "acks=all: appended early, answered late (followers)",
+		measure: func(m *measuring) measured {
+			var ahead []replPiece
+			if prev, ok := m.ahead(); ok {
+				ahead = moreOf[*replWait](prev).pieces
+			}
+			return m.e.replication(m.r, m.reqCtx, m.f, m.replicating && m.sw.allOwn, m.sw.ownEnd, ahead)
+		},
+		inherited: true,
+		named:     replicationNamed,
+		detail:    func(f *Finding) string { return replicationDetail(f) + alsoDetail(f) },
+	})
+}
+
+// replicationNamed names, in a replication finding, the request ahead it
+// waited behind with that one's follower fetches, and the follower that
+// ended the wait with what held it.
+func replicationNamed(m *measuring, own measured) {
+	if w := moreOf[*replWait](own); w != nil && w.queuedNs > 0 {
+		m.f.QueuedBehind = &QueuedBehind{CorrelationID: m.prev.corr, Cause: m.prev.cause, ReplicationMs: ms(w.queuedNs), Replication: w.queuedFetches}
+	}
+	setFollower(m.f)
+}
+
 // How a request's replication wait was measured (Finding.ReplicationFrom).
 const (
 	// ReplicationByFetch: from its own appends' end to the arrival of the
@@ -157,11 +191,11 @@ type replPiece struct {
 	fetches []ReplicaFetch
 }
 
-// replWait is what replication measured of a request: the measure, its
-// pieces (for the request behind it), and the part inherited from the
-// requests ahead of it on its connection with their fetches.
+// replWait is what replication measured of a request beyond its time
+// (measured.more): its pieces (for the request behind it), and the part
+// inherited from the requests ahead of it on its connection with their
+// fetches.
 type replWait struct {
-	measured
 	pieces        []replPiece
 	queuedNs      int64
 	queuedFetches []ReplicaFetch
@@ -180,8 +214,8 @@ type replWait struct {
 // pieces of the request ahead, nil when it was not queued), the parts of
 // the wait of the requests ahead that fell in its own wait there are its
 // too, with their fetches.
-func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measurable bool, ownEnd int64, ahead []replPiece) replWait {
-	w := replWait{measured: measured{cause: CauseReplication}}
+func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measurable bool, ownEnd int64, ahead []replPiece) measured {
+	m, w := measured{cause: CauseReplication}, &replWait{}
 	if measurable && ownEnd > 0 {
 		end, fetches, why := e.followerFetches(r, f, c.E)
 		var iv interval
@@ -200,7 +234,7 @@ func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measura
 			iv = interval{ownEnd, max(ownEnd, c.E-int64(r.ResponseMs*1e6))}
 		}
 		if iv.b > iv.a {
-			w.ivs = append(w.ivs, iv)
+			m.ivs = append(m.ivs, iv)
 			w.pieces = append(w.pieces, replPiece{iv: iv, fetches: fetches})
 		}
 	}
@@ -219,11 +253,12 @@ func (e *Explainer) replication(r *event.Request, c *reqCtx, f *Finding, measura
 		}
 	}
 	w.queuedNs = unionLen(queued)
-	w.ivs = append(w.ivs, queued...)
-	w.ns = min(unionLen(w.ivs), c.L)
+	m.ivs = append(m.ivs, queued...)
+	m.ns = min(unionLen(m.ivs), c.L)
 	slices.SortStableFunc(w.queuedFetches, func(a, b ReplicaFetch) int { return cmp.Compare(b.LateMs, a.LateMs) })
 	w.queuedFetches = w.queuedFetches[:min(len(w.queuedFetches), maxReplicaEvidence)]
-	return w
+	m.more = w
+	return m
 }
 
 // maxReplicaEvidence bounds the inherited fetches listed (the latest
@@ -332,10 +367,10 @@ func replicationDetail(f *Finding) string {
 			queued += ", whose " + fetchDetail(d)
 		}
 		// The larger part first.
-		if own != "" && f.Shares.ReplicationMs-qb.ReplicationMs >= qb.ReplicationMs {
-			return fmt.Sprintf("acks=all: %s; waited %.1f ms for followers in all, %s", own, f.Shares.ReplicationMs, queued)
+		if own != "" && f.Shares[CauseReplication]-qb.ReplicationMs >= qb.ReplicationMs {
+			return fmt.Sprintf("acks=all: %s; waited %.1f ms for followers in all, %s", own, f.Shares[CauseReplication], queued)
 		}
-		s := fmt.Sprintf("acks=all: waited %.1f ms for followers, %s", f.Shares.ReplicationMs, queued)
+		s := fmt.Sprintf("acks=all: waited %.1f ms for followers, %s", f.Shares[CauseReplication], queued)
 		if own != "" {
 			s += "; then its own: " + own
 		}

@@ -190,8 +190,8 @@ func TestReplicationFollowerFetches(t *testing.T) {
 			if f.Cause != tt.cause {
 				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
 			}
-			if math.Abs(f.Shares.ReplicationMs-tt.replMs) > 0.001 {
-				t.Errorf("replication %.3f ms, want %.3f", f.Shares.ReplicationMs, tt.replMs)
+			if math.Abs(f.Shares[CauseReplication]-tt.replMs) > 0.001 {
+				t.Errorf("replication %.3f ms, want %.3f", f.Shares[CauseReplication], tt.replMs)
 			}
 			if f.ReplicationFrom != tt.from {
 				t.Errorf("replication from %q, want %q (%s)", f.ReplicationFrom, tt.from, f.ReplicationUnmatched)
@@ -261,8 +261,8 @@ func TestReplicationQueuedBehind(t *testing.T) {
 	// Queued from 10 ms behind it until its follower's fetch at 98 ms
 	// (the first request's response left 2 ms later), then its own
 	// 101.2..102.
-	if math.Abs(f.Shares.ReplicationMs-88.8) > 0.001 {
-		t.Errorf("replication %.3f ms, want 88.8", f.Shares.ReplicationMs)
+	if math.Abs(f.Shares[CauseReplication]-88.8) > 0.001 {
+		t.Errorf("replication %.3f ms, want 88.8", f.Shares[CauseReplication])
 	}
 	qb := f.QueuedBehind
 	if qb == nil || qb.CorrelationID != 7 || len(qb.Replication) != 1 || qb.Replication[0].Replica != 2 || math.Abs(qb.Replication[0].LateMs-96.8) > 0.001 {

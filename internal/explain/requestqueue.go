@@ -15,6 +15,28 @@ import (
 // another thread let it go.
 const CauseRequestQueue = "request-queue"
 
+func init() {
+	register(cause{
+		name:  CauseRequestQueue,
+		order: 100,
+		short: "queue",
+		help:  "every request handler was busy while it waited for one",
+		// While it was being handled it was not queued: the time its own
+		// appends, lock waits, parks and run delays took is theirs.
+		after: []string{CauseSlowWrite, CauseLockWait, CauseParkWait, CauseCPUStarved},
+		measure: func(m *measuring) measured {
+			var ahead []HandlerBusy
+			if prev, ok := m.ahead(); ok {
+				ahead = moreOf[[]HandlerBusy](prev)
+			}
+			taken := slices.Concat(m.of(CauseSlowWrite).ivs, m.of(CauseLockWait).ivs, m.of(CauseParkWait).ivs, m.of(CauseCPUStarved).ivs)
+			return m.e.requestQueue(m.reqCtx, m.f, taken, ahead)
+		},
+		inherited: true,
+		detail:    func(f *Finding) string { return requestQueueDetail(f) + alsoDetail(f) },
+	})
+}
+
 // HandlerBusy is what one request handler thread was doing while a
 // request waited for a handler: the activity that covered most of the
 // wait.
@@ -50,8 +72,10 @@ type busySpan struct {
 // traced and never counts as busy, so the measure is a lower bound. The
 // request's own other causes (its own appends, lock waits, parks and
 // run delays) are taken out: while it was being handled it was not
-// queued. Each handler's main activity is the evidence.
-func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measured {
+// queued. Each handler's main activity is the evidence; while queued on
+// its connection, the handlers the request ahead waited for (ahead) are
+// too. The handlers kept are its measure's more, for the request behind.
+func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval, ahead []HandlerBusy) measured {
 	m := measured{cause: CauseRequestQueue}
 	x := e.idx
 	all, spans := e.allHandlersBusy(c)
@@ -64,7 +88,7 @@ func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measur
 	}
 	if q := c.queued[CauseRequestQueue]; len(q) > 0 {
 		all = append(all, q...)
-		for _, h := range c.queuedHandlers {
+		for _, h := range ahead {
 			if !slices.ContainsFunc(f.QueueHandlers, func(o HandlerBusy) bool { return o.TID == h.TID }) {
 				f.QueueHandlers = append(f.QueueHandlers, h)
 			}
@@ -78,6 +102,7 @@ func (e *Explainer) requestQueue(c *reqCtx, f *Finding, taken []interval) measur
 		f.InFlight = max(0, e.inFlight.at(c.brokerStart)-1) // not itself
 	}
 	slices.SortStableFunc(f.QueueHandlers, func(a, b HandlerBusy) int { return cmp.Compare(b.Ms, a.Ms) })
+	m.more = f.QueueHandlers
 	return m
 }
 

@@ -31,6 +31,9 @@ type storageWaits struct {
 	ownerStarved wakersStarved
 }
 
+// waited are the times other writes held the request (lock-wait's).
+func (sw *storageWaits) waited() []interval { return slices.Concat(sw.blockConn, sw.blockPart) }
+
 // partitionWrites finds, per partition of r, its own append and the other
 // writes that held it, adds them to f as evidence and returns the
 // intervals they account for. A..E is the request, brokerStart when the
@@ -155,7 +158,7 @@ func addKernelWait(f *Finding, kw event.KernelWait) {
 // connection (prev, a slow-write or lock-wait) rested on while this one
 // waited for it, A..brokerStart: the writes, named in f.QueuedBehind, and
 // the kernel or lock waits that have no write of their own.
-func (e *Explainer) queuedBehindWrites(sw *storageWaits, f *Finding, prev connLast, A, brokerStart int64) {
+func (e *Explainer) queuedBehindWrites(sw *storageWaits, f *Finding, prev *connLast, A, brokerStart int64) {
 	qb := &QueuedBehind{CorrelationID: prev.corr, Cause: prev.cause}
 	for _, i := range prev.roots {
 		w := &e.idx.writes[i]

@@ -216,9 +216,15 @@ type CommitStat struct {
 	Requests int64 `json:"slow_requests"`
 }
 
-func (s *Summary) init() {
+// init lists every cause (those registered when the explainer was made,
+// then unexplained) with no request yet.
+func (s *Summary) init(causes *causeSet) {
 	s.causeIdx = make(map[string]int)
-	for i, c := range Causes {
+	names := make([]string, 0, len(causes.byOrder)+1)
+	for _, c := range causes.byOrder {
+		names = append(names, c.name)
+	}
+	for i, c := range append(names, CauseUnexplained) {
 		s.Causes = append(s.Causes, CauseStat{Cause: c})
 		s.causeIdx[c] = i
 	}
