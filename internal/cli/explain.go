@@ -88,28 +88,7 @@ it with the broker's writes to its partitions, the journal commits on their
 devices and, with a JFR file, the handler threads' lock waits, and names
 one cause with its evidence:
 
-  slow-write     its own append to the partition log took most of its time
-  lock-wait      it waited while another append to the same partition log
-                 was in progress (on the partition lock, or behind the
-                 previous request on its connection)
-  replication    acks=all: appended early, answered late (followers)
-  throttle       the response's throttle time accounts for it
-  response-send  the response took most of the time to leave
-  network        its bytes were slow to arrive: retransmissions, zero
-                 windows, a slow link (the capture's TCP evidence)
-  network-thread-blocked
-                 the network thread serving its connection was stuck
-                 elsewhere (a consumer's fetch read from disk by sendfile)
-  cpu-starved    the broker threads carrying it (its handler, the network
-                 thread of its connection, the threads holding a lock they
-                 slept on) waited in a run queue for a CPU
-  park-wait      its handler slept until a broker thread that is not a
-                 handler let it go (the log flusher holding an index lock)
-  request-queue  every request handler was busy while it waited for one
-  gc-pause       the broker's JVM stood still for a garbage collection
-  safepoint      the broker's JVM stood still for another VM operation
-  cpu-steal      the hypervisor took the CPU from the broker's threads
-  unexplained    nothing accounts for at least --share of its latency,
+` + explain.CauseHelp("  ", 15) + `  unexplained    nothing accounts for at least --share of its latency,
                  alone or together with other causes placed in time
 
 A slow write that overlapped a jbd2 commit or XFS log write on the same

@@ -25,8 +25,8 @@ type cause struct {
 	// short names it in the shares an unexplained finding's detail
 	// lists ("cpu").
 	short string
-	// help says what it means, for kscope explain --help: lines of at
-	// most 55 characters.
+	// help says what it means, for kscope explain --help (CauseHelp):
+	// lines of at most 60 characters.
 	help string
 	// stopsTheWorld marks a cause that stops every thread of the broker
 	// (steal, the JVM's pauses): when it alone accounts for most of the
