@@ -65,6 +65,10 @@ type Config struct {
 	Slow time.Duration
 	// Percentile is used when Slow is 0 (default 99).
 	Percentile float64
+	// PercentileGiven says the user gave Percentile: it then holds even
+	// for an agent's slow log, which has a threshold of its own
+	// (DecideThreshold).
+	PercentileGiven bool
 	// Share is the part of a request's latency a cause must account for
 	// (default 0.5: "most of").
 	Share float64

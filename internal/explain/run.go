@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -89,6 +88,9 @@ func (id RequestID) matches(client string, corr int32) bool {
 type RunOptions struct {
 	// Top bounds the worst-of lists of the summary.
 	Top int
+	// Threshold is the slow threshold, decided (DecideThreshold); nil:
+	// decided from the explainer's Config and the scan's latencies.
+	Threshold *SlowThreshold
 }
 
 // Kafka's API keys for Produce and Fetch.
@@ -230,6 +232,16 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	return s, nil
 }
 
+// Latencies are the answered produce requests' latencies, in
+// milliseconds.
+func (s *Scan) Latencies() []float64 {
+	lats := make([]float64, len(s.cands))
+	for i, c := range s.cands {
+		lats[i] = c.lat
+	}
+	return lats
+}
+
 // inFlight counts requests in flight from their sorted arrivals and ends.
 type inFlight struct{ arrivals, ends []int64 }
 
@@ -340,11 +352,11 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 	e.fetches = scan.fetches
 	e.inFlight = &scan.inFlight
 	e.sum.FollowerFetches = scan.FollowerFetches
-	lats := make([]float64, len(scan.cands))
-	for i, c := range scan.cands {
-		lats[i] = c.lat
+	th := opts.Threshold
+	if th == nil {
+		decided, _ := DecideThreshold(e.cfg, nil, scan.Latencies())
+		th = &decided
 	}
-	threshold, from := Threshold(e.cfg, lats)
 
 	f, err := os.Open(path)
 	if err != nil {
@@ -365,101 +377,16 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		return &r, nil
 	}
 	e.readRequest = read
-	// prev[i] is the previous produce request on cand i's connection.
-	prev := make([]int32, len(scan.cands))
-	lastOn := make([]int32, len(scan.conns))
-	for i := range lastOn {
-		lastOn[i] = -1
-	}
-	for i, c := range scan.cands {
-		prev[i] = lastOn[c.conn]
-		lastOn[c.conn] = int32(i)
-	}
-	explained := make(map[int32]bool)
-	// context explains, without counting, the requests before cand i on
-	// its connection that it may have queued behind, oldest first, so
-	// that a chain of pipelined requests leads back to the one that was
-	// held up (at most maxChain back).
-	const maxChain = 16
-	context := func(i int32) error {
-		var chain []int32
-		for p := prev[i]; p >= 0 && len(chain) < maxChain && !explained[p]; p = prev[p] {
-			chain = append(chain, p)
-		}
-		for k := len(chain) - 1; k >= 0; k-- {
-			r, err := read(scan.cands[chain[k]].pos)
-			if err != nil {
-				return err
-			}
-			e.explain(r, false)
-			explained[chain[k]] = true
-		}
-		return nil
-	}
-	explainAt := func(i int32, pos int64) error {
-		r, err := read(pos)
-		if err != nil {
-			return err
-		}
-		if r.APIKey != produceKey || !r.Answered || r.End.IsZero() {
-			what := "a " + r.API + " request"
-			if !r.Answered {
-				what += " without a response"
-			}
-			return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", r.Client, r.CorrelationID, what)
-		}
-		if i >= 0 && r.QueuedMs > 0 {
-			if err := context(i); err != nil {
-				return err
-			}
-		}
-		if i >= 0 {
-			explained[i] = true
-		}
-		return emit(e.Explain(r))
-	}
+	w := &walk{e: e, scan: scan, read: read, emit: emit, prev: previousOnConnection(scan), explained: make(map[int32]bool)}
 	if scan.only != nil {
-		if scan.onlyPos < 0 {
-			return nil, fmt.Errorf("request %s/%d is not in %s", scan.only.Client, scan.only.CorrelationID, path)
-		}
-		i := int32(-1)
-		for k, c := range scan.cands {
-			if c.pos == scan.onlyPos {
-				i = int32(k)
-			}
-		}
-		if err := explainAt(i, scan.onlyPos); err != nil {
-			return nil, err
-		}
+		err = w.only()
 	} else {
-		limit := ms(int64(threshold))
-		for i, c := range scan.cands {
-			if c.lat >= limit {
-				if err := explainAt(int32(i), c.pos); err != nil {
-					return nil, err
-				}
-			}
-		}
+		err = w.slow(ms(int64(th.Latency)))
 	}
-	return e.Summary(int64(len(scan.cands)), threshold, from, opts.Top), nil
-}
-
-// Threshold is cfg.Slow, or cfg.Percentile of latencies (milliseconds,
-// nearest rank), with where it came from ("--slow" or "p99").
-func Threshold(cfg Config, latencies []float64) (time.Duration, string) {
-	cfg.defaults()
-	if cfg.Slow > 0 {
-		return cfg.Slow, "--slow"
+	if err != nil {
+		return nil, err
 	}
-	from := "p" + strconv.FormatFloat(cfg.Percentile, 'f', -1, 64)
-	if len(latencies) == 0 {
-		return 0, from
-	}
-	sorted := slices.Clone(latencies)
-	slices.Sort(sorted)
-	rank := int(math.Ceil(cfg.Percentile*float64(len(sorted))/100 - 1e-9))
-	rank = min(max(rank, 1), len(sorted))
-	return time.Duration(sorted[rank-1] * float64(time.Millisecond)), from
+	return e.Summary(int64(len(scan.cands)), th.Latency, th.From, opts.Top), nil
 }
 
 // SegmentLookup returns an IDLookup that reads the message ids (record
