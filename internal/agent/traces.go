@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/traceexport"
@@ -21,8 +23,11 @@ type slowJob struct {
 
 // explainSlow explains each slow request of jobs from its own events and
 // exports the explanation as a trace. It runs outside the slow log's
-// lock: the capture and the tracer go on meanwhile.
+// lock: the capture and the tracer go on meanwhile. cfg.Slow is the slow
+// log's threshold, which kept the requests.
 func explainSlow(cfg explain.Config, x *traceexport.Exporter, jobs []slowJob) {
+	opts := explain.Options{Config: cfg}
+	out := explain.OutputFuncs{OnFinding: func(f *explain.Finding) error { x.Finding(f); return nil }}
 	for _, j := range jobs {
 		idx := explain.NewIndex()
 		h := idx.Handlers()
@@ -32,6 +37,8 @@ func explainSlow(cfg explain.Config, x *traceexport.Exporter, jobs []slowJob) {
 		if j.conn != nil {
 			_ = h.ConnThread(j.conn)
 		}
-		x.Finding(explain.ExplainOne(cfg, idx, j.before, j.r, j.fetches))
+		in := explain.Input{Index: idx, Held: &explain.HeldRequest{Request: j.r, Before: j.before, Fetches: j.fetches}}
+		// Nothing to fail: the evidence is in memory, and out takes all.
+		_ = explain.Run(context.Background(), []explain.Input{in}, opts, out)
 	}
 }

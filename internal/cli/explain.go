@@ -5,18 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/explain/explainout"
-	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/output"
-	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
@@ -54,13 +50,38 @@ func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string)
 	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
 }
 
-// idLookup finds writes' message ids in the segment files of logDirs,
-// unless --no-segments or there is nothing to look in.
-func (in *slowRequestInputs) idLookup(logDirs []string) explain.IDLookup {
-	if in.noSegments || len(logDirs) == 0 || in.messageIDHeader == "" {
-		return nil
+// explainOptions are explain.Run's options from the inputs' flags:
+// what makes a request slow, where message ids are read from, and what
+// to say on stderr (notes unless quiet; warnings always).
+func (in *slowRequestInputs) explainOptions(stderr io.Writer, quiet bool) explain.Options {
+	opts := explain.Options{
+		Config:          explain.Config{Slow: in.slow, Percentile: in.percentile, PercentileGiven: in.percentileSet},
+		LogDirs:         in.logDirs,
+		MessageIDHeader: in.messageIDHeader,
+		Warn:            func(msg string) { fmt.Fprintf(stderr, "kscope: warning: %s\n", msg) },
 	}
-	return explain.SegmentLookup(logDirs, in.messageIDHeader)
+	if in.noSegments {
+		opts.MessageIDHeader = ""
+	}
+	if !quiet {
+		opts.Note = func(msg string) { fmt.Fprintf(stderr, "kscope: %s\n", msg) }
+	}
+	return opts
+}
+
+// explainError is a failed explain.Run's error for the exit status: the
+// output's as it is, the inputs' as bad input.
+func explainError(err error) error {
+	if isOutputError(err) {
+		return err
+	}
+	return badInput(err)
+}
+
+// isOutputError reports whether explain.Run failed to write, not to read.
+func isOutputError(err error) bool {
+	var oe *explain.OutputError
+	return errors.As(err, &oe)
 }
 
 type explainOptions struct {
@@ -133,80 +154,50 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if err != nil {
 		return badInput(err)
 	}
-	if len(args) > 1 {
-		return runExplainCluster(stdout, stderr, args, o)
-	}
-	var (
-		scan     *explain.Scan
-		idx      *explain.Index
-		logDirs  = o.logDirs
-		jfrPath  = o.jfrFile
-		slow     = o.slow
-		slowFrom string
-		missing  []string
-	)
-	if len(args) == 1 {
-		rec, err := explain.LoadRecording(args[0], only)
-		if err != nil {
-			return badInput(err)
-		}
-		slow, slowFrom = slowLogThreshold(stderr, args[0], rec.Meta, o.slow, o.percentileSet)
-		missing = rec.Meta.MissingEvidence()
-		if len(logDirs) == 0 {
-			logDirs = rec.LogDirs()
-		}
-		if jfrPath == "" {
-			jfrPath = rec.JFR
-		}
-		scan, idx = rec.Scan, rec.Index
-	} else {
-		dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		var scanErr error
-		scanned := make(chan struct{})
-		go func() {
-			defer close(scanned)
-			scan, scanErr = explain.ScanRequests(dec.path, only)
-		}()
-		idx = explain.NewIndex()
-		err = explain.LoadIO(idx, o.ioFiles...)
-		<-scanned
-		if err = errors.Join(err, scanErr); err != nil {
-			return badInput(err)
-		}
-	}
-	if err := readLockWaits(stderr, idx, jfrPath, o.quiet); err != nil {
+	inputs, cleanup, err := o.inputs(stderr, args)
+	if err != nil {
 		return err
 	}
-	e := explain.New(o.config(slow), idx, o.idLookup(logDirs))
+	defer cleanup()
+	opts := o.explainOptions(stderr, o.quiet)
+	opts.Share, opts.StallMin, opts.SlowWrite = o.share, o.stall, o.slowWrite
+	opts.Request, opts.Top = only, o.top
 	if only != nil {
-		return explainOne(stdout, e, scan, o.format)
+		return explainRequest(stdout, inputs, opts, o.format)
 	}
 	w, tracesDone, err := o.writer(stdout)
 	if err != nil {
 		return err
 	}
-	sum, writeErr, err := runExplainer(e, scan, o.top, w)
-	if err != nil {
+	err = explain.Run(context.Background(), inputs, opts, w)
+	if err != nil && !isOutputError(err) {
 		return badInput(err)
 	}
-	if slowFrom != "" {
-		sum.ThresholdFrom = slowFrom
+	// What was written is flushed, even when writing failed on the way.
+	if ferr := w.Flush(); err == nil && ferr != nil {
+		err = &explain.OutputError{Err: ferr}
 	}
-	sum.MissingEvidence = missing
-	if writeErr == nil {
-		writeErr = w.Summary(sum)
-	}
-	if ferr := w.Flush(); writeErr == nil {
-		writeErr = ferr
-	}
-	if writeErr != nil {
-		return fmt.Errorf("writing output: %w", writeErr)
+	if err != nil {
+		return err
 	}
 	return tracesDone()
+}
+
+// inputs are explain's inputs: the recordings, or the captures decoded
+// into a temporary requests file (removed by cleanup) with the --io
+// files.
+func (o *explainOptions) inputs(stderr io.Writer, dirs []string) (inputs []explain.Input, cleanup func(), err error) {
+	if len(dirs) > 0 {
+		for _, d := range dirs {
+			inputs = append(inputs, explain.Input{Dir: d, JFR: o.jfrFile})
+		}
+		return inputs, func() {}, nil
+	}
+	dec, cleanup, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: o.logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []explain.Input{{Requests: dec.path, IO: o.ioFiles, JFR: o.jfrFile}}, cleanup, nil
 }
 
 // validate checks the options against the arguments, and parses
@@ -240,30 +231,13 @@ func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
 	return &id, nil
 }
 
-func (o *explainOptions) config(slow time.Duration) explain.Config {
-	return explain.Config{Slow: slow, Percentile: o.percentile, Share: o.share, StallMin: o.stall, SlowWrite: o.slowWrite}
-}
-
-// readLockWaits adds a JFR file's lock waits to idx ("" : none).
-func readLockWaits(stderr io.Writer, idx *explain.Index, jfrPath string, quiet bool) error {
-	if jfrPath == "" {
-		return nil
-	}
-	st, err := jfr.ReadLockWaits(jfrPath, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
-	if err != nil {
-		return badInput(err)
-	}
-	if !quiet {
-		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", jfrPath, st.LockWaits)
-	}
-	return nil
-}
-
-// explainOne prints the timeline (or JSON) of the one request asked for.
-func explainOne(stdout io.Writer, e *explain.Explainer, scan *explain.Scan, format string) error {
+// explainRequest prints the timeline (or JSON) of the one request asked
+// for.
+func explainRequest(stdout io.Writer, inputs []explain.Input, opts explain.Options, format string) error {
 	var found *explain.Finding
-	if _, err := e.Run(scan, explain.RunOptions{}, func(f *explain.Finding) error { found = f; return nil }); err != nil {
-		return badInput(err)
+	out := explain.OutputFuncs{OnFinding: func(f *explain.Finding) error { found = f; return nil }}
+	if err := explain.Run(context.Background(), inputs, opts, out); err != nil {
+		return explainError(err)
 	}
 	if format == "json" {
 		j := output.NewJSONLines(stdout)
@@ -307,100 +281,4 @@ func (o *explainOptions) writer(stdout io.Writer) (w explainout.Writer, done fun
 		}
 		return nil
 	}, nil
-}
-
-// runExplainer writes each finding to w and returns the summary; the
-// first write error is returned apart, the run goes on.
-func runExplainer(e *explain.Explainer, scan *explain.Scan, top int, w explainout.Writer) (*explain.Summary, error, error) {
-	var writeErr error
-	sum, err := e.Run(scan, explain.RunOptions{Top: top}, func(f *explain.Finding) error {
-		if writeErr == nil {
-			writeErr = w.Finding(f)
-		}
-		return nil
-	})
-	return sum, writeErr, err
-}
-
-// runExplainCluster explains several brokers' recordings together: their
-// clocks are aligned from the replica fetches both ends captured, and
-// each broker's slow requests are explained with the others as its
-// peers, so that a wait for a follower names the follower's cause.
-func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOptions) error {
-	recs := make([]*explain.Recording, len(dirs))
-	for i, d := range dirs {
-		rec, err := explain.LoadRecording(d, nil)
-		if err != nil {
-			return badInput(err)
-		}
-		if err := readLockWaits(stderr, rec.Index, rec.JFR, o.quiet); err != nil {
-			return err
-		}
-		recs[i] = rec
-	}
-	cl, err := explain.NewCluster(recs)
-	if err != nil {
-		return badInput(err)
-	}
-	w, tracesDone, err := o.writer(stdout)
-	if err != nil {
-		return err
-	}
-	if err := w.Clocks(cl); err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	for i, rec := range recs {
-		if !cl.Aligned[i] && !o.quiet {
-			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", rec.Dir, rec.NodeID)
-		}
-		slow, slowFrom := slowLogThreshold(stderr, rec.Dir, rec.Meta, o.slow, o.percentileSet)
-		e := explain.New(o.config(slow), rec.Index, o.idLookup(rec.LogDirs()))
-		e.SetPeers(cl.Peers(i))
-		if err := w.Broker(rec.NodeID, rec.Dir); err != nil {
-			return fmt.Errorf("writing output: %w", err)
-		}
-		sum, writeErr, err := runExplainer(e, rec.Scan, o.top, w)
-		if err != nil {
-			return badInput(err)
-		}
-		if slowFrom != "" {
-			sum.ThresholdFrom = slowFrom
-		}
-		id := rec.NodeID
-		sum.MissingEvidence, sum.NodeID, sum.Clock = rec.Meta.MissingEvidence(), &id, cl.Shift(i)
-		if writeErr == nil {
-			writeErr = w.Summary(sum)
-		}
-		if writeErr != nil {
-			return fmt.Errorf("writing output: %w", writeErr)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	return tracesDone()
-}
-
-// slowLogFrom names the slow threshold when it is an agent slow log's.
-const slowLogFrom = "agent slow log"
-
-// slowLogThreshold returns the slow threshold for the recording at src:
-// --slow when given; else, when the recording is an agent's slow-request
-// log, the agent's own threshold (with slowLogFrom), since a percentile
-// of a file that holds only slow requests ranks those, not the broker's
-// requests. An explicit --percentile is still honoured, with a warning.
-// Otherwise 0: the percentile decides.
-func slowLogThreshold(stderr io.Writer, src string, meta *recording.Meta, slow time.Duration, percentileSet bool) (time.Duration, string) {
-	// A slow log without a threshold kept every request: its percentiles
-	// are the broker's.
-	if slow > 0 || meta == nil || meta.SlowLog == nil || meta.SlowLog.ThresholdMs <= 0 {
-		return slow, ""
-	}
-	sl := meta.SlowLog
-	if percentileSet {
-		fmt.Fprintf(stderr, "kscope: warning: %s is an agent slow-request log (requests of %s ms and more only): the percentile ranks those, not all of the broker's requests\n",
-			src, strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
-		return 0, ""
-	}
-	return time.Duration(sl.ThresholdMs * float64(time.Millisecond)), slowLogFrom
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/report"
 )
 
@@ -62,18 +61,14 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err := o.check(args); err != nil {
 		return badInput(err)
 	}
-	in, logDirs, cleanup, err := o.inputs(stderr, args)
+	in, cleanup, err := o.inputs(stderr, args)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	lookup := o.idLookup(logDirs)
-	slow, slowFrom := slowLogThreshold(stderr, in.Dir, in.Meta, o.slow, o.percentileSet)
 	d, err := report.BuildFrom(in, report.Options{
-		Explain:       explain.Config{Slow: slow, Percentile: o.percentile},
-		ThresholdFrom: slowFrom,
-		Lookup:        lookup,
-		Top:           o.top, MaxCols: o.maxCols, Title: o.title,
+		Explain: o.explainOptions(stderr, o.quiet),
+		Top:     o.top, MaxCols: o.maxCols, Title: o.title,
 	})
 	if err != nil {
 		return badInput(err)
@@ -109,33 +104,27 @@ func (o *reportOptions) check(args []string) error {
 
 // inputs names the files to draw: the recording's, or the captures
 // decoded into a temporary requests file (removed by cleanup) with the
-// --io files. logDirs are --log-dirs, else the recording's.
-func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Inputs, logDirs []string, cleanup func(), err error) {
+// --io files.
+func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Inputs, cleanup func(), err error) {
 	cleanup = func() {}
-	logDirs = o.logDirs
 	if len(args) == 1 {
 		in, err = report.RecordingInputs(args[0])
 		if err != nil {
-			return in, nil, cleanup, badInput(err)
-		}
-		if len(logDirs) == 0 {
-			for _, d := range in.Meta.Broker.LogDirs {
-				logDirs = append(logDirs, d.Path)
-			}
+			return in, cleanup, badInput(err)
 		}
 	} else {
-		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
+		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: o.logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
 		if err != nil {
-			return in, nil, cleanup, err
+			return in, cleanup, err
 		}
 		in = report.Inputs{Requests: dec.path, IO: o.ioFiles, Captures: o.pcaps, Start: dec.start, End: dec.end}
 		cleanup = done
 	}
-	// --jfr replaces the recording's lock waits, as in explain.
+	// --jfr replaces the recording's lock waits.
 	if o.jfrFile != "" {
 		in.LockWaits, in.JFR = "", o.jfrFile
 	}
-	return in, logDirs, cleanup, nil
+	return in, cleanup, nil
 }
 
 // writeReport writes the page next to the target and renames it: never a

@@ -23,6 +23,14 @@
 //   - unexplained: no cause accounts for at least Config.Share of the
 //     latency, alone or (placed in time, each moment counted once)
 //     together. explain never guesses (classify in cause.go).
+//
+// Run is the one entry point, for kscope explain, kscope report and the
+// agent alike: it reads the inputs (recordings, requests with I/O traces,
+// or a request held in memory), decides each one's slow threshold
+// (DecideThreshold, the one place that turns --slow, --percentile and an
+// agent slow log's threshold into it), explains the slow requests and
+// hands the findings and summaries to an Output. New, Explainer.Run and
+// ExplainOne are the steps it takes, there for tests and benchmarks.
 package explain
 
 import (

@@ -19,6 +19,12 @@ import (
 func ExplainOne(cfg Config, idx *Index, before []*event.Request, r *event.Request, fetches []*event.Request) *Finding {
 	e := New(cfg, idx, nil)
 	e.useFetches(fetches)
+	return e.explainHeld(before, r)
+}
+
+// explainHeld explains r after the answered produce requests of before,
+// for context.
+func (e *Explainer) explainHeld(before []*event.Request, r *event.Request) *Finding {
 	for _, b := range before {
 		if b.APIKey == produceKey && b.Answered && !b.End.IsZero() {
 			e.explain(b, false)

@@ -16,6 +16,7 @@ package report
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -27,7 +28,6 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
-	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -187,14 +187,11 @@ func (h *Heatmap) Quantile(c int, q float64) (float64, bool) {
 
 // Options say what to put in the report.
 type Options struct {
-	// Explain configures explain (Slow, Percentile, Share, ...).
-	Explain explain.Config
-	// ThresholdFrom names where Explain.Slow came from when the user did
-	// not give it (an agent slow log's threshold); "" leaves explain's.
-	ThresholdFrom string
-	// Lookup reads message ids from segment files, for exact matching
-	// (nil: by bytes and time).
-	Lookup explain.IDLookup
+	// Explain says how explain runs: what makes a request slow (Slow,
+	// Percentile), where message ids are read from (LogDirs,
+	// MessageIDHeader; none: writes are matched by bytes and time). Its
+	// Top is Top.
+	Explain explain.Options
 	// Top is how many of the slowest explained requests are listed (and
 	// the length of the other worst-of lists).
 	Top int
@@ -338,16 +335,13 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 	if err := b.readIO(idx, in.IO); err != nil {
 		return nil, err
 	}
-	if err := loadLockWaits(idx, in); err != nil {
-		return nil, err
-	}
 	if in.Use != "" {
 		if err := b.readUse(in.Use); err != nil {
 			return nil, err
 		}
 	}
 	if in.Requests != "" {
-		if err := b.explain(idx, in.Requests); err != nil {
+		if err := b.explain(idx, in); err != nil {
 			return nil, err
 		}
 	}
@@ -495,41 +489,24 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 	return nil
 }
 
-// loadLockWaits adds the inputs' lock waits to idx.
-func loadLockWaits(idx *explain.Index, in Inputs) error {
-	if in.LockWaits != "" {
-		if err := explain.LoadLockWaits(idx, in.LockWaits); err != nil {
-			return fmt.Errorf("reading lock waits: %w", err)
-		}
-	}
-	if in.JFR != "" {
-		if _, err := jfr.ReadLockWaits(in.JFR, func(l *event.LockWait) error { idx.AddLockWait(l); return nil }); err != nil {
-			return fmt.Errorf("reading lock waits: %w", err)
-		}
-	}
-	return nil
-}
-
-// explain runs explain over the requests: the slowest Top findings, and
+// explain runs explain over the requests, with the I/O evidence readIO
+// put in idx and the inputs' lock waits: the slowest Top findings, and
 // the summary.
-func (b *builder) explain(idx *explain.Index, requests string) error {
+func (b *builder) explain(idx *explain.Index, in Inputs) error {
 	d := b.d
-	scan, err := explain.ScanRequests(requests, nil)
-	if err != nil {
+	opts := b.o.Explain
+	opts.Top = b.o.Top
+	out := explain.OutputFuncs{
+		OnFinding: func(f *explain.Finding) error {
+			d.Slowest = keepSlowestFinding(d.Slowest, f, b.o.Top)
+			return nil
+		},
+		OnSummary: func(s *explain.Summary) error { d.Summary = s; return nil },
+	}
+	input := explain.Input{Requests: in.Requests, Index: idx, LockWaits: in.LockWaits, JFR: in.JFR, Meta: in.Meta, Name: in.Dir}
+	if err := explain.Run(context.Background(), []explain.Input{input}, opts, out); err != nil {
 		return err
 	}
-	e := explain.New(b.o.Explain, idx, b.o.Lookup)
-	sum, err := e.Run(scan, explain.RunOptions{Top: b.o.Top}, func(f *explain.Finding) error {
-		d.Slowest = keepSlowestFinding(d.Slowest, f, b.o.Top)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if b.o.ThresholdFrom != "" {
-		sum.ThresholdFrom = b.o.ThresholdFrom
-	}
-	d.Summary = sum
 	slices.SortFunc(d.Slowest, func(a, b *explain.Finding) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	return nil
 }
