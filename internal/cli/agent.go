@@ -104,7 +104,7 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "with --out: explain each slow request kept and send it as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address to serve /metrics and /healthz on")
 	f.StringVar(&o.out, "out", "", "keep slow requests and their I/O in rotating recordings under this directory")
-	f.DurationVar(&o.slow, "slow", 100*time.Millisecond, "with --out: requests at least this slow are kept")
+	f.DurationVar(&o.slow, "slow", 100*time.Millisecond, "with --out: keep requests at least this slow (of --slow-api) with the I/O around them; with --otlp-endpoint, each one kept is explained")
 	f.StringSliceVar(&o.slowAPIs, "slow-api", []string{"Produce"}, "with --out: the APIs --slow applies to (repeatable; all: every API)")
 	f.DurationVar(&o.rotate, "rotate", time.Hour, "with --out: start a new recording after this long")
 	f.IntVar(&o.keep, "keep", 24, "with --out: recordings kept (the oldest are deleted)")

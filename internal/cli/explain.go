@@ -46,7 +46,7 @@ func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string)
 	f.BoolVar(&in.noSegments, "no-segments", false, "do not read segment files: match writes by bytes and time only")
 	f.StringVar(&in.messageIDHeader, "message-id-header", "message-id", "record header holding message ids")
 	f.StringVar(&in.tlsKeyLog, "tls-keylog", "", "with --pcap: "+tlsKeyLogHelp)
-	f.DurationVar(&in.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
+	f.DurationVar(&in.slow, "slow", 0, "produce requests at or above this latency are slow, and explained (default: the --percentile; for an agent's slow log, its own threshold)")
 	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
 }
 

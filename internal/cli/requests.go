@@ -57,7 +57,7 @@ Counters of everything that could not be decoded are printed on stderr.`,
 	f.StringSliceVar(&o.apis, "api", nil, "only these APIs, by name or key (e.g. produce,fetch)")
 	f.StringSliceVar(&o.topics, "topic", nil, "only requests naming these topics (and only their partitions)")
 	f.StringSliceVar(&o.clients, "client", nil, "only requests from these clients (ip, ip:port or client id)")
-	f.DurationVar(&o.slow, "slow", 0, "only answered requests at or above this latency (e.g. 100ms)")
+	f.DurationVar(&o.slow, "slow", 0, "a filter: show only answered requests at or above this latency (e.g. 100ms)")
 	f.BoolVar(&o.summary, "summary", false, "print latency percentiles per API and topic and the slowest requests instead of rows")
 	f.IntVar(&o.top, "top", 10, "with --summary: how many of the slowest requests to list")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "message-id", "record header holding message ids (empty: none, and no decompression)")
