@@ -17,6 +17,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
@@ -143,6 +144,13 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	if o.pid != "auto" && o.pid != "" {
 		if pid, err = strconv.Atoi(o.pid); err != nil || pid <= 0 {
 			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
+		}
+	}
+	// A file, a device or a FIFO where the slow-request log's directory
+	// goes is refused before anything starts.
+	if o.out != "" {
+		if err := safefile.OutputDir(o.out); err != nil {
+			return badInput(fmt.Errorf("--out: %w", err))
 		}
 	}
 	switch {

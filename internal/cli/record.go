@@ -25,6 +25,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -405,6 +406,12 @@ func keepSecrets(o *recordOptions, pcapOut *pcapSink) error {
 func (o *recordOptions) validate() error {
 	if o.out == "" {
 		return badInput(errors.New("--out DIR is required"))
+	}
+	// Before the broker is looked for: a file, a device or a FIFO where
+	// the recording directory goes is refused (recording.Create would
+	// block opening a FIFO as a directory).
+	if err := safefile.OutputDir(o.out); err != nil {
+		return badInput(fmt.Errorf("--out: %w", err))
 	}
 	if o.duration < 0 || o.minLatency < 0 {
 		return badInput(errors.New("--duration and --min-latency must not be negative"))
