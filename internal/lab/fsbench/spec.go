@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // Variant is one file system set-up: how it is made and mounted.
@@ -216,13 +216,18 @@ func DefaultWorkload() Workload {
 	}
 }
 
+// maxWorkloadFile bounds a workload file: a few hundred bytes of JSON.
+const maxWorkloadFile = 1 << 20
+
 // LoadWorkload reads a workload file: the fields it gives override
-// DefaultWorkload's; unknown fields are an error.
+// DefaultWorkload's; unknown fields are an error. A pipe works (--workload
+// <(...)); a device, a directory or a file over maxWorkloadFile is refused
+// (/dev/zero would otherwise be read until memory runs out).
 func LoadWorkload(path string) (Workload, error) {
 	w := DefaultWorkload()
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadAll(path, maxWorkloadFile)
 	if err != nil {
-		return w, err
+		return w, fmt.Errorf("workload: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
