@@ -125,6 +125,9 @@ func runBenchCompare(cmd *cobra.Command, args []string, o *benchCompareOptions) 
 	if o.format != "table" && o.format != "json" {
 		return badInput(output.UnknownFormat(o.format))
 	}
+	if err := distinctInputs(args); err != nil {
+		return err
+	}
 	a, err := compare.Load(args[0])
 	if err != nil {
 		return badInput(err)
@@ -184,6 +187,9 @@ maximum on one chart: where a comparison's tail came from.`,
 // their timelines' page; the page's target is checked before any result
 // is read.
 func runBenchReport(stdout io.Writer, args []string, merged bool, htmlOut string) error {
+	if err := distinctInputs(args); err != nil {
+		return err
+	}
 	target := safefile.Target{Path: htmlOut, DefaultName: benchReportDefaultName, Inputs: args}
 	if htmlOut != "" {
 		if _, err := checkOutput("--html", target); err != nil {

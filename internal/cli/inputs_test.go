@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
 )
 
 // TestNonRegularInputsRefused: inputs read as regular files (JFR
@@ -47,6 +49,69 @@ func TestNonRegularInputsRefused(t *testing.T) {
 		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+		t.Error("report wrote a page")
+	}
+}
+
+// TestDuplicateInputsRefused: an input given twice, by the same path,
+// another spelling, a symbolic or a hard link, is refused with exit 2 and
+// both spellings named, by every command that reads several.
+func TestDuplicateInputsRefused(t *testing.T) {
+	dir := t.TempDir()
+	capture := copyFile(t, realCapture, filepath.Join(dir, "x.pcapng"))
+	hard := filepath.Join(dir, "hard.pcapng")
+	if err := os.Link(capture, hard); err != nil {
+		t.Fatal(err)
+	}
+	other := dir + "/./x.pcapng"
+	rec := filepath.Join(dir, "rec")
+	writeSlowLog(t, rec)
+	recLink := filepath.Join(dir, "rec-link")
+	if err := os.Symlink(rec, recLink); err != nil {
+		t.Fatal(err)
+	}
+	ioFile := filepath.Join(dir, "io.jsonl")
+	if err := os.WriteFile(ioFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	result := writeResult(t, dir, "a.json", comparetest.Result(benchSpec(1)))
+	resultHard := filepath.Join(dir, "a-again.json")
+	if err := os.Link(result, resultHard); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.html")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		names []string // in the error
+	}{
+		{"requests, same path", []string{"requests", "-q", capture, capture}, []string{capture}},
+		{"requests, another spelling", []string{"requests", "-q", capture, other}, []string{capture, other}},
+		{"requests, hard link", []string{"requests", "-q", hard, capture}, []string{hard, capture}},
+		{"report --pcap", []string{"report", "-q", "--pcap", capture + "," + hard, "-o", out}, []string{capture, hard}},
+		{"report --io", []string{"report", "-q", "--pcap", capture, "--io", ioFile + "," + ioFile, "-o", out}, []string{ioFile}},
+		{"explain, two recordings", []string{"explain", "-q", rec, recLink}, []string{rec, recLink}},
+		{"explain --pcap", []string{"explain", "-q", "--pcap", capture + "," + other, "--io", ioFile}, []string{capture, other}},
+		{"bench compare", []string{"bench", "compare", result, resultHard}, []string{result, resultHard}},
+		{"bench report", []string{"bench", "report", result, result}, []string{result}},
+		{"model --from-capture", []string{"model", "--from-capture", capture, hard}, []string{capture, hard}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, c.args...)
+			if code != ExitBadInput || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "given twice") {
+				t.Fatalf("exit %d, want %d and one line saying it was given twice: %q", code, ExitBadInput, stderr)
+			}
+			for _, n := range c.names {
+				if !strings.Contains(stderr, n) {
+					t.Errorf("%q does not name %s", stderr, n)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("printed %.200q before refusing", stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(out); err == nil {
 		t.Error("report wrote a page")
 	}
 }

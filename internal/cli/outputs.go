@@ -44,3 +44,16 @@ func writeOutput(flag string, t safefile.Target, write func(io.Writer) error) (s
 	}
 	return path, nil
 }
+
+// distinctInputs refuses an input file or recording given twice (also as
+// a hard link or another spelling): it would be read twice.
+func distinctInputs(lists ...[]string) error {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	if err := safefile.Distinct(all); err != nil {
+		return badInput(err)
+	}
+	return nil
+}

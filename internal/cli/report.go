@@ -61,6 +61,9 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err := o.check(args); err != nil {
 		return badInput(err)
 	}
+	if err := distinctInputs(o.pcaps, o.ioFiles); err != nil {
+		return err
+	}
 	// The page must not land on a device, a FIFO or any of the inputs:
 	// refused before anything is decoded.
 	target := safefile.Target{Path: o.out, DefaultName: reportDefaultName, Inputs: o.inputPaths(args)}
