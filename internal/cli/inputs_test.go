@@ -115,3 +115,34 @@ func TestDuplicateInputsRefused(t *testing.T) {
 		t.Error("report wrote a page")
 	}
 }
+
+// TestSegmentDuplicateInputsRefused: segment dump and verify refuse a
+// file or directory given twice, which would print every batch (or
+// problem) twice.
+func TestSegmentDuplicateInputsRefused(t *testing.T) {
+	segDir := "../../testdata/segments/seg-ids-zstd-0"
+	seg := filepath.Join(segDir, "00000000000000000000.log")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		names []string // in the error
+	}{
+		{"segment dump", []string{"segment", "dump", "-q", seg, segDir + "/./00000000000000000000.log"}, []string{seg, segDir + "/./00000000000000000000.log"}},
+		{"segment verify", []string{"segment", "verify", "-q", segDir, segDir + "/"}, []string{segDir}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, c.args...)
+			if code != ExitBadInput || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "given twice") {
+				t.Fatalf("exit %d, want %d and one line saying it was given twice: %q", code, ExitBadInput, stderr)
+			}
+			for _, n := range c.names {
+				if !strings.Contains(stderr, n) {
+					t.Errorf("%q does not name %s", stderr, n)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("printed %.200q before refusing", stdout)
+			}
+		})
+	}
+}
