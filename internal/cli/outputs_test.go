@@ -349,7 +349,7 @@ func TestOutputDirsRefused(t *testing.T) {
 		// --pid and --log-dirs: nothing left to find before the
 		// recording directory is made.
 		{"record", "--pid", idleProcess(t), "--log-dirs", dir, "--duration", "1s", "--out"},
-		{"agent", "--listen", "127.0.0.1:0", "--no-trace", "--duration", "1s", "--out"},
+		{"agent", "--pid", idleProcess(t), "--listen", "127.0.0.1:0", "--no-trace", "--duration", "1s", "--out"},
 	} {
 		for _, target := range targets {
 			t.Run(cmd[0]+" "+target.name, func(t *testing.T) {
