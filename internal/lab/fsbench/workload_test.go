@@ -1,10 +1,13 @@
 package fsbench
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,4 +76,38 @@ func TestLoadWorkloadNotRegular(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseWorkload: any bytes given as a workload file give a workload
+// whose bench config can be made, or an error of one line; never a panic
+// nor a hang.
+func FuzzParseWorkload(f *testing.F) {
+	def, err := json.Marshal(DefaultWorkload())
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range [][]byte{def,
+		[]byte(`{"rate": 500, "duration": "7s", "acks": "1", "partitions": 2}`),
+		[]byte(`{"rate": 500, "durration": "7s"}`),
+		[]byte(`{"rate": -1}`),
+		[]byte(`{"message_size": "uniform:100-2000", "keys": "hot:0.5", "compression": "zstd"}`),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		wd := time.AfterFunc(10*time.Second, func() {
+			panic(fmt.Sprintf("parseWorkload has not finished after 10s on a %d-byte input", len(data)))
+		})
+		defer wd.Stop()
+		w, err := parseWorkload(data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		if _, err := w.BenchConfig("127.0.0.1:9092"); err != nil {
+			t.Fatalf("accepted %+v, whose bench config fails: %v", w, err)
+		}
+	})
 }
