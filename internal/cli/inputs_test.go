@@ -37,6 +37,7 @@ func TestNonRegularInputsRefused(t *testing.T) {
 		{"profile --jfr directory", []string{"profile", "--jfr", dir}, "not a regular file"},
 		{"explain --jfr FIFO", []string{"explain", rec, "-q", "--jfr", fifo}, "not a regular file"},
 		{"report --jfr FIFO", []string{"report", rec, "-q", "--jfr", fifo, "-o", filepath.Join(dir, "r.html")}, "not a regular file"},
+		{"record --jfr FIFO", []string{"record", "--pid", idleProcess(t), "--log-dirs", dir, "--duration", "1s", "--out", filepath.Join(dir, "new-rec"), "--jfr", fifo}, "not a regular file"},
 		{"lab fs --workload FIFO", append(slices.Clone(labFS), fifo), "workload"},
 		{"lab fs --workload /dev/zero", append(slices.Clone(labFS), "/dev/zero"), "not a regular file"},
 		{"lab versions --workload /dev/zero", []string{"lab", "versions", "--kafka", "3.9.1,4.1.1", "--work-dir", filepath.Join(blocker, "work"), "--workload", "/dev/zero"}, "not a regular file"},
@@ -48,8 +49,10 @@ func TestNonRegularInputsRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
-		t.Error("report wrote a page")
+	for _, p := range []string{"r.html", "new-rec"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
 	}
 }
 
