@@ -401,3 +401,17 @@ func TestProfileOutputsRefused(t *testing.T) {
 		t.Errorf("--flame over the recording: exit %d: %q", code, stderr)
 	}
 }
+
+// TestProfileFlameBesideRecording: --flame may go in the directory --out
+// keeps the recording in, not over the recording itself.
+func TestProfileFlameBesideRecording(t *testing.T) {
+	dir := t.TempDir()
+	o := profileOptions{out: dir, flame: filepath.Join(dir, "flame.svg")}
+	if _, err := o.flameTarget(); err != nil {
+		t.Errorf("--out %s --flame %s: %v", o.out, o.flame, err)
+	}
+	o = profileOptions{out: filepath.Join(dir, "x.html"), flame: filepath.Join(dir, "x.html")}
+	if _, err := o.flameTarget(); err == nil || !strings.Contains(err.Error(), "keeps the recording") {
+		t.Errorf("--out and --flame the same file: %v", err)
+	}
+}

@@ -246,10 +246,14 @@ func (o *profileOptions) flameTarget() (safefile.Target, error) {
 	if o.flame == "" {
 		return t, nil
 	}
-	for _, p := range []string{o.jfr, o.out} {
-		if p != "" {
-			t.Inputs = append(t.Inputs, p)
-		}
+	if o.jfr != "" {
+		t.Inputs = append(t.Inputs, o.jfr)
+	}
+	// The recording --out keeps (the file, not its directory: the graph
+	// may go beside it); a bad --out is profilePath's to report.
+	keep, keepErr := safefile.Target{Path: o.out, DefaultName: profileDefaultName}.Resolve()
+	if o.out != "" && keepErr == nil {
+		t.Inputs = append(t.Inputs, keep)
 	}
 	path, err := t.Resolve()
 	if err != nil {
@@ -260,7 +264,7 @@ func (o *profileOptions) flameTarget() (safefile.Target, error) {
 	default:
 		return t, badInput(fmt.Errorf("--flame %q: want a FILE.svg or FILE.html", o.flame))
 	}
-	if o.out != "" && absPath(o.out) == absPath(path) {
+	if o.out != "" && keepErr == nil && absPath(keep) == absPath(path) {
 		return t, badInput(fmt.Errorf("--flame %s: it is where --out keeps the recording", o.flame))
 	}
 	_, err = checkOutput("--flame", t)
