@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
@@ -145,6 +147,13 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
 		}
 	}
+	// A file, a device or a FIFO where the slow-request log's directory
+	// goes is refused before anything starts.
+	if o.out != "" {
+		if err := safefile.OutputDir(o.out); err != nil {
+			return badInput(fmt.Errorf("--out: %w", err))
+		}
+	}
 	switch {
 	case o.tlsKeys != "" && o.tlsKeys != "attach":
 		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
@@ -155,12 +164,9 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 			return err
 		}
 	case o.tlsKeys == "attach":
-		// The capture opens the key log before the agent is loaded.
-		f, err := os.OpenFile(o.tlsKeyLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("--tls-keys attach: %w", err)
+		if err := createKeyLog(o.tlsKeyLog); err != nil {
+			return err
 		}
-		f.Close()
 	}
 	ac := agent.Config{
 		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, TLSKeysAttach: o.tlsKeys == "attach", PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, SyscallProbes: o.syscallProbe, Waits: o.waits, Pprof: o.pprof,
@@ -212,4 +218,21 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	cancel()
 	wg.Wait()
 	return errors.Join(runErr, serveErr)
+}
+
+// createKeyLog makes sure the key log the Java agent will append to
+// exists, since the capture opens it before the agent is loaded. A path
+// that is not a regular file (a device, a FIFO, a directory, a dangling
+// symbolic link) is refused without being opened; the open is
+// non-blocking in case a FIFO is swapped in meanwhile.
+func createKeyLog(path string) error {
+	real, err := safefile.Target{Path: path}.Resolve()
+	if err != nil {
+		return badInput(fmt.Errorf("--tls-keylog: %w", err))
+	}
+	f, err := os.OpenFile(real, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return fmt.Errorf("--tls-keys attach: %w", err)
+	}
+	return f.Close()
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type benchRunOptions struct {
@@ -123,16 +123,12 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 	if !o.quiet {
 		c.Progress = stderr
 	}
-	// Fail on an unwritable --out before the run, not after it.
-	tmp, err := os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*")
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return badInput(fmt.Errorf("--out %s: cannot write in %s: %w", o.out, filepath.Dir(o.out), err))
+	// Refuse a device, a FIFO or an unwritable directory as --out before
+	// the run, not after it.
+	target := safefile.Target{Path: o.out, DefaultName: benchRunDefaultName}
+	if _, err := checkOutput("--out", target); err != nil {
+		return err
 	}
-	defer os.Remove(tmp.Name())
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -142,7 +138,6 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 	}()
 	res, err := bench.Run(ctx, c)
 	if err != nil {
-		tmp.Close()
 		var ie *bench.InputError
 		if errors.As(err, &ie) {
 			return badInput(err)
@@ -152,17 +147,11 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 		}
 		return err
 	}
-	if err := bench.WriteResult(tmp, res); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", o.out, err)
+	written, err := writeOutput("--out", target, func(w io.Writer) error { return bench.WriteResult(w, res) })
+	if err != nil {
+		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", o.out, err)
-	}
-	if err := os.Rename(tmp.Name(), o.out); err != nil {
-		return fmt.Errorf("write %s: %w", o.out, err)
-	}
-	printBenchSummary(stdout, res, o.out)
+	printBenchSummary(stdout, res, written)
 	return nil
 }
 

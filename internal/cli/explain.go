@@ -154,6 +154,9 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	if err != nil {
 		return badInput(err)
 	}
+	if err := distinctInputs(args, o.pcaps, o.ioFiles); err != nil {
+		return err
+	}
 	if len(args) > 1 {
 		return runExplainCluster(stdout, stderr, args, o)
 	}

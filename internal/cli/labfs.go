@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type labFSOptions struct {
@@ -133,22 +133,19 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if o.format != "table" && o.format != "json" {
 		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
 	}
+	// Refused before anything is started: brokers, loop devices, mounts.
+	target := safefile.Target{Path: o.out, DefaultName: labFSDefaultName, Inputs: o.inputPaths()}
+	if o.out != "" {
+		if _, err := checkOutput("-o", target); err != nil {
+			return err
+		}
+	}
 	if os.Geteuid() != 0 {
 		return badInput(errors.New("lab fs needs root: loop devices, mount, fsfreeze and eBPF"))
 	}
 	if o.verbose {
 		cfg.BenchProgress = stderr
 	}
-	// Fail on an unwritable -o before the run, not after it.
-	var tmp *os.File
-	if o.out != "" {
-		if tmp, err = os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*"); err != nil {
-			return badInput(fmt.Errorf("-o %s: %w", o.out, err))
-		}
-		defer os.Remove(tmp.Name())
-		defer tmp.Close()
-	}
-
 	// Signals keep being caught while the run cleans up: a second Ctrl-C
 	// must not leave mounts behind. (SIGKILL does; the next run or
 	// --cleanup removes them.)
@@ -180,18 +177,25 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 				return errors.Join(runErr, err)
 			}
 		}
-		if tmp != nil {
-			if err := fsbench.WriteHTML(tmp, res); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
+		if o.out != "" {
+			written, err := writeOutput("-o", target, func(w io.Writer) error { return fsbench.WriteHTML(w, res) })
+			if err != nil {
+				return errors.Join(runErr, err)
 			}
-			if err := tmp.Close(); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
-			}
-			if err := os.Rename(tmp.Name(), o.out); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
-			}
-			fmt.Fprintf(stderr, "lab fs: report written to %s\n", o.out)
+			fmt.Fprintf(stderr, "lab fs: report written to %s\n", written)
 		}
 	}
 	return runErr
+}
+
+// inputPaths are the files and directories the run reads, which its page
+// must not replace nor be written into.
+func (o *labFSOptions) inputPaths() []string {
+	var paths []string
+	for _, p := range []string{o.workload, o.libs} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }

@@ -142,6 +142,9 @@ func runModel(cmd *cobra.Command, args []string, o *modelOptions) error {
 	if len(args) > 0 && len(o.captures) == 0 {
 		return badInput(fmt.Errorf("unexpected arguments %q: capture files go after --from-capture", args))
 	}
+	if err := distinctInputs(files); err != nil {
+		return err
+	}
 	var rep modelReport
 	in := model.Defaults()
 	if len(files) > 0 {

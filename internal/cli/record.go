@@ -25,6 +25,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -406,6 +407,15 @@ func (o *recordOptions) validate() error {
 	if o.out == "" {
 		return badInput(errors.New("--out DIR is required"))
 	}
+	// Before the broker is looked for: a file, a device or a FIFO where
+	// the recording directory goes is refused at once, not after the
+	// broker and its log dirs were found.
+	if err := safefile.OutputDir(o.out); err != nil {
+		return badInput(fmt.Errorf("--out: %w", err))
+	}
+	if err := checkJFRFile(o.jfr); err != nil {
+		return err
+	}
 	if o.duration < 0 || o.minLatency < 0 {
 		return badInput(errors.New("--duration and --min-latency must not be negative"))
 	}
@@ -414,6 +424,20 @@ func (o *recordOptions) validate() error {
 		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
 	case o.tlsKeys != "" && o.tlsKeyLog != "":
 		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
+	return nil
+}
+
+// checkJFRFile refuses --jfr FILE when FILE is there and is not a regular
+// file: it is read only at the end of the recording, which a FIFO would
+// otherwise block, or fail, after the whole recording was made. It may
+// not exist yet (a flight recording dumped when it stops).
+func checkJFRFile(path string) error {
+	if path == "" || path == "start" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return badInput(fmt.Errorf("--jfr: %s: %w (%s)", path, safefile.ErrNotRegular, safefile.Describe(st.Mode())))
 	}
 	return nil
 }

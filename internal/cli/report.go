@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/report"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type reportOptions struct {
@@ -62,11 +61,23 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err := o.check(args); err != nil {
 		return badInput(err)
 	}
+	if err := distinctInputs(o.pcaps, o.ioFiles); err != nil {
+		return err
+	}
+	// The page must not land on a device, a FIFO or any of the inputs:
+	// refused before anything is decoded.
+	target := safefile.Target{Path: o.out, DefaultName: reportDefaultName, Inputs: o.inputPaths(args)}
+	if _, err := checkOutput("-o", target); err != nil {
+		return err
+	}
 	in, logDirs, cleanup, err := o.inputs(stderr, args)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	// The broker's log dirs (from meta.json) are read for message ids:
+	// no page inside them either.
+	target.Inputs = append(target.Inputs, logDirs...)
 	lookup := o.idLookup(logDirs)
 	slow, slowFrom := slowLogThreshold(stderr, in.Dir, in.Meta, o.slow, o.percentileSet)
 	d, err := report.BuildFrom(in, report.Options{
@@ -78,13 +89,29 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if err := writeReport(o.out, d); err != nil {
+	written, err := writeOutput("-o", target, func(w io.Writer) error { return report.WriteHTML(w, d) })
+	if err != nil {
 		return err
 	}
 	if !o.quiet {
-		fmt.Fprintf(stderr, "kscope: wrote %s\n", o.out)
+		fmt.Fprintf(stderr, "kscope: wrote %s\n", written)
 	}
 	return nil
+}
+
+// inputPaths are the files and directories the report reads, which its
+// page must not replace nor be written into.
+func (o *reportOptions) inputPaths(args []string) []string {
+	paths := append([]string{}, args...)
+	paths = append(paths, o.pcaps...)
+	paths = append(paths, o.ioFiles...)
+	paths = append(paths, o.logDirs...)
+	for _, p := range []string{o.jfrFile, o.tlsKeyLog} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 // check validates the flags and arguments before anything is read.
@@ -136,32 +163,4 @@ func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Input
 		in.LockWaits, in.JFR = "", o.jfrFile
 	}
 	return in, logDirs, cleanup, nil
-}
-
-// writeReport writes the page next to the target and renames it: never a
-// half-written report.
-func writeReport(out string, d *report.Data) error {
-	return writeFileAtomic(out, func(w io.Writer) error { return report.WriteHTML(w, d) })
-}
-
-// writeFileAtomic writes a file through write into a temporary file
-// beside out and renames it: never a half-written file.
-func writeFileAtomic(out string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
 }

@@ -78,6 +78,11 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		return badInput(fmt.Errorf("--max-frame %d is too small", o.maxFrame))
 	}
 	cfg.MaxFrameBytes = o.maxFrame
+	// Files are read as one capture: one given twice would give every
+	// request twice.
+	if err := distinctInputs(files); err != nil {
+		return err
+	}
 	cfg.MaxKeepBytes = min(cfg.MaxKeepBytes, o.maxFrame)
 
 	topics := wire.NewTopicNames()

@@ -69,6 +69,9 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 	if o.payload {
 		o.records = true
 	}
+	if err := distinctInputs(files); err != nil {
+		return err
+	}
 	bw, err := segout.NewBatchWriter(stdout, o.format, o.records, o.messageIDHeader != "")
 	if err != nil {
 		return badInput(err)
@@ -396,6 +399,9 @@ printed with its file and position; the exit code is 1 when there is any.`,
 }
 
 func runSegmentVerify(stdout, stderr io.Writer, paths []string, quiet bool) error {
+	if err := distinctInputs(paths); err != nil {
+		return err
+	}
 	rep, err := segment.Verify(paths...)
 	if err != nil {
 		return badInput(err)
