@@ -86,6 +86,8 @@ Ctrl-C ends the run early; the result is still written (interrupted: true).`,
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for the cluster, the topics and the consumer group")
 	f.StringVarP(&o.out, "out", "o", "", "write the result here (JSON)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	// The rest is checked by bench.Run before it connects (bench.Config).
+	check(f, "bootstrap", &c.Bootstrap, each(hostPort))
 	return cmd
 }
 

@@ -55,6 +55,7 @@ and client properties for Kafka's Java tools in DIR/tls; the passwords are
 only in DIR/tls and never printed. See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the brokers' config, data and logs")
+	check(cmd.PersistentFlags(), "dir", &dir, notEmpty)
 	start := newLabBrokerStartCmd(&dir)
 	stop := &cobra.Command{
 		Use:   "stop",
@@ -115,14 +116,6 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 			if c, err := lab.AttachCluster(*dir); err == nil {
 				return fmt.Errorf("a cluster already runs for %s: %s", *dir, c.Bootstrap())
 			}
-			if brokers < 0 {
-				return fmt.Errorf("--brokers %d: want 1 or more", brokers)
-			}
-			if version != "" {
-				if err := lab.CheckVersion(version); err != nil {
-					return err
-				}
-			}
 			// A restart keeps the namespaces and file systems the cluster
 			// was started with unless told otherwise (which then fails).
 			if rec, err := lab.RecordedClusterConfig(*dir); err == nil {
@@ -140,7 +133,7 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 			if tlsOn {
 				security = &lab.SecurityConfig{SSLPort: sslPort, SASLSSLPort: saslPort}
 			} else if cmd.Flags().Changed("ssl-port") || cmd.Flags().Changed("sasl-ssl-port") {
-				return errors.New("--ssl-port and --sasl-ssl-port need --tls")
+				return badInput(errors.New("--ssl-port and --sasl-ssl-port need --tls"))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
@@ -175,6 +168,15 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 	start.Flags().BoolVar(&tlsOn, "tls", false, "also give every node an SSL and a SASL_SSL (PLAIN, SCRAM-SHA-512) listener, certificates and users in DIR/tls (Kafka 3.5 or later; default: as the cluster in --dir was started)")
 	start.Flags().IntVar(&sslPort, "ssl-port", 0, "with --tls, SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9094)")
 	start.Flags().IntVar(&saslPort, "sasl-ssl-port", 0, "with --tls, SASL_SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9095)")
+	f := start.Flags()
+	check(f, "port", &port, portOrAny)
+	check(f, "brokers", &brokers, nonNegative) // 0: as many as the cluster in --dir has
+	check(f, "version", &version, optional(lab.CheckVersion))
+	check(f, "heap-mb", &heapMB, nonNegative)
+	check(f, "fs", &fsType, optional(oneOf("ext4", "xfs")))
+	check(f, "fs-size", &fsSizeMB, positive)
+	check(f, "ssl-port", &sslPort, portOrAny)
+	check(f, "sasl-ssl-port", &saslPort, portOrAny)
 	return start
 }
 

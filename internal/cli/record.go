@@ -115,6 +115,16 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd; once per JVM, its key log in "+keylogagent.HostDir+") and decrypt its TLS listeners; the key log is copied to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the first attach can be decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "iface", &o.iface, notEmpty)
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "min-latency", &o.minLatency, nonNegative)
+	check(f, "wait-min-latency", &o.waitMinLatency, positive)
+	check(f, "steal-min", &o.stealMin, nonNegative)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
 	return cmd
 }
 
@@ -406,14 +416,16 @@ func (o *recordOptions) validate() error {
 	if o.out == "" {
 		return badInput(errors.New("--out DIR is required"))
 	}
-	if o.duration < 0 || o.minLatency < 0 {
-		return badInput(errors.New("--duration and --min-latency must not be negative"))
-	}
-	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
-	case o.tlsKeys != "" && o.tlsKeyLog != "":
+	if o.tlsKeys != "" && o.tlsKeyLog != "" {
 		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
+	return nil
+}
+
+// tlsKeysWay is --tls-keys: attach, or "" for none.
+func tlsKeysWay(s string) error {
+	if s != "" && s != "attach" {
+		return errors.New("the only way is attach")
 	}
 	return nil
 }

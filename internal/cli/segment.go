@@ -62,6 +62,7 @@ everything before it is printed.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "", "also print the values of this record header per batch (message_ids)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-file summary on stderr")
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 
@@ -341,6 +342,9 @@ before P, not from the start of the file.`,
 	f.Int64Var(&o.bytes, "bytes", 0, "number of bytes (required)")
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", records.DefaultIDHeader, "record header holding message ids (empty: none)")
+	check(f, "position", &o.position, nonNegative)
+	check(f, "bytes", &o.bytes, positive)
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 

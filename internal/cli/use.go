@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,19 +70,18 @@ Runs until --duration passes, or Ctrl-C.`,
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.DurationVar(&o.interval, "interval", time.Second, "length of each interval")
 	f.StringVar(&o.format, "format", "table", "output: table or json (JSON Lines)")
+	check(f, "pid", &o.pid, pidOr("auto", "none"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "device", &o.devices, each(notEmpty))
+	check(f, "iface", &o.ifaces, each(notEmpty))
+	check(f, "duration", &o.duration, nonNegative)
+	// CPU times are counted in 10 ms ticks.
+	check(f, "interval", &o.interval, atLeast(100*time.Millisecond))
+	check(f, "format", &o.format, oneOf("table", "json"))
 	return cmd
 }
 
 func runUse(ctx context.Context, stdout, stderr io.Writer, o *useOptions) error {
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
-	}
-	if o.interval < 100*time.Millisecond {
-		return badInput(fmt.Errorf("--interval %v: at least 100ms (CPU times are counted in 10 ms ticks)", o.interval))
-	}
-	if o.duration < 0 {
-		return badInput(errors.New("--duration must not be negative"))
-	}
 	pid, notes, err := useBroker(o.pid)
 	if err != nil {
 		return err
