@@ -51,7 +51,7 @@ func TestRequestsCommand(t *testing.T) {
 		{name: "bad format", args: []string{"requests", "--format", "xml", realCapture}, code: ExitBadInput, stderr: []string{`"xml" for "--format"`}},
 		{name: "bad flag", args: []string{"requests", "--frobnicate", realCapture}, code: ExitBadInput, stderr: []string{"unknown flag"}},
 		{name: "bad port", args: []string{"requests", "--port", "70000", realCapture}, code: ExitBadInput},
-		{name: "no files", args: []string{"requests"}, code: ExitFailure},
+		{name: "no files", args: []string{"requests"}, code: ExitBadInput},
 		{name: "truncated", args: []string{"requests", "-q=false", truncated}, stderr: []string{"warning:", "cut.pcapng: truncated after packet"}},
 	}
 	for _, c := range cases {

@@ -59,6 +59,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(newRequestsCmd(), newLabCmd(), newSegmentCmd(), newIotraceCmd(), newRecordCmd(), newExplainCmd(), newBenchCmd(), newReportCmd(), newAgentCmd(), newModelCmd(), newUseCmd(), newProfileCmd())
+	strictUsage(root)
 	return root
 }
 
