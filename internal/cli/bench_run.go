@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 type benchRunOptions struct {
@@ -176,7 +177,7 @@ func printBenchSummary(w io.Writer, r *bench.Result, path string) {
 		state = " (interrupted)"
 	}
 	fmt.Fprintf(w, "%s%s: %.1f s measured, %.0f msg/s, %.2f MB/s, client CPU %.2f µs/msg\n",
-		path, state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
+		output.Escape(path), state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
 	fmt.Fprintf(w, "messages: sent %d, acked %d, failed %d", t.Sent, t.Acked, t.Failed)
 	if r.Workload.Consumers > 0 {
 		fmt.Fprintf(w, ", consumed %d, lost %d, duplicated %d", t.Consumed, t.Lost, t.Duplicated)

@@ -285,7 +285,7 @@ func readLockWaits(stderr io.Writer, idx *explain.Index, jfrPath string, quiet b
 		return badInput(err)
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", jfrPath, st.LockWaits)
+		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", output.Escape(jfrPath), st.LockWaits)
 	}
 	return nil
 }
@@ -382,7 +382,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 	}
 	for i, rec := range recs {
 		if !cl.Aligned[i] && !o.quiet {
-			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", rec.Dir, rec.NodeID)
+			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", output.Escape(rec.Dir), rec.NodeID)
 		}
 		slow, slowFrom := slowLogThreshold(stderr, rec.Dir, rec.Meta, o.slow, o.percentileSet)
 		e := explain.New(o.config(slow), rec.Index, o.idLookup(rec.LogDirs()))
@@ -430,7 +430,7 @@ func slowLogThreshold(stderr io.Writer, src string, meta *recording.Meta, slow t
 	sl := meta.SlowLog
 	if percentileSet {
 		fmt.Fprintf(stderr, "kscope: warning: %s is an agent slow-request log (requests of %s ms and more only): the percentile ranks those, not all of the broker's requests\n",
-			src, strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
+			output.Escape(src), strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
 		return 0, ""
 	}
 	return time.Duration(sl.ThresholdMs * float64(time.Millisecond)), slowLogFrom

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/iotrace/ioout"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 type iotraceOptions struct {
@@ -193,12 +194,12 @@ func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, i
 func (o *iotraceOptions) printAttach(stderr io.Writer, tr *iotrace.Tracer) {
 	fmt.Fprintf(stderr, "iotrace: mode: %s\n", tr.Mode())
 	fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
-		tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+		tr.PID(), output.Escape(strings.Join(tr.LogDirs(), ",")), o.minLatency, tr.ClockUncertainty())
 	if o.journal {
 		attached, skipped := tr.JournalGroups()
-		fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
+		fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", output.Escape(strings.Join(attached, ",")))
 		if len(skipped) > 0 {
-			fmt.Fprintf(stderr, "; not traced: %s", strings.Join(skipped, "; "))
+			fmt.Fprintf(stderr, "; not traced: %s", output.Escape(strings.Join(skipped, "; ")))
 		}
 		fmt.Fprintln(stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 func newLabCmd() *cobra.Command {
@@ -64,7 +65,7 @@ only in DIR/tls and never printed. See docs/lab.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := lab.AttachCluster(dir)
 			if errors.Is(err, lab.ErrNotRunning) {
-				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", dir)
+				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", output.Escape(dir))
 				// Namespaces, mounts and loop devices a crashed start (or
 				// stop) left; nothing when there are none.
 				return lab.Cleanup(dir)
@@ -190,25 +191,25 @@ func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 		fmt.Fprintf(w, "broker     %s\npid        %s\n", nodes[0].Addr(), pidOf(nodes[0]))
 	}
 	fmt.Fprintf(w, "kafka      %s\nnodes      %d\ncluster id %s\ndir        %s\nbootstrap  %s\njars       %s\n",
-		c.Version(), len(nodes), c.ClusterID(), c.Dir(), c.Bootstrap(), nodes[0].LibsDir())
+		c.Version(), len(nodes), c.ClusterID(), output.Escape(c.Dir()), c.Bootstrap(), output.Escape(nodes[0].LibsDir()))
 	if br := c.Bridge(); br != "" {
 		fmt.Fprintf(w, "bridge     %s %s\n", br, c.Subnet())
 	}
 	printSecurity(w, c)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, b := range nodes {
-		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), strings.Join(b.LogDirs(), ","))
+		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), output.Escape(strings.Join(b.LogDirs(), ",")))
 		if ns := b.Netns(); ns != "" {
 			line += "\tnetns " + ns + "\thost if " + b.HostIf()
 		}
 		if mnt := b.MountPoint(); mnt != "" {
-			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), mnt)
+			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), output.Escape(mnt))
 		}
 		if a := b.SSLAddr(); a != "" {
 			line += "\tssl " + a + "\tsasl_ssl " + b.SASLSSLAddr()
 		}
 		if p := b.RequestLogPath(); p != "" {
-			line += "\trequests " + p
+			line += "\trequests " + output.Escape(p)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -223,14 +224,14 @@ func printSecurity(w io.Writer, c *lab.Cluster) {
 	if b.SecurityDir() == "" {
 		return
 	}
-	fmt.Fprintf(w, "ssl        %s\nsasl_ssl   %s\nca         %s\n", c.SSLBootstrap(), c.SASLSSLBootstrap(), b.CAFile())
+	fmt.Fprintf(w, "ssl        %s\nsasl_ssl   %s\nca         %s\n", c.SSLBootstrap(), c.SASLSSLBootstrap(), output.Escape(b.CAFile()))
 	for _, m := range []struct{ key, mech string }{{"ssl", ""}, {"plain", lab.MechanismPlain}, {"scram", lab.MechanismSCRAM}} {
-		fmt.Fprintf(w, "client     %-5s %s\n", m.key, b.ClientPropertiesFile(m.mech))
+		fmt.Fprintf(w, "client     %-5s %s\n", m.key, output.Escape(b.ClientPropertiesFile(m.mech)))
 	}
 	if users, err := b.Users(); err == nil {
-		fmt.Fprintf(w, "users      %s, %s (passwords in %s)\n", users.Plain, users.SCRAM, filepath.Join(b.SecurityDir(), lab.UsersFile))
+		fmt.Fprintf(w, "users      %s, %s (passwords in %s)\n", users.Plain, users.SCRAM, output.Escape(filepath.Join(b.SecurityDir(), lab.UsersFile)))
 	} else {
-		fmt.Fprintf(w, "users      %v\n", err)
+		fmt.Fprintf(w, "users      %s\n", output.Escape(err.Error()))
 	}
 }
 

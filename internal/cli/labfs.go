@@ -16,6 +16,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 type labFSOptions struct {
@@ -108,7 +109,7 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if o.cleanup {
 		left, err := fsbench.Cleanup(o.workDir)
 		if left != nil {
-			fmt.Fprintf(stdout, "%s: %s\n", o.workDir, left)
+			fmt.Fprintf(stdout, "%s: %s\n", output.Escape(o.workDir), output.Escape(fmt.Sprint(left)))
 		}
 		return err
 	}
@@ -190,7 +191,7 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 			if err := os.Rename(tmp.Name(), o.out); err != nil {
 				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
 			}
-			fmt.Fprintf(stderr, "lab fs: report written to %s\n", o.out)
+			fmt.Fprintf(stderr, "lab fs: report written to %s\n", output.Escape(o.out))
 		}
 	}
 	return runErr

@@ -135,7 +135,7 @@ func writeVersionsTable(w io.Writer, res *versions.Result) error {
 			l = &bench.Latency{}
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\n", output.Escape(r.Version), r.Result.Totals.MsgsPerSec,
-			usToMs(l.P50Us), usToMs(l.P99Us), usToMs(l.P999Us), usToMs(l.MaxUs), r.BrokerCPUSeconds, r.BrokerCPUPerMsgUs, r.ResultFile)
+			usToMs(l.P50Us), usToMs(l.P99Us), usToMs(l.P999Us), usToMs(l.MaxUs), r.BrokerCPUSeconds, r.BrokerCPUPerMsgUs, output.Escape(r.ResultFile))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

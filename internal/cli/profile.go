@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/profile"
 )
 
@@ -114,7 +115,7 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 	}
 	notef := func(format string, args ...any) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "profile: "+format+"\n", args...)
+			fmt.Fprintf(stderr, "profile: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		}
 	}
 
@@ -159,7 +160,7 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 			return err
 		}
 		// A recording damaged at the end still has its first chunks.
-		fmt.Fprintf(stderr, "profile: WARNING: %v; reporting the %d chunks before the damage\n", err, pr.Stats.Chunks)
+		fmt.Fprintf(stderr, "profile: WARNING: %s; reporting the %d chunks before the damage\n", output.Escape(err.Error()), pr.Stats.Chunks)
 	}
 	rep := profile.Build(pr, profile.Options{Top: o.top, Flags: flags})
 	if o.flame != "" {

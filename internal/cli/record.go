@@ -24,6 +24,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
@@ -174,7 +175,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			return fmt.Errorf("--tls-keys attach: %w", err)
 		}
 		if !o.quiet {
-			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
+			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, output.Escape(o.tlsKeyLog))
 		}
 	}
 	closed := false
@@ -238,7 +239,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Start = time.Now().UTC()
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
-			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
+			pid, output.Escape(orUnknown(meta.Broker.Version)), output.Escape(strings.Join(logDirs, ",")), output.Escape(o.iface), cfg.Ports, o.minLatency)
 	}
 
 	var reqErr error
@@ -283,7 +284,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// the reason is said, and kept in meta.json.
 	var schedErr error
 	if meta.Sched, schedErr = sched.stop(st, o.runqMin, pauseJFR, rec); schedErr != nil {
-		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %v\n", schedErr)
+		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %s\n", output.Escape(schedErr.Error()))
 	}
 	meta.Broker.PIDs = pids
 	meta.Trace, meta.Clock = traceCounters(st, tr.first(), o)
@@ -551,7 +552,7 @@ func traceCounters(st iotrace.Stats, first attachInfo, o *recordOptions) (record
 func reportRecord(stderr io.Writer, o *recordOptions, meta *recording.Meta, res source.Result, st iotrace.Stats) {
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
-			o.out, res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
+			output.Escape(o.out), res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
 	}
 	if sc := meta.Sched; !o.quiet && sc != nil {
 		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",

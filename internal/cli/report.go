@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/report"
 )
 
@@ -84,7 +85,7 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 		return err
 	}
 	if !o.quiet {
-		fmt.Fprintf(stderr, "kscope: wrote %s\n", o.out)
+		fmt.Fprintf(stderr, "kscope: wrote %s\n", output.Escape(o.out))
 	}
 	return nil
 }

@@ -147,7 +147,7 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		opts.Progress = func(file string, done, total int64) {
 			if bar == nil || bar.GetMax64() != total {
 				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription(file), progressbar.OptionShowBytes(true),
+					progressbar.OptionSetDescription(output.Escape(file)), progressbar.OptionShowBytes(true),
 					progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
 			}
 			bar.Set64(done)

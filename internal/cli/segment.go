@@ -117,7 +117,7 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 	for _, e := range errs[:len(errs)-1] {
 		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(e.Error()))
 	}
-	last := fmt.Errorf("%s", output.Escape(errs[len(errs)-1].Error()))
+	last := errs[len(errs)-1] // printed escaped by Main
 	if bad && len(errs) == 1 {
 		return badInput(last)
 	}
@@ -371,11 +371,10 @@ func runSegmentLookup(stdout io.Writer, file string, o *segmentLookupOptions) er
 		return fmt.Errorf("writing output: %w", err)
 	}
 	if lerr != nil {
-		msg := fmt.Errorf("%s", output.Escape(lerr.Error()))
-		if isBadInput(lerr) {
-			return badInput(msg)
+		if isBadInput(lerr) { // printed escaped by Main
+			return badInput(lerr)
 		}
-		return msg
+		return lerr
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/use"
 )
@@ -94,7 +95,7 @@ func runUse(ctx context.Context, stdout, stderr io.Writer, o *useOptions) error 
 		return err
 	}
 	for _, n := range append(notes, s.Notes()...) {
-		fmt.Fprintf(stderr, "use: %s\n", n)
+		fmt.Fprintf(stderr, "use: %s\n", output.Escape(n))
 	}
 
 	ctx, release := untilStopped(ctx, o.duration)
@@ -173,15 +174,15 @@ func recordUse(ctx context.Context, stderr io.Writer, quiet bool, pid int, logDi
 	}
 	s, err := use.NewSampler(use.Config{PID: pid, Devices: devs})
 	if err != nil {
-		fmt.Fprintf(stderr, "record: no USE figures: %v\n", err)
+		fmt.Fprintf(stderr, "record: no USE figures: %s\n", output.Escape(err.Error()))
 		return
 	}
 	if !quiet {
 		for _, n := range s.Notes() {
-			fmt.Fprintf(stderr, "record: use: %s\n", n)
+			fmt.Fprintf(stderr, "record: use: %s\n", output.Escape(n))
 		}
 	}
 	if err := use.Run(ctx, s, time.Second, rec.Use); err != nil {
-		fmt.Fprintf(stderr, "record: USE sampling stopped: %v\n", err)
+		fmt.Fprintf(stderr, "record: USE sampling stopped: %s\n", output.Escape(err.Error()))
 	}
 }
