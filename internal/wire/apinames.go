@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,11 @@ func ParseAPI(s string) (int16, error) {
 			return int16(key), nil
 		}
 	}
+	// Far longer than any name, s is no typo of one: no edit distances
+	// over a whole command line.
+	if longest := len(slices.MaxFunc(names, byLength)); len(s) > longest+longest/3 {
+		return 0, fmt.Errorf("unknown API %.40q... (give a name such as produce or fetch, or a key)", s)
+	}
 	if near := closestName(s, names); near != "" {
 		return 0, fmt.Errorf("unknown API %q: did you mean %s?", s, matchCase(near, s))
 	}
@@ -53,6 +59,8 @@ func apiNames() []string {
 	}
 	return names
 }
+
+func byLength(a, b string) int { return len(a) - len(b) }
 
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)

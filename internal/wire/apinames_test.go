@@ -63,3 +63,13 @@ func FuzzParseAPI(f *testing.F) {
 		}
 	})
 }
+
+// TestParseAPILongName: a name far longer than any API's is refused at
+// once, without an edit distance over all of it, and its error quotes
+// the start of it, not a whole command line.
+func TestParseAPILongName(t *testing.T) {
+	_, err := ParseAPI(strings.Repeat("produce", 20000))
+	if err == nil || !strings.Contains(err.Error(), `unknown API "produceproduce`) || len(err.Error()) > 200 {
+		t.Fatalf("error %.300v", err)
+	}
+}
