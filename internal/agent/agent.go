@@ -32,6 +32,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/traceexport"
@@ -222,7 +223,9 @@ func (a *Agent) Identity() Identity { return a.identity }
 func (a *Agent) Registry() *prometheus.Registry { return a.registry }
 
 func (a *Agent) logf(format string, args ...any) {
-	fmt.Fprintf(a.cfg.Log, "agent: "+format+"\n", args...)
+	// Interface names, log dirs and errors from the host go into the
+	// lines: escaped.
+	fmt.Fprintf(a.cfg.Log, "agent: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 }
 
 // Run runs the capture and the tracer until ctx ends; it returns nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/traceexport"
+	"github.com/kscope-dev/kscope/internal/wire"
 )
 
 type agentOptions struct {
@@ -127,19 +129,52 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into each broker traced (jcmd) and decrypt its TLS listeners with the key log it writes (--tls-keylog, default each JVM's own in "+keylogagent.HostDir+"; mode 0600); only connections that start after the attach are decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "iface", &o.iface, notEmpty)
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "otlp-endpoint", &o.otlp, otlpEndpoint)
+	check(f, "listen", &o.listen, listenAddr)
+	check(f, "slow", &o.slow, positive)
+	check(f, "slow-api", &o.slowAPIs, slowAPIs)
+	check(f, "rotate", &o.rotate, positive)
+	check(f, "keep", &o.keep, positive)
+	check(f, "slow-rate", &o.slowRate, positive)
+	check(f, "top-topics", &o.topTopics, positive)
+	check(f, "top-clients", &o.topClients, positive)
+	check(f, "top-partitions", &o.topPartitions, positive)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
 	return cmd
+}
+
+// slowAPIs is --slow-api: known APIs, or all alone.
+func slowAPIs(apis []string) error {
+	if slices.Contains(apis, "all") {
+		if len(apis) > 1 {
+			return errors.New("all goes alone")
+		}
+		return nil
+	}
+	return each(knownAPI)(apis)
+}
+
+// apiNames turns APIs as the flags take them (any case, or keys) into
+// the names decoded requests carry, which the slow log compares exactly.
+func apiNames(apis []string) []string {
+	names := make([]string, len(apis))
+	for i, a := range apis {
+		key, _ := wire.ParseAPI(a) // checked by the flag's rule
+		names[i] = wire.APIName(key)
+	}
+	return names
 }
 
 func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
 	if err != nil {
 		return err
-	}
-	if o.keep <= 0 || o.slowRate <= 0 || o.rotate <= 0 || o.slow <= 0 {
-		return badInput(errors.New("--keep, --slow-rate, --rotate and --slow must be positive"))
-	}
-	if o.topTopics <= 0 || o.topClients <= 0 || o.topPartitions <= 0 {
-		return badInput(errors.New("--top-topics, --top-clients and --top-partitions must be positive"))
 	}
 	pid := 0
 	if o.pid != "auto" && o.pid != "" {
@@ -155,8 +190,6 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		}
 	}
 	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
 	case o.tlsKeys == "attach" && o.tlsKeyLog == "":
 		// Each JVM's own key log there, shared with record.
 		o.tlsKeyLog = keylogagent.HostDir
@@ -180,7 +213,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {
 			ac.SlowLog.AllAPIs = true
 		} else {
-			ac.SlowLog.APIs = o.slowAPIs
+			ac.SlowLog.APIs = apiNames(o.slowAPIs)
 		}
 	}
 	if !o.quiet {

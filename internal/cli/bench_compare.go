@@ -115,16 +115,12 @@ comparison), 2 bad input.`,
 	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05); 0: any significant change")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the test")
 	f.StringVar(&o.format, "format", "table", "output format: table or json")
+	check(f, "alpha", &o.alpha, level)
+	check(f, "format", &o.format, oneOf("table", "json"))
 	return cmd
 }
 
 func runBenchCompare(cmd *cobra.Command, args []string, o *benchCompareOptions) error {
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return badInput(fmt.Errorf("--alpha %v: want a level in (0, 1)", o.alpha))
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(output.UnknownFormat(o.format))
-	}
 	if err := distinctInputs(args); err != nil {
 		return err
 	}

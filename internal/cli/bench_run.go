@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
@@ -86,6 +87,8 @@ Ctrl-C ends the run early; the result is still written (interrupted: true).`,
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for the cluster, the topics and the consumer group")
 	f.StringVarP(&o.out, "out", "o", "", "write the result here (JSON)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	// The rest is checked by bench.Run before it connects (bench.Config).
+	check(f, "bootstrap", &c.Bootstrap, each(hostPort))
 	return cmd
 }
 
@@ -163,7 +166,7 @@ func printBenchSummary(w io.Writer, r *bench.Result, path string) {
 		state = " (interrupted)"
 	}
 	fmt.Fprintf(w, "%s%s: %.1f s measured, %.0f msg/s, %.2f MB/s, client CPU %.2f µs/msg\n",
-		path, state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
+		output.Escape(path), state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
 	fmt.Fprintf(w, "messages: sent %d, acked %d, failed %d", t.Sent, t.Acked, t.Failed)
 	if r.Workload.Consumers > 0 {
 		fmt.Fprintf(w, ", consumed %d, lost %d, duplicated %d", t.Consumed, t.Lost, t.Duplicated)

@@ -52,6 +52,12 @@ func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string)
 	f.StringVar(&in.tlsKeyLog, "tls-keylog", "", "with --pcap: "+tlsKeyLogHelp)
 	f.DurationVar(&in.slow, "slow", 0, "explain produce requests at or above this latency (default: the --percentile)")
 	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
+	check(f, "pcap", &in.pcaps, each(notEmpty))
+	check(f, "io", &in.ioFiles, each(notEmpty))
+	check(f, "port", &in.ports, each(tcpPort))
+	check(f, "log-dirs", &in.logDirs, each(notEmpty))
+	check(f, "slow", &in.slow, nonNegative)
+	check(f, "percentile", &in.percentile, percentile)
 }
 
 // idLookup finds writes' message ids in the segment files of logDirs,
@@ -146,7 +152,20 @@ pauses, or the fetch waiting in the leader. See docs/explain.md.`,
 	f.IntVar(&o.top, "top", 10, "rows in the summary's worst-of lists")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "also send each slow request's explanation as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
+	check(f, "share", &o.share, share)
+	check(f, "stall", &o.stall, positive)
+	check(f, "slow-write", &o.slowWrite, positive)
+	check(f, "request", &o.request, requestID)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "top", &o.top, positive)
+	check(f, "otlp-endpoint", &o.otlp, otlpEndpoint)
 	return cmd
+}
+
+// requestID is --request: CLIENT/CORRELATION_ID.
+func requestID(s string) error {
+	_, err := explain.ParseRequestID(s)
+	return err
 }
 
 func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) error {
@@ -245,15 +264,6 @@ func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
 	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "") {
 		return nil, errors.New("--request, --log-dirs and --jfr go with one recording, not several")
 	}
-	if o.share <= 0 || o.share > 1 {
-		return nil, fmt.Errorf("--share %v: want a fraction in (0, 1]", o.share)
-	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return nil, fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
-	}
-	if o.format != "table" && o.format != "json" {
-		return nil, output.UnknownFormat(o.format)
-	}
 	if o.request == "" {
 		return nil, nil
 	}
@@ -278,7 +288,7 @@ func readLockWaits(stderr io.Writer, idx *explain.Index, jfrPath string, quiet b
 		return badInput(err)
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", jfrPath, st.LockWaits)
+		fmt.Fprintf(stderr, "kscope: %s: %d lock waits\n", output.Escape(jfrPath), st.LockWaits)
 	}
 	return nil
 }
@@ -375,7 +385,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 	}
 	for i, rec := range recs {
 		if !cl.Aligned[i] && !o.quiet {
-			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", rec.Dir, rec.NodeID)
+			fmt.Fprintf(stderr, "kscope: warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed\n", output.Escape(rec.Dir), rec.NodeID)
 		}
 		slow, slowFrom := slowLogThreshold(stderr, rec.Dir, rec.Meta, o.slow, o.percentileSet)
 		e := explain.New(o.config(slow), rec.Index, o.idLookup(rec.LogDirs()))
@@ -423,7 +433,7 @@ func slowLogThreshold(stderr io.Writer, src string, meta *recording.Meta, slow t
 	sl := meta.SlowLog
 	if percentileSet {
 		fmt.Fprintf(stderr, "kscope: warning: %s is an agent slow-request log (requests of %s ms and more only): the percentile ranks those, not all of the broker's requests\n",
-			src, strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
+			output.Escape(src), strconv.FormatFloat(sl.ThresholdMs, 'f', -1, 64))
 		return 0, ""
 	}
 	return time.Duration(sl.ThresholdMs * float64(time.Millisecond)), slowLogFrom

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
@@ -86,6 +88,17 @@ or by --cleanup.`,
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the tests (Holm-adjusted)")
 	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
+	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
+	check(f, "trials", &o.trials, positive)
+	check(f, "stall", &o.stall, func(s string) error { _, err := fsbench.ParseStall(s); return err })
+	check(f, "noise", &o.noise, func(s string) error { _, err := fsbench.ParseNoise(s); return err })
+	check(f, "slo", &o.slo, positive)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "work-dir", &o.workDir, notEmpty)
+	check(f, "image-size", &o.imageSize, func(s string) error { _, err := fsbench.ParseSize(s); return err })
+	check(f, "version", &o.version, optional(lab.CheckVersion))
+	check(f, "heap-mb", &o.heapMB, nonNegative)
+	check(f, "alpha", &o.alpha, level)
 	return cmd
 }
 
@@ -96,7 +109,7 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if o.cleanup {
 		left, err := fsbench.Cleanup(o.workDir)
 		if left != nil {
-			fmt.Fprintf(stdout, "%s: %s\n", o.workDir, left)
+			fmt.Fprintf(stdout, "%s: %s\n", output.Escape(o.workDir), output.Escape(fmt.Sprint(left)))
 		}
 		return err
 	}
@@ -120,18 +133,6 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	}
 	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
 		return badInput(fmt.Errorf("--image-size: %w", err))
-	}
-	if o.trials < 1 {
-		return badInput(fmt.Errorf("--trials %d: want 1 or more", o.trials))
-	}
-	if o.slo <= 0 {
-		return badInput(errors.New("--slo must be positive"))
-	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return badInput(fmt.Errorf("--alpha %g: want (0, 1)", o.alpha))
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
 	}
 	// Refused before anything is started: brokers, loop devices, mounts.
 	target := safefile.Target{Path: o.out, DefaultName: labFSDefaultName, Inputs: o.inputPaths()}
@@ -182,7 +183,7 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 			if err != nil {
 				return errors.Join(runErr, err)
 			}
-			fmt.Fprintf(stderr, "lab fs: report written to %s\n", written)
+			fmt.Fprintf(stderr, "lab fs: report written to %s\n", output.Escape(written))
 		}
 	}
 	return runErr

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/profile"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
@@ -87,25 +88,32 @@ bad input.`,
 	f.DurationVar(&o.period, "period", jfr.DefaultSamplePeriod, "JFR sampling period (jdk.ExecutionSample, jdk.NativeMethodSample)")
 	f.DurationVar(&o.lockThreshold, "lock-threshold", jfr.DefaultLockThreshold, "record lock waits at least this long")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "duration", &o.duration, positive)
+	check(f, "top", &o.top, positive)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "flame", &o.flame, flameFile)
+	check(f, "period", &o.period, positive)
+	check(f, "lock-threshold", &o.lockThreshold, nonNegative)
 	return cmd
+}
+
+// flameFile is --flame: FILE.svg or FILE.html.
+func flameFile(s string) error {
+	switch strings.ToLower(filepath.Ext(s)) {
+	case ".svg", ".html", ".htm":
+		return nil
+	}
+	return errors.New("want a FILE.svg or FILE.html")
 }
 
 func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
-	}
-	if o.top <= 0 {
-		return badInput(fmt.Errorf("--top %d: want a positive number", o.top))
-	}
 	if o.jfr != "" && cmd.Flags().Changed("out") {
 		return badInput(errors.New("--jfr reads a recording and --out keeps a new one: give one of them"))
 	}
 	if o.jfr != "" && (cmd.Flags().Changed("duration") || cmd.Flags().Changed("period") || cmd.Flags().Changed("lock-threshold")) {
 		return badInput(errors.New("--duration, --period and --lock-threshold are for recording, not with --jfr"))
-	}
-	if o.duration <= 0 || o.period <= 0 || o.lockThreshold < 0 {
-		return badInput(errors.New("--duration and --period must be positive, --lock-threshold not negative"))
 	}
 	flame, err := o.flameTarget()
 	if err != nil {
@@ -113,7 +121,7 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 	}
 	notef := func(format string, args ...any) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "profile: "+format+"\n", args...)
+			fmt.Fprintf(stderr, "profile: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		}
 	}
 
@@ -158,7 +166,7 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 			return err
 		}
 		// A recording damaged at the end still has its first chunks.
-		fmt.Fprintf(stderr, "profile: WARNING: %v; reporting the %d chunks before the damage\n", err, pr.Stats.Chunks)
+		fmt.Fprintf(stderr, "profile: WARNING: %s; reporting the %d chunks before the damage\n", output.Escape(err.Error()), pr.Stats.Chunks)
 	}
 	rep := profile.Build(pr, profile.Options{Top: o.top, Flags: flags})
 	if o.flame != "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/source"
@@ -116,6 +117,16 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd; once per JVM, its key log in "+keylogagent.HostDir+") and decrypt its TLS listeners; the key log is copied to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the first attach can be decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "iface", &o.iface, notEmpty)
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "min-latency", &o.minLatency, nonNegative)
+	check(f, "wait-min-latency", &o.waitMinLatency, positive)
+	check(f, "steal-min", &o.stealMin, nonNegative)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
 	return cmd
 }
 
@@ -165,7 +176,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			return fmt.Errorf("--tls-keys attach: %w", err)
 		}
 		if !o.quiet {
-			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
+			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, output.Escape(o.tlsKeyLog))
 		}
 	}
 	closed := false
@@ -229,7 +240,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	meta.Start = time.Now().UTC()
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
-			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
+			pid, output.Escape(orUnknown(meta.Broker.Version)), output.Escape(strings.Join(logDirs, ",")), output.Escape(o.iface), cfg.Ports, o.minLatency)
 	}
 
 	var reqErr error
@@ -274,7 +285,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// the reason is said, and kept in meta.json.
 	var schedErr error
 	if meta.Sched, schedErr = sched.stop(st, o.runqMin, pauseJFR, rec); schedErr != nil {
-		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %v\n", schedErr)
+		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %s\n", output.Escape(schedErr.Error()))
 	}
 	meta.Broker.PIDs = pids
 	meta.Trace, meta.Clock = traceCounters(st, tr.first(), o)
@@ -416,13 +427,7 @@ func (o *recordOptions) validate() error {
 	if err := checkJFRFile(o.jfr); err != nil {
 		return err
 	}
-	if o.duration < 0 || o.minLatency < 0 {
-		return badInput(errors.New("--duration and --min-latency must not be negative"))
-	}
-	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
-	case o.tlsKeys != "" && o.tlsKeyLog != "":
+	if o.tlsKeys != "" && o.tlsKeyLog != "" {
 		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
 	}
 	return nil
@@ -438,6 +443,14 @@ func checkJFRFile(path string) error {
 	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		return badInput(fmt.Errorf("--jfr: %s: %w (%s)", path, safefile.ErrNotRegular, safefile.Describe(st.Mode())))
+	}
+	return nil
+}
+
+// tlsKeysWay is --tls-keys: attach, or "" for none.
+func tlsKeysWay(s string) error {
+	if s != "" && s != "attach" {
+		return errors.New("the only way is attach")
 	}
 	return nil
 }
@@ -563,7 +576,7 @@ func traceCounters(st iotrace.Stats, first attachInfo, o *recordOptions) (record
 func reportRecord(stderr io.Writer, o *recordOptions, meta *recording.Meta, res source.Result, st iotrace.Stats) {
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
-			o.out, res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
+			output.Escape(o.out), res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
 	}
 	if sc := meta.Sched; !o.quiet && sc != nil {
 		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",

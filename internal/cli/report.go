@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/report"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
@@ -54,6 +55,8 @@ nothing (an explicit --percentile is honoured, with a warning).`,
 	f.IntVar(&o.maxCols, "columns", 200, "time columns of the charts, at most")
 	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording or the capture files)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	check(f, "top", &o.top, positive)
+	check(f, "columns", &o.maxCols, atLeast(2))
 	return cmd
 }
 
@@ -94,7 +97,7 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 		return err
 	}
 	if !o.quiet {
-		fmt.Fprintf(stderr, "kscope: wrote %s\n", written)
+		fmt.Fprintf(stderr, "kscope: wrote %s\n", output.Escape(written))
 	}
 	return nil
 }
@@ -124,12 +127,6 @@ func (o *reportOptions) check(args []string) error {
 	}
 	if o.out == "" {
 		return errors.New("give the HTML file to write with -o")
-	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
-	}
-	if o.top <= 0 || o.maxCols < 2 {
-		return errors.New("--top and --columns must be positive (--columns at least 2)")
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ everything before it is printed.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "", "also print the values of this record header per batch (message_ids)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-file summary on stderr")
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 
@@ -119,7 +120,7 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 	for _, e := range errs[:len(errs)-1] {
 		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(e.Error()))
 	}
-	last := fmt.Errorf("%s", output.Escape(errs[len(errs)-1].Error()))
+	last := errs[len(errs)-1] // printed escaped by Main
 	if bad && len(errs) == 1 {
 		return badInput(last)
 	}
@@ -344,6 +345,9 @@ before P, not from the start of the file.`,
 	f.Int64Var(&o.bytes, "bytes", 0, "number of bytes (required)")
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", records.DefaultIDHeader, "record header holding message ids (empty: none)")
+	check(f, "position", &o.position, nonNegative)
+	check(f, "bytes", &o.bytes, positive)
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 
@@ -370,11 +374,10 @@ func runSegmentLookup(stdout io.Writer, file string, o *segmentLookupOptions) er
 		return fmt.Errorf("writing output: %w", err)
 	}
 	if lerr != nil {
-		msg := fmt.Errorf("%s", output.Escape(lerr.Error()))
-		if isBadInput(lerr) {
-			return badInput(msg)
+		if isBadInput(lerr) { // printed escaped by Main
+			return badInput(lerr)
 		}
-		return msg
+		return lerr
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestSegmentDump(t *testing.T) {
 		{"not a segment", []string{"segment", "dump", text}, ExitBadInput, nil, []string{"notes.log: position 0: not a Kafka log segment"}, -1},
 		{"corrupt", []string{"segment", "dump", "--format", "json", corrupt}, ExitFailure, nil, []string{"position 652: length 2147483647 exceeds"}, 2},
 		{"missing", []string{"segment", "dump", "/nonexistent.log"}, ExitBadInput, nil, []string{"no such file"}, -1},
-		{"bad format", []string{"segment", "dump", "--format", "xml", txnSegment}, ExitBadInput, nil, []string{"unknown format"}, -1},
+		{"bad format", []string{"segment", "dump", "--format", "xml", txnSegment}, ExitBadInput, nil, []string{`"xml" for "--format"`}, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/source"
 )
 
@@ -16,14 +17,16 @@ const tlsKeyLogHelp = "NSS key log (SSLKEYLOGFILE format) with the secrets of TL
 // as far as they went and the TLS connections not decrypted.
 func printCaptureWarnings(stderr io.Writer, res source.Result) {
 	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "kscope: warning: %v\n", w)
+		fmt.Fprintf(stderr, "kscope: warning: %s\n", output.Escape(w.Error()))
 	}
 	for _, w := range res.TLSWarnings() {
-		fmt.Fprintf(stderr, "kscope: warning: %s\n", w)
+		fmt.Fprintf(stderr, "kscope: warning: %s\n", output.Escape(w))
 	}
 }
 
 // printFooter prints the counters' footer, each line prefixed.
 func printFooter(stderr io.Writer, res source.Result) {
-	fmt.Fprintf(stderr, "kscope: %s\n", strings.ReplaceAll(res.FormatFooter(), "\n", "\nkscope: "))
+	for line := range strings.Lines(res.FormatFooter()) {
+		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(strings.TrimSuffix(line, "\n")))
+	}
 }
