@@ -78,6 +78,7 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	warnLeftOut(stderr, d.LeftOut, o.quiet)
 	if err := writeReport(o.out, d); err != nil {
 		return err
 	}
