@@ -426,7 +426,8 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		return nil, err
 	}
 	defer in.Close()
-	read := requestReader(path, in.File())
+	rf := &requestFile{path: path, f: in.File()}
+	read := rf.read
 	e.readRequest = read
 	// prev[i] is the previous produce request on cand i's connection.
 	prev := make([]int32, len(scan.cands))
@@ -469,6 +470,9 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 			if !r.Answered {
 				what += " without a response"
 			}
+			if i >= 0 { // the scan read it as one: its fields say two things (a key twice)
+				return rf.lineError(pos, nil, fmt.Errorf("read first as an answered produce request, then as %s", what))
+			}
 			return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", recording.Excerpt([]byte(r.Client), 80), r.CorrelationID, what)
 		}
 		if i >= 0 && r.QueuedMs > 0 {
@@ -507,30 +511,35 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 	return e.Summary(int64(len(scan.cands)), threshold, from, opts.Top), nil
 }
 
-// requestReader reads and decodes the request whose line starts at pos
-// in f, the requests file at path; its errors name the line and quote at
-// most an excerpt of it.
-func requestReader(path string, f *os.File) func(pos int64) (*event.Request, error) {
-	var buf []byte
-	fail := func(pos int64, line []byte, err error) error {
-		n, lerr := recording.LineNumber(f, pos)
-		if lerr != nil {
-			n = 0
-		}
-		return recording.NewLineError(path, n, pos, line, err)
+// requestFile reads again, by position, the lines of a requests file the
+// scan chose; its errors name the line and quote at most an excerpt.
+type requestFile struct {
+	path string
+	f    *os.File
+	buf  []byte
+}
+
+// read decodes the request whose line starts at pos.
+func (rf *requestFile) read(pos int64) (*event.Request, error) {
+	line, err := recording.ReadLineAt(rf.f, pos, rf.buf)
+	if err != nil {
+		return nil, rf.lineError(pos, nil, err)
 	}
-	return func(pos int64) (*event.Request, error) {
-		line, err := recording.ReadLineAt(f, pos, buf)
-		if err != nil {
-			return nil, fail(pos, nil, err)
-		}
-		buf = line[:0]
-		var r event.Request
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fail(pos, line, err)
-		}
-		return &r, nil
+	rf.buf = line[:0]
+	var r event.Request
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, rf.lineError(pos, line, err)
 	}
+	return &r, nil
+}
+
+// lineError is err about the line at pos, numbered.
+func (rf *requestFile) lineError(pos int64, line []byte, err error) error {
+	n, lerr := recording.LineNumber(rf.f, pos)
+	if lerr != nil {
+		n = 0
+	}
+	return recording.NewLineError(rf.path, n, pos, line, err)
 }
 
 // Threshold is cfg.Slow, or cfg.Percentile of latencies (milliseconds,

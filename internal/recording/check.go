@@ -56,11 +56,15 @@ func implausible(format string, args ...any) error {
 }
 
 // CheckRequest says why a request's times and latency cannot be true, or
-// returns nil: a latency that is negative, not a number, longer than the
-// recording or not its end less its arrival, or a time outside the
-// window. An unanswered request has only its arrival checked.
+// returns nil: an answered request without its arrival and end, a
+// latency that is negative, not a number, longer than the recording or
+// not its end less its arrival, or a time outside the window. An
+// unanswered request has only its arrival checked.
 func (w Window) CheckRequest(arrival, end time.Time, latencyMs float64, answered bool) error {
 	if answered {
+		if arrival.IsZero() || end.IsZero() {
+			return implausible("answered without its arrival and end times")
+		}
 		if err := w.checkDuration("latency_ms", latencyMs, arrival, end, RequestSlack, true); err != nil {
 			return err
 		}

@@ -186,7 +186,7 @@ func TestCheckRequest(t *testing.T) {
 		{"NaN", Window{}, at(10), at(12), nanValue(), true, "NaN"},
 		{"disagrees", Window{}, at(10), at(12), 300, true, "not the 2 ms"},
 		{"end after the recording", win, at(500), at(2600), 2100, true, "after the recording's end"},
-		{"no times, no window", Window{}, time.Time{}, time.Time{}, 3, true, ""},
+		{"answered without times", Window{}, time.Time{}, time.Time{}, 3, true, "without its arrival and end"},
 		{"a slow log's context before its start", Window{End: win.End}, at(-20000), at(-19990), 10, true, ""},
 	} {
 		err := tc.win.CheckRequest(tc.arrival, tc.end, tc.ms, tc.answered)
