@@ -118,6 +118,7 @@ func TestImplausible(t *testing.T) {
 		reason string // "" : plausible
 	}{
 		{"fine", win, line("2026-11-21T12:00:00.1Z", "2026-11-21T12:00:00.102Z", "2"), ""},
+		{"latency not given", win, line("2026-11-21T12:00:00.1Z", "2026-11-21T12:00:00.102Z", "0"), ""},
 		{"longer than the recording", win, line("2026-11-21T12:00:00.1Z", "2026-11-21T12:00:00.102Z", "1e9"), "latency_ms 1e+09 is longer than the recording (547ms)"},
 		{"negative", win, line("2026-11-21T12:00:00.1Z", "2026-11-21T12:00:00.102Z", "-5"), "latency_ms -5 is negative"},
 		{"not its times", Window{}, line("2026-11-21T12:00:00.1Z", "2026-11-21T12:00:00.102Z", "900"), "latency_ms 900 is not the 2 ms between start and end"},
