@@ -410,7 +410,6 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 // index, calling emit for each in file order: only the slow requests'
 // lines are read again and decoded.
 func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
-	path := scan.path
 	e.followers = scan.FollowerFetches > 0
 	e.fetches = scan.fetches
 	e.inFlight = &scan.inFlight
@@ -421,15 +420,28 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 	}
 	threshold, from := Threshold(e.cfg, lats)
 
-	in, err := safefile.Open(path, safefile.Regular)
+	in, err := safefile.Open(scan.path, safefile.Regular)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	rf := &requestFile{path: path, f: in.File()}
-	read := rf.read
-	e.readRequest = read
-	// prev[i] is the previous produce request on cand i's connection.
+	rf := &requestFile{path: scan.path, f: in.File()}
+	e.readRequest = rf.read
+	run := &slowRun{e: e, scan: scan, rf: rf, prev: connChains(scan), explained: make(map[int32]bool), emit: emit}
+	if scan.only != nil {
+		err = run.only()
+	} else {
+		err = run.all(ms(int64(threshold)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.Summary(int64(len(scan.cands)), threshold, from, opts.Top), nil
+}
+
+// connChains is, for each candidate, the previous produce request on its
+// connection (-1: none).
+func connChains(scan *Scan) []int32 {
 	prev := make([]int32, len(scan.cands))
 	lastOn := make([]int32, len(scan.conns))
 	for i := range lastOn {
@@ -439,76 +451,95 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		prev[i] = lastOn[c.conn]
 		lastOn[c.conn] = int32(i)
 	}
-	explained := make(map[int32]bool)
-	// context explains, without counting, the requests before cand i on
-	// its connection that it may have queued behind, oldest first, so
-	// that a chain of pipelined requests leads back to the one that was
-	// held up (at most maxChain back).
-	const maxChain = 16
-	context := func(i int32) error {
-		var chain []int32
-		for p := prev[i]; p >= 0 && len(chain) < maxChain && !explained[p]; p = prev[p] {
-			chain = append(chain, p)
-		}
-		for k := len(chain) - 1; k >= 0; k-- {
-			r, err := read(scan.cands[chain[k]].pos)
-			if err != nil {
+	return prev
+}
+
+// slowRun explains a scan's slow requests (or the one asked for), each
+// after the requests it may have queued behind on its connection.
+type slowRun struct {
+	e         *Explainer
+	scan      *Scan
+	rf        *requestFile
+	prev      []int32 // connChains
+	explained map[int32]bool
+	emit      func(*Finding) error
+}
+
+// all explains every candidate at or above limit (ms), in file order.
+func (r *slowRun) all(limit float64) error {
+	for i, c := range r.scan.cands {
+		if c.lat >= limit {
+			if err := r.explainAt(int32(i), c.pos); err != nil {
 				return err
 			}
-			e.explain(r, false)
-			explained[chain[k]] = true
 		}
-		return nil
 	}
-	explainAt := func(i int32, pos int64) error {
-		r, err := read(pos)
+	return nil
+}
+
+// only explains the request asked for.
+func (r *slowRun) only() error {
+	s := r.scan
+	if s.onlyPos < 0 {
+		return fmt.Errorf("request %s/%d is not in %s", output.Escape(s.only.Client), s.only.CorrelationID, output.Escape(s.path))
+	}
+	i := int32(-1)
+	for k, c := range s.cands {
+		if c.pos == s.onlyPos {
+			i = int32(k)
+		}
+	}
+	return r.explainAt(i, s.onlyPos)
+}
+
+// explainAt explains the request at pos, candidate i (-1: not one).
+func (r *slowRun) explainAt(i int32, pos int64) error {
+	req, err := r.rf.read(pos)
+	if err != nil {
+		return err
+	}
+	if req.APIKey != produceKey || !req.Answered || req.End.IsZero() {
+		what := "a " + recording.Excerpt([]byte(req.API), 40) + " request"
+		if !req.Answered {
+			what += " without a response"
+		}
+		if i >= 0 { // the scan read it as one: its fields say two things (a key twice)
+			return r.rf.lineError(pos, nil, fmt.Errorf("read first as an answered produce request, then as %s", what))
+		}
+		return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", recording.Excerpt([]byte(req.Client), 80), req.CorrelationID, what)
+	}
+	if i >= 0 && req.QueuedMs > 0 {
+		if err := r.context(i); err != nil {
+			return err
+		}
+	}
+	if i >= 0 {
+		r.explained[i] = true
+	}
+	return r.emit(r.e.Explain(req))
+}
+
+// maxChain bounds how far back context follows a connection.
+const maxChain = 16
+
+// context explains, without counting, the requests before cand i on its
+// connection that it may have queued behind, oldest first, so that a
+// chain of pipelined requests leads back to the one that was held up (at
+// most maxChain back).
+func (r *slowRun) context(i int32) error {
+	var chain []int32
+	for p := r.prev[i]; p >= 0 && len(chain) < maxChain && !r.explained[p]; p = r.prev[p] {
+		chain = append(chain, p)
+	}
+	for k := len(chain) - 1; k >= 0; k-- {
+		req, err := r.rf.read(r.scan.cands[chain[k]].pos)
 		if err != nil {
 			return err
 		}
-		if r.APIKey != produceKey || !r.Answered || r.End.IsZero() {
-			what := "a " + recording.Excerpt([]byte(r.API), 40) + " request"
-			if !r.Answered {
-				what += " without a response"
-			}
-			if i >= 0 { // the scan read it as one: its fields say two things (a key twice)
-				return rf.lineError(pos, nil, fmt.Errorf("read first as an answered produce request, then as %s", what))
-			}
-			return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", recording.Excerpt([]byte(r.Client), 80), r.CorrelationID, what)
-		}
-		if i >= 0 && r.QueuedMs > 0 {
-			if err := context(i); err != nil {
-				return err
-			}
-		}
-		if i >= 0 {
-			explained[i] = true
-		}
-		return emit(e.Explain(r))
+		r.e.explain(req, false)
+		r.explained[chain[k]] = true
 	}
-	if scan.only != nil {
-		if scan.onlyPos < 0 {
-			return nil, fmt.Errorf("request %s/%d is not in %s", output.Escape(scan.only.Client), scan.only.CorrelationID, output.Escape(path))
-		}
-		i := int32(-1)
-		for k, c := range scan.cands {
-			if c.pos == scan.onlyPos {
-				i = int32(k)
-			}
-		}
-		if err := explainAt(i, scan.onlyPos); err != nil {
-			return nil, err
-		}
-	} else {
-		limit := ms(int64(threshold))
-		for i, c := range scan.cands {
-			if c.lat >= limit {
-				if err := explainAt(int32(i), c.pos); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	return e.Summary(int64(len(scan.cands)), threshold, from, opts.Top), nil
+	return nil
 }
 
 // requestFile reads again, by position, the lines of a requests file the

@@ -84,7 +84,7 @@ func (t *Tally) Warnings() []string {
 	for _, s := range t.Files() {
 		path := output.Escape(s.Path)
 		if s.CutLine > 0 {
-			out = append(out, fmt.Sprintf("%s:%d: the last line is cut short (the file was being written when kscope or the host stopped): left out", path, s.CutLine))
+			out = append(out, fmt.Sprintf("%s:%d: the last line is cut short (the file is still being written, or its writer stopped mid-line: a crash, a power loss): left out", path, s.CutLine))
 		}
 		if s.Implausible > 0 {
 			noun := "lines"
