@@ -578,11 +578,21 @@ func (r Reader) Lines(path string, fn func(line []byte, pos int64) error) error 
 		return err
 	}
 	defer in.Close()
-	return r.lines(path, in, fn)
+	return r.lines(path, in, bufferSize(in.Size()), fn)
 }
 
-func (r Reader) lines(path string, src io.Reader, fn func(line []byte, pos int64) error) error {
-	br := bufio.NewReaderSize(src, 1<<20)
+// bufferSize is the read buffer for a file of size bytes (-1: a stream):
+// 1 MiB, or less for a smaller file (an agent's segments, a few lines).
+func bufferSize(size int64) int {
+	const most = 1 << 20
+	if size < 0 || size >= most {
+		return most
+	}
+	return int(size) + 1
+}
+
+func (r Reader) lines(path string, src io.Reader, bufSize int, fn func(line []byte, pos int64) error) error {
+	br := bufio.NewReaderSize(src, bufSize)
 	var (
 		pos, n int64
 		long   []byte // a line longer than the buffer, assembled
