@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
@@ -84,6 +82,4 @@ func TestBenchCompareRefusesContradictions(t *testing.T) {
 	if out, errOut := runBounded(t, "bench", "compare", a, b); out.code != ExitFailure {
 		t.Errorf("a slower run: exit %d, want %d: %s", out.code, ExitFailure, errOut)
 	}
-	_ = os.Remove(b)
-	_ = time.Second
 }
