@@ -17,6 +17,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/traceexport"
 )
 
@@ -194,7 +195,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 			return badInput(err)
 		}
 		slow, slowFrom = slowLogThreshold(stderr, args[0], rec.Meta, o.slow, o.percentileSet)
-		missing = rec.Meta.MissingEvidence()
+		missing = append(rec.Meta.MissingEvidence(), warnLeftOut(stderr, rec.Tally.Warnings(), o.quiet)...)
 		if len(logDirs) == 0 {
 			logDirs = rec.LogDirs()
 		}
@@ -210,16 +211,19 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 		defer cleanup()
 		var scanErr error
 		scanned := make(chan struct{})
+		tally := &recording.Tally{}
 		go func() {
 			defer close(scanned)
-			scan, scanErr = explain.ScanRequests(dec.path, only)
+			scan, scanErr = explain.ScanRequestsWith(recording.Reader{Tally: tally}, dec.path, only)
 		}()
 		idx = explain.NewIndex()
-		err = explain.LoadIO(idx, o.ioFiles...)
+		// --io may be a pipe: it is read once.
+		err = explain.LoadIOWith(recording.Reader{Tally: tally, Mode: safefile.Stream}, idx, o.ioFiles...)
 		<-scanned
 		if err = errors.Join(err, scanErr); err != nil {
 			return badInput(err)
 		}
+		missing = warnLeftOut(stderr, tally.Warnings(), o.quiet)
 	}
 	if err := readLockWaits(stderr, idx, jfrPath, o.quiet); err != nil {
 		return err
@@ -367,6 +371,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 		if err != nil {
 			return badInput(err)
 		}
+		warnLeftOut(stderr, rec.Tally.Warnings(), o.quiet)
 		if err := readLockWaits(stderr, rec.Index, rec.JFR, o.quiet); err != nil {
 			return err
 		}
@@ -401,7 +406,7 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 			sum.ThresholdFrom = slowFrom
 		}
 		id := rec.NodeID
-		sum.MissingEvidence, sum.NodeID, sum.Clock = rec.Meta.MissingEvidence(), &id, cl.Shift(i)
+		sum.MissingEvidence, sum.NodeID, sum.Clock = append(rec.Meta.MissingEvidence(), rec.Tally.Warnings()...), &id, cl.Shift(i)
 		if writeErr == nil {
 			writeErr = w.Summary(sum)
 		}
@@ -413,6 +418,18 @@ func runExplainCluster(stdout, stderr io.Writer, dirs []string, o *explainOption
 		return fmt.Errorf("writing output: %w", err)
 	}
 	return tracesDone()
+}
+
+// warnLeftOut prints what reading the inputs left out (a last line cut
+// short by a crash, events whose values cannot be true), one warning a
+// line unless quiet, and returns the lines for the summary.
+func warnLeftOut(stderr io.Writer, lines []string, quiet bool) []string {
+	if !quiet {
+		for _, l := range lines {
+			fmt.Fprintf(stderr, "kscope: warning: %s\n", l)
+		}
+	}
+	return lines
 }
 
 // slowLogFrom names the slow threshold when it is an agent slow log's.

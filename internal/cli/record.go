@@ -238,6 +238,10 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 
 	meta.Start = time.Now().UTC()
+	// meta.json now, so that a recording cut short by a crash is still one.
+	if err := rec.Begin(meta); err != nil {
+		fmt.Fprintf(stderr, "record: WARNING: %v: a crash would leave the recording unreadable\n", err)
+	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
 			pid, output.Escape(orUnknown(meta.Broker.Version)), output.Escape(strings.Join(logDirs, ",")), output.Escape(o.iface), cfg.Ports, o.minLatency)

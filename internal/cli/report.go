@@ -92,6 +92,7 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	warnLeftOut(stderr, d.LeftOut, o.quiet)
 	written, err := writeOutput("-o", target, func(w io.Writer) error { return report.WriteHTML(w, d) })
 	if err != nil {
 		return err

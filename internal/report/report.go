@@ -29,6 +29,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // The latency range of every heatmap and percentile chart: 100 µs to 30 s,
@@ -249,6 +250,10 @@ type Data struct {
 	CommitsSeen int64
 	Use         *UsePanel // nil without use.jsonl
 	Start, End  time.Time
+	// LeftOut says, one line each, what was left out of which input: a
+	// last line cut short by a crash, lines whose values cannot be true
+	// (none of the charts or statistics has them).
+	LeftOut []string
 }
 
 // NoIOTrace is true for a report of captures without an I/O trace: it
@@ -338,7 +343,7 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 	if err := b.readIO(idx, in.IO); err != nil {
 		return nil, err
 	}
-	if err := loadLockWaits(idx, in); err != nil {
+	if err := b.loadLockWaits(idx, in); err != nil {
 		return nil, err
 	}
 	if in.Use != "" {
@@ -352,16 +357,22 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 		}
 	}
 	d.span()
+	d.LeftOut = b.rd.Tally.Warnings()
 	return d, nil
 }
 
-// builder aggregates one report: the data, and the time axis all its
-// charts share.
+// builder aggregates one report: the data, the time axis all its charts
+// share, and how its files are read: every reader leaves out the same
+// impossible values, counted once.
 type builder struct {
 	d      *Data
 	o      Options
 	origin time.Time
 	step   time.Duration
+	rd     recording.Reader
+	// ioRd reads the I/O files: a recording's are regular files, but
+	// --io beside captures may be a pipe, read once.
+	ioRd recording.Reader
 }
 
 func newBuilder(in Inputs, o Options) *builder {
@@ -372,7 +383,14 @@ func newBuilder(in Inputs, o Options) *builder {
 	if d.Title == "" {
 		d.Title = defaultTitle(in)
 	}
-	b := &builder{d: d, o: o, step: time.Second}
+	b := &builder{d: d, o: o, step: time.Second, rd: recording.Reader{Tally: &recording.Tally{}}}
+	if in.Meta != nil {
+		b.rd.Window = in.Meta.Window()
+	}
+	b.ioRd = b.rd
+	if in.Dir == "" {
+		b.ioRd.Mode = safefile.Stream
+	}
 	// One time axis for all charts when the span is known (meta.json's,
 	// or the capture's): a step that gives about MaxCols columns over it.
 	// Without one the heatmaps start at the first event and merge
@@ -414,14 +432,18 @@ func (b *builder) readRequests(path string) error {
 	apis := map[string]*APISeries{}
 	var req struct {
 		Arrival   time.Time `json:"arrival"`
+		End       time.Time `json:"end"`
 		LatencyMs float64   `json:"latency_ms"`
 		API       string    `json:"api"`
 		APIKey    int16     `json:"api_key"`
 		Answered  bool      `json:"answered"`
 	}
-	err := recording.Lines(path, func(line []byte, _ int64) error {
-		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, 0, "", -1, false
+	err := b.rd.Lines(path, func(line []byte, _ int64) error {
+		req.Arrival, req.End, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, time.Time{}, 0, "", -1, false
 		if err := json.Unmarshal(line, &req); err != nil {
+			return err
+		}
+		if err := b.rd.Window.CheckRequest(req.Arrival, req.End, req.LatencyMs, req.Answered); err != nil {
 			return err
 		}
 		d.Requests++
@@ -483,7 +505,7 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 		return nil
 	}
 	for _, p := range paths {
-		if err := recording.ReadIO(p, h); err != nil {
+		if err := b.ioRd.ReadIO(p, h); err != nil {
 			return fmt.Errorf("reading the I/O trace: %w", err)
 		}
 	}
@@ -496,9 +518,9 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 }
 
 // loadLockWaits adds the inputs' lock waits to idx.
-func loadLockWaits(idx *explain.Index, in Inputs) error {
+func (b *builder) loadLockWaits(idx *explain.Index, in Inputs) error {
 	if in.LockWaits != "" {
-		if err := explain.LoadLockWaits(idx, in.LockWaits); err != nil {
+		if err := explain.LoadLockWaitsWith(b.rd, idx, in.LockWaits); err != nil {
 			return fmt.Errorf("reading lock waits: %w", err)
 		}
 	}
@@ -514,7 +536,7 @@ func loadLockWaits(idx *explain.Index, in Inputs) error {
 // the summary.
 func (b *builder) explain(idx *explain.Index, requests string) error {
 	d := b.d
-	scan, err := explain.ScanRequests(requests, nil)
+	scan, err := explain.ScanRequestsWith(b.rd, requests, nil)
 	if err != nil {
 		return err
 	}

@@ -186,6 +186,13 @@ func Write(t Target, write func(io.Writer) error) (string, error) {
 		tmp.Close()
 		return "", err
 	}
+	// On disk before the rename: after a crash the path holds the old
+	// output or the new one, never an empty file (XFS, or ext4 without
+	// auto_da_alloc, may journal the rename before the data).
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
