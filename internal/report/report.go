@@ -418,14 +418,15 @@ func (b *builder) readRequests(path string) error {
 		API       string    `json:"api"`
 		APIKey    int16     `json:"api_key"`
 		Answered  bool      `json:"answered"`
+		ClockStep bool      `json:"clock_step"`
 	}
 	err := recording.Lines(path, func(line []byte, _ int64) error {
-		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, 0, "", -1, false
+		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered, req.ClockStep = time.Time{}, 0, "", -1, false, false
 		if err := json.Unmarshal(line, &req); err != nil {
 			return err
 		}
 		d.Requests++
-		if !req.Answered {
+		if !req.Answered || req.ClockStep { // a clock step's times are no latency
 			return nil
 		}
 		if req.APIKey == 0 {
