@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/capture"
@@ -197,8 +198,11 @@ func (r Result) FormatFooter() string {
 		from, r.Capture.Packets, w.Packets, humanBytes(w.Bytes), w.Connections)
 	s += fmt.Sprintf("%d requests decoded: %d answered, %d acks=0 (no response), %d unanswered; %d unknown API/version; %d responses unpaired\n",
 		w.Requests, w.Responses, w.NoResponse, w.Unanswered, w.UnknownAPIs, w.Unpaired)
-	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial, %d oversized, %d decode errors, %d batch errors",
-		humanBytes(w.SkippedBytes), w.Gaps, w.Resyncs, w.Partial, w.Oversized, w.DecodeErrors, w.BatchErrors)
+	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial%s, %d oversized, %d decode errors, %d batch errors",
+		humanBytes(w.SkippedBytes), w.Gaps, w.Resyncs, w.Partial, partialDetail(w), w.Oversized, w.DecodeErrors, w.BatchErrors)
+	if w.ClockStepped > 0 {
+		s += fmt.Sprintf(", %d responses timestamped before their requests (the capture's clock stepped back: no latency, left out of statistics)", w.ClockStepped)
+	}
 	if w.Evicted > 0 {
 		s += fmt.Sprintf(", %d evicted from a full in-flight table", w.Evicted)
 	}
@@ -223,6 +227,23 @@ func (r Result) FormatFooter() string {
 			r.Capture.KernelDrops, r.Capture.QueueFreezes, r.Capture.KernelPackets)
 	}
 	return s
+}
+
+// partialDetail says why frames were partial besides a gap: cut off by
+// the end of the capture, or not kept within the budget for frames in
+// progress.
+func partialDetail(w wire.Stats) string {
+	var parts []string
+	if w.Unfinished > 0 {
+		parts = append(parts, fmt.Sprintf("%d cut off by the end of the capture", w.Unfinished))
+	}
+	if w.OverBudget > 0 {
+		parts = append(parts, fmt.Sprintf("%d not decoded: the frames in progress on all connections held their memory budget", w.OverBudget))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func humanBytes(n int64) string {

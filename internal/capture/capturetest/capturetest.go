@@ -102,6 +102,21 @@ func RequestHeader(size int32, key, version int16, corr int32, clientID string) 
 	return append(b, clientID...)
 }
 
+// APIVersionsRequest is a whole ApiVersions v0 request frame: a header
+// and no body.
+func APIVersionsRequest(corr int32, clientID string) []byte {
+	return RequestHeader(int32(10+len(clientID)), 18, 0, corr, clientID)
+}
+
+// APIVersionsResponse is a whole ApiVersions v0 response frame: no error
+// and no API listed.
+func APIVersionsResponse(corr int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 10)
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, 0)
+	return binary.BigEndian.AppendUint32(b, 0)
+}
+
 // PcapWriter writes packets to a pcap stream (nanosecond timestamps).
 type PcapWriter struct{ w *pcapgo.Writer }
 
