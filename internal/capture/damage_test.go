@@ -210,3 +210,46 @@ func TestSecretsBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionsPcapgoTrusts: options and records pcapgo reads at fixed
+// sizes whatever their length (a 1-byte epb_flags or if_recv is an index
+// out of range: a panic), or up to a NUL however far (a name resolution
+// record), are never handed to it; the packets around them are read.
+func TestOptionsPcapgoTrusts(t *testing.T) {
+	pkts := testPackets(3, 100)
+	option := func(code uint16, value []byte) []byte {
+		b := binary.LittleEndian.AppendUint16(nil, code)
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(value)))
+		b = append(b, value...)
+		for len(b)%4 != 0 {
+			b = append(b, 0)
+		}
+		return b
+	}
+	epbFlags := capturetest.EPB(pkts[1])
+	epbFlags.Body = append(epbFlags.Body, make([]byte, (4-len(pkts[1].Data)%4)%4)...)
+	epbFlags.Body = append(append(epbFlags.Body, option(2, []byte{1})...), 0, 0, 0, 0)
+	isb := capturetest.Block{Type: 5, Body: append(make([]byte, 12), option(4, []byte{1})...)}
+	nrb := capturetest.Block{Type: 4, Body: append([]byte{1, 0, 8, 0, 10, 0, 0, 1}, "host"...)} // an IPv4 record whose name has no NUL
+	for _, tc := range []struct {
+		name  string
+		block capturetest.Block
+	}{
+		{"a 1-byte epb_flags option", epbFlags},
+		{"a 1-byte if_recv statistics option", isb},
+		{"a name record without its NUL", nrb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := pcapngFile(t, capturetest.SHB(), capturetest.IDB(layers.LinkTypeRaw),
+				capturetest.EPB(pkts[0]), tc.block, capturetest.EPB(pkts[2]))
+			packets, _, err := readFile(t, data)
+			want := 2
+			if tc.block.Type == capturetest.BlockEPB {
+				want = 3
+			}
+			if packets != want || err != nil {
+				t.Errorf("%d packets, error %v; want %d and a clean end", packets, err, want)
+			}
+		})
+	}
+}

@@ -17,6 +17,9 @@ import (
 //     lengths disagree;
 //   - the captured length of packet blocks (pcapgo sizes a buffer from it
 //     unchecked) and the interface options pcapgo trusts;
+//   - that pcapgo never reads an option or record it would index past:
+//     packet block options are blanked (kscope uses none), statistics and
+//     name resolution blocks are handed on as a custom block pcapgo skips;
 //   - that it is complete: a file that ends inside a block is damage at
 //     the block's start, never the clean end pcapgo would take it for when
 //     it ends right after a block's header.
@@ -35,11 +38,11 @@ type ngGuard struct {
 	hdr     [ngHeaderPeek]byte
 	whole   bytes.Buffer // a block read whole to be checked
 	// remaining bytes of the current block to pass through unread,
-	// before its trailing length.
-	remaining  int64
-	trailerDue bool
-	trailer    [4]byte
-	block      ngBlock
+	// before its tail: tail bytes (packet options, and the trailing
+	// length) read whole to be checked.
+	remaining int64
+	tail      int64
+	block     ngBlock
 	// snapLen is the first interface's snap length in this section: it
 	// caps the captured length of a Simple Packet Block.
 	snapLen uint32
@@ -63,6 +66,11 @@ const (
 	ngSPB      = 0x00000003
 	ngEPB      = 0x00000006
 	ngDSB      = 0x0000000a
+	ngNRB      = 0x00000004
+	ngISB      = 0x00000005
+	// ngSkipped is the custom block type blocks pcapgo must not parse
+	// are handed on as: pcapgo skips blocks of types it does not know.
+	ngSkipped = 0x00000bad
 	// SecretsTLSKeyLog is a Decryption Secrets Block's secrets type for
 	// an NSS key log ("TLSK").
 	SecretsTLSKeyLog = 0x544c534b
@@ -106,8 +114,8 @@ func (g *ngGuard) Read(p []byte) (int, error) {
 			return n, nil
 		case g.remaining > 0:
 			return g.passThrough(p)
-		case g.trailerDue:
-			if err := g.readTrailer(); err != nil {
+		case g.tail > 0:
+			if err := g.readTail(); err != nil {
 				return 0, err
 			}
 		default:
@@ -142,21 +150,30 @@ func (g *ngGuard) cutOff(got int64) error {
 	return g.damage("cut off after %d of its %d bytes (block type %#x)", got, g.block.length, g.block.typ)
 }
 
-// readTrailer reads the current block's trailing length, checks it, and
-// queues it to be handed out.
-func (g *ngGuard) readTrailer() error {
-	g.trailerDue = false
-	if n, err := io.ReadFull(g.r, g.trailer[:]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return g.cutOff(g.block.length - 4 + int64(n))
+// readTail reads the end of the current block (a packet's options, and
+// the trailing length), checks it, and queues it to be handed out.
+func (g *ngGuard) readTail() error {
+	n := g.tail
+	g.tail = 0
+	g.whole.Reset()
+	if got, err := io.CopyN(&g.whole, g.r, n); err != nil {
+		if errors.Is(err, io.EOF) {
+			return g.cutOff(g.block.length - n + got)
 		}
 		g.err = err
 		return err
 	}
-	if err := g.checkTrailer(g.trailer[:]); err != nil {
+	b := g.whole.Bytes()
+	if err := g.checkTrailer(b[len(b)-4:]); err != nil {
 		return err
 	}
-	g.pend, g.pendOff = g.trailer[:], 0
+	if g.block.typ == ngEPB {
+		// pcapgo reads some packet options at fixed sizes whatever
+		// their length (a 1-byte epb_flags is an index out of range),
+		// and kscope uses none: all zeros read as the end of options.
+		clear(b[:len(b)-4])
+	}
+	g.pend, g.pendOff = b, 0
 	return nil
 }
 
@@ -205,8 +222,10 @@ func (g *ngGuard) nextBlock() error {
 		return g.packetBlock()
 	case ngSPB:
 		return g.simplePacketBlock()
+	case ngNRB, ngISB:
+		return g.unparsedBlock()
 	}
-	g.passRest(n)
+	g.passRest(n, 4)
 	return nil
 }
 
@@ -242,11 +261,11 @@ func (g *ngGuard) checkLength() error {
 }
 
 // passRest queues the n bytes read of the current block and passes the
-// rest through, its trailing length checked.
-func (g *ngGuard) passRest(n int) {
+// rest through but its last tail bytes, read whole and checked.
+func (g *ngGuard) passRest(n int, tail int64) {
 	g.pend, g.pendOff = g.hdr[:n], 0
-	g.remaining = g.block.length - int64(n) - 4
-	g.trailerDue = true
+	g.remaining = g.block.length - int64(n) - tail
+	g.tail = tail
 }
 
 func (g *ngGuard) order() binary.ByteOrder {
@@ -266,7 +285,14 @@ func (g *ngGuard) packetBlock() error {
 	if capLen > g.block.length-32 {
 		return g.damage("captured length %d exceeds block length %d", capLen, g.block.length)
 	}
-	g.passRest(ngHeaderPeek)
+	// The packet passes through; its options (enhanced packet blocks
+	// only: pcapgo reads none of an obsolete packet block's) and the
+	// trailing length are read whole.
+	tail := int64(4)
+	if g.block.typ == ngEPB {
+		tail = g.block.length - ngHeaderPeek - (capLen+3)&^3
+	}
+	g.passRest(ngHeaderPeek, tail)
 	return nil
 }
 
@@ -284,7 +310,20 @@ func (g *ngGuard) simplePacketBlock() error {
 	if capLen > g.block.length-16 {
 		return g.damage("packet length %d exceeds block length %d", capLen, g.block.length)
 	}
-	g.passRest(12)
+	g.passRest(12, 4)
+	return nil
+}
+
+// unparsedBlock reads a block kscope has no use for but pcapgo would parse
+// (interface statistics: options read at fixed sizes whatever their
+// length; name resolution: names read up to a NUL however far it is)
+// whole, and hands it on as a custom block pcapgo skips.
+func (g *ngGuard) unparsedBlock() error {
+	b, err := g.readWhole()
+	if err != nil {
+		return err
+	}
+	g.order().PutUint32(b[0:4], ngSkipped)
 	return nil
 }
 
@@ -319,7 +358,7 @@ func (g *ngGuard) readWhole() ([]byte, error) {
 func (g *ngGuard) decryptionSecrets() error {
 	if !g.secrets.fits(g.block.length - 20) {
 		g.secrets.skip(g.block)
-		g.passRest(8)
+		g.passRest(8, 4)
 		return nil
 	}
 	b, err := g.readWhole()
