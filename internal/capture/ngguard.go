@@ -42,6 +42,7 @@ type ngGuard struct {
 	// length) read whole to be checked.
 	remaining int64
 	tail      int64
+	tailBuf   [64]byte // a tail that fits: most are the 4-byte trailing length alone
 	block     ngBlock
 	// snapLen is the first interface's snap length in this section: it
 	// caps the captured length of a Simple Packet Block.
@@ -155,15 +156,10 @@ func (g *ngGuard) cutOff(got int64) error {
 func (g *ngGuard) readTail() error {
 	n := g.tail
 	g.tail = 0
-	g.whole.Reset()
-	if got, err := io.CopyN(&g.whole, g.r, n); err != nil {
-		if errors.Is(err, io.EOF) {
-			return g.cutOff(g.block.length - n + got)
-		}
-		g.err = err
+	b, err := g.readN(n)
+	if err != nil {
 		return err
 	}
-	b := g.whole.Bytes()
 	if err := g.checkTrailer(b[len(b)-4:]); err != nil {
 		return err
 	}
@@ -175,6 +171,34 @@ func (g *ngGuard) readTail() error {
 	}
 	g.pend, g.pendOff = b, 0
 	return nil
+}
+
+// readN reads the last n bytes of the current block: into tailBuf when
+// they fit, else into a buffer that grows with the bytes that come.
+func (g *ngGuard) readN(n int64) ([]byte, error) {
+	var got int64
+	var err error
+	if n <= int64(len(g.tailBuf)) {
+		var m int
+		m, err = io.ReadFull(g.r, g.tailBuf[:n])
+		got = int64(m)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+	} else {
+		g.whole.Reset()
+		got, err = io.CopyN(&g.whole, g.r, n)
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, g.cutOff(g.block.length - n + got)
+	case err != nil:
+		g.err = err
+		return nil, err
+	case n <= int64(len(g.tailBuf)):
+		return g.tailBuf[:n], nil
+	}
+	return g.whole.Bytes(), nil
 }
 
 func (g *ngGuard) checkTrailer(t []byte) error {
