@@ -52,7 +52,7 @@ func TestRequestsCommand(t *testing.T) {
 		{name: "bad flag", args: []string{"requests", "--frobnicate", realCapture}, code: ExitBadInput, stderr: []string{"unknown flag"}},
 		{name: "bad port", args: []string{"requests", "--port", "70000", realCapture}, code: ExitBadInput},
 		{name: "no files", args: []string{"requests"}, code: ExitBadInput},
-		{name: "truncated", args: []string{"requests", "-q=false", truncated}, stderr: []string{"warning:", "cut.pcapng: truncated after packet"}},
+		{name: "truncated", args: []string{"requests", "-q=false", truncated}, stderr: []string{"warning:", "cut.pcapng: damaged at byte offset "}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

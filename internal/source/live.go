@@ -81,6 +81,7 @@ func fillLiveResult(res *Result, lv *capture.Live, seg *capture.Decoder, dec *wi
 	res.Capture.Packets = st.Read
 	res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes = st.Kernel, st.Drops, st.QueueFreezes
 	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	res.Capture.UnsupportedLink = seg.UnsupportedLink
 }
 
 func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder,

@@ -14,13 +14,26 @@ type Stats struct {
 	Unpaired    int64 `json:"unpaired"`     // responses whose correlation id matched no request
 	UnknownAPIs int64 `json:"unknown_apis"` // requests with an API key or version kmsg does not know
 
-	SkippedBytes int64 `json:"skipped_bytes"`         // bytes lost in gaps or discarded while resynchronising
-	Gaps         int64 `json:"gaps"`                  // holes in TCP streams (lost segments, mid-stream starts)
-	Resyncs      int64 `json:"resyncs"`               // times a stream lost frame sync
-	Partial      int64 `json:"partial"`               // requests or responses with bytes lost in a gap
-	DecodeErrors int64 `json:"decode_errors"`         // bodies of known APIs that failed to decode
-	BatchErrors  int64 `json:"batch_errors"`          // record batch sequences that failed to decode
-	Oversized    int64 `json:"oversized"`             // frames larger than the keep limit: not decoded
+	SkippedBytes int64 `json:"skipped_bytes"` // bytes lost in gaps or discarded while resynchronising
+	Gaps         int64 `json:"gaps"`          // holes in TCP streams (lost segments, mid-stream starts)
+	Resyncs      int64 `json:"resyncs"`       // times a stream lost frame sync
+	Partial      int64 `json:"partial"`       // requests or responses with bytes lost: in a gap, or after the end of the capture (Unfinished)
+	DecodeErrors int64 `json:"decode_errors"` // bodies of known APIs that failed to decode
+	BatchErrors  int64 `json:"batch_errors"`  // record batch sequences that failed to decode
+	Oversized    int64 `json:"oversized"`     // frames larger than the keep limit or MaxFrameBytes: timed, not decoded
+	// Unfinished counts frames cut off by the end of the capture or of
+	// their connection (counted in Partial too): neither decoded nor
+	// paired.
+	Unfinished int64 `json:"unfinished"`
+	// OverBudget counts frames whose body was not kept because the frames
+	// in progress on all connections held Config.MaxPartialBytes: not
+	// decoded (counted in Partial too).
+	OverBudget int64 `json:"over_budget"`
+	// ClockStepped counts answered requests whose response is timestamped
+	// before them: the capture's clock stepped back between the two.
+	// Their events are flagged (event.Request.ClockStep) and their times
+	// are no latency.
+	ClockStepped int64 `json:"clock_stepped"`
 	Evicted      int64 `json:"evicted"`               // requests dropped from a full in-flight table
 	SASLTokens   int64 `json:"sasl_tokens,omitempty"` // raw SASL tokens (after a SaslHandshake v0), not requests
 	// IDsNotHeld counts produce requests whose message ids were not read
@@ -68,6 +81,9 @@ func (s *Stats) Add(o Stats) {
 	s.DecodeErrors += o.DecodeErrors
 	s.BatchErrors += o.BatchErrors
 	s.Oversized += o.Oversized
+	s.Unfinished += o.Unfinished
+	s.OverBudget += o.OverBudget
+	s.ClockStepped += o.ClockStepped
 	s.Evicted += o.Evicted
 	s.SASLTokens += o.SASLTokens
 	s.IDsNotHeld += o.IDsNotHeld
