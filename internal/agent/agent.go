@@ -639,7 +639,8 @@ func (a *Agent) Health() metrics.Health {
 		SlowDropped:   slow.Dropped,
 		SlowLogErrors: slow.Errors,
 		TLSConnections: map[string]int64{"decrypted": tot.Wire.TLSDecrypted, "handshake_only": tot.Wire.TLSHandshakeOnly,
-			"no_keys": tot.Wire.TLSNoKeys, "failed": tot.Wire.TLSFailed, "lost": tot.Wire.TLSLost},
+			"decrypted_then_stopped": tot.Wire.TLSDecryptedThenStopped, "no_keys": tot.Wire.TLSNoKeys,
+			"failed": tot.Wire.TLSFailed, "not_tls": tot.Wire.TLSNotTLS, "lost": tot.Wire.TLSLost},
 	}
 	if !a.trace.Up {
 		h.BrokerPID = 0
