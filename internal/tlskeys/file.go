@@ -70,6 +70,10 @@ func (t *Tail) Next(fn func(line []byte, n int)) error {
 	}
 }
 
+// Pending is the number of bytes of a last line still without its
+// newline (those of an overlong one not counted).
+func (t *Tail) Pending() int { return len(t.partial) }
+
 func (t *Tail) lines(b []byte, fn func([]byte, int)) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
@@ -213,6 +217,19 @@ func (f *File) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.own
+}
+
+// Pending is the number of bytes at the end of the key log(s) that are
+// not a whole line yet: a line being written, or a last line its writer
+// never ended with a newline, not read.
+func (f *File) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, t := range f.tails {
+		n += t.Pending()
+	}
+	return n
 }
 
 // Lookup returns the session's secrets, reading the lines appended to the
