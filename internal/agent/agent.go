@@ -346,7 +346,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 	opened := false
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
 		OnWait: a.ringKick.Kick},
-		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
+		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, TLSKeyLogFromBroker: a.cfg.TLSKeysAttach, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
 			a.mu.Lock()
