@@ -349,7 +349,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 	opened := false
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
 		OnWait: a.ringKick.Kick},
-		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
+		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, TLSKeyLogFromBroker: a.cfg.TLSKeysAttach, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
 			a.mu.Lock()
@@ -642,7 +642,8 @@ func (a *Agent) Health() metrics.Health {
 		SlowDropped:   slow.Dropped,
 		SlowLogErrors: slow.Errors,
 		TLSConnections: map[string]int64{"decrypted": tot.Wire.TLSDecrypted, "handshake_only": tot.Wire.TLSHandshakeOnly,
-			"no_keys": tot.Wire.TLSNoKeys, "failed": tot.Wire.TLSFailed, "lost": tot.Wire.TLSLost},
+			"decrypted_then_stopped": tot.Wire.TLSDecryptedThenStopped, "no_keys": tot.Wire.TLSNoKeys,
+			"failed": tot.Wire.TLSFailed, "not_tls": tot.Wire.TLSNotTLS, "lost": tot.Wire.TLSLost},
 	}
 	if !a.trace.Up {
 		h.BrokerPID = 0

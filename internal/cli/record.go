@@ -134,6 +134,9 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := checkFollowedKeyLog(o.tlsKeyLog); err != nil {
+		return err
+	}
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
 	if err != nil {
 		return err
@@ -248,7 +251,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 
 	var reqErr error
-	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog}, func(r *event.Request) {
+	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog, TLSKeyLogFromBroker: o.tlsKeys == "attach"}, func(r *event.Request) {
 		if reqErr == nil {
 			reqErr = rec.Request(r)
 		}
@@ -400,7 +403,7 @@ func keepSecrets(o *recordOptions, pcapOut *pcapSink) error {
 	if pcapOut == nil && o.tlsKeys != "attach" {
 		return nil
 	}
-	data, err := os.ReadFile(o.tlsKeyLog)
+	data, err := readKeyLogCopy(o.tlsKeyLog)
 	if err != nil {
 		return fmt.Errorf("TLS key log: %w", err)
 	}

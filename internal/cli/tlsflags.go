@@ -11,7 +11,7 @@ import (
 
 // tlsKeyLogHelp is the --tls-keylog flag's help, the same on every command
 // that decodes captures.
-const tlsKeyLogHelp = "NSS key log (SSLKEYLOGFILE format) with the secrets of TLS connections to decrypt; a pcapng capture's own Decryption Secrets Blocks are used too"
+const tlsKeyLogHelp = "NSS key log (SSLKEYLOGFILE format) with the secrets of TLS connections to decrypt: a file, a directory of *.log key logs, or a pipe (read once); a pcapng capture's own Decryption Secrets Blocks are used too"
 
 // printCaptureWarnings prints, one line each, the damaged captures read
 // as far as they went and the TLS connections not decrypted.

@@ -6,7 +6,6 @@
 package source
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +85,15 @@ type Options struct {
 	// size is not known).
 	Progress func(file string, done, total int64)
 	// TLSKeyLog is an NSS key log (SSLKEYLOGFILE) with the secrets of
-	// the TLS connections captured, or a directory of them (*.log); it
-	// may still be growing (a live capture). Secrets in the captures' pcapng Decryption Secrets Blocks
-	// are used too.
+	// the TLS connections captured, or a directory of them (*.log): a
+	// regular file, which may still be growing (a live capture), or a
+	// pipe or FIFO read once. Secrets in the captures' pcapng Decryption
+	// Secrets Blocks are used too, read before the key log (they win a
+	// conflict) and, for a regular file, before its packets.
 	TLSKeyLog string
+	// TLSKeyLogFromBroker says the key log is the one the broker's
+	// key-log agent writes (--tls-keys attach), for messages.
+	TLSKeyLogFromBroker bool
 	// Tick, when set, is called by Live about once a TickEvery with the
 	// counters so far and the decoder's gauges, from the goroutine that
 	// decodes (so it must not block): a long-running capture's health.
@@ -122,20 +126,20 @@ func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result,
 		}
 		files = append(files, f)
 	}
-	keys, err := openKeys(opts.TLSKeyLog)
-	if err != nil {
-		return res, err
+	keys, streamed := newCaptureKeys(), make([]bool, len(files))
+	for i, f := range files {
+		streamed[i] = keys.readSecretsFirst(f)
 	}
-	for _, f := range files {
-		keys.mayEmbed = keys.mayEmbed || f.Format == capture.FormatPcapNG
+	if err := keys.openKeyLog(opts.TLSKeyLog, opts.TLSKeyLogFromBroker); err != nil {
+		return res, err
 	}
 	opts.Wire.TLSKeys = keys
 	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
 	seg := capture.NewDecoder()
-	for _, f := range files {
+	for i, f := range files {
 		res.Files++
 		f.LimitSecrets(capture.MaxSecretsBytes - res.secretsKept)
-		err := readFile(f, seg, dec, keys, opts.Progress)
+		err := readFile(f, seg, dec, fileSecrets{keys, streamed[i], res.Capture.Packets > 0}, opts.Progress)
 		res.addFile(f)
 		if err != nil {
 			res.Warnings = append(res.Warnings, err)
@@ -161,13 +165,27 @@ func (r *Result) addFile(f *capture.File) {
 	r.secretsKept += s.Bytes
 }
 
-func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, keys *captureKeys, progress func(string, int64, int64)) error {
+// fileSecrets says what to do with the secrets blocks read with a
+// file's packets: add them to keys when the file is a stream (a regular
+// file's were all read first), as late ones once packets came before.
+type fileSecrets struct {
+	keys        *captureKeys
+	streamed    bool
+	packetsRead bool // packets of earlier files
+}
+
+func (fs fileSecrets) add(f *capture.File, packetsBefore int) {
+	// Taken even when not used: the reader keeps them until then.
+	s := f.Secrets()
+	if s != nil && fs.streamed {
+		fs.keys.addStreamed(s, f.Path, fs.packetsRead || packetsBefore > 0)
+	}
+}
+
+func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, secrets fileSecrets, progress func(string, int64, int64)) error {
 	for n := 0; ; n++ {
 		data, ci, link, err := f.Next()
-		if s := f.Secrets(); s != nil {
-			// Only a read error is returned, and a byte slice has none.
-			_ = keys.embedded.Read(bytes.NewReader(s), f.Path)
-		}
+		secrets.add(f, n)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if progress != nil && f.Size > 0 {

@@ -40,8 +40,8 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 	if len(opts.Wire.Ports) == 0 {
 		opts.Wire.Ports = cfg.Ports
 	}
-	keys, err := openKeys(opts.TLSKeyLog)
-	if err != nil {
+	keys := newCaptureKeys()
+	if err := keys.openKeyLog(opts.TLSKeyLog, opts.TLSKeyLogFromBroker); err != nil {
 		return res, err
 	}
 	opts.Wire.TLSKeys = keys
