@@ -32,6 +32,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/traceexport"
@@ -222,7 +223,9 @@ func (a *Agent) Identity() Identity { return a.identity }
 func (a *Agent) Registry() *prometheus.Registry { return a.registry }
 
 func (a *Agent) logf(format string, args ...any) {
-	fmt.Fprintf(a.cfg.Log, "agent: "+format+"\n", args...)
+	// Interface names, log dirs and errors from the host go into the
+	// lines: escaped.
+	fmt.Fprintf(a.cfg.Log, "agent: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 }
 
 // Run runs the capture and the tracer until ctx ends; it returns nil
@@ -346,7 +349,7 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 	opened := false
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
 		OnWait: a.ringKick.Kick},
-		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, Tick: func(r source.Result, g wire.Gauges) {
+		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, TLSKeyLogFromBroker: a.cfg.TLSKeysAttach, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
 			a.mu.Lock()
@@ -639,7 +642,8 @@ func (a *Agent) Health() metrics.Health {
 		SlowDropped:   slow.Dropped,
 		SlowLogErrors: slow.Errors,
 		TLSConnections: map[string]int64{"decrypted": tot.Wire.TLSDecrypted, "handshake_only": tot.Wire.TLSHandshakeOnly,
-			"no_keys": tot.Wire.TLSNoKeys, "failed": tot.Wire.TLSFailed, "lost": tot.Wire.TLSLost},
+			"decrypted_then_stopped": tot.Wire.TLSDecryptedThenStopped, "no_keys": tot.Wire.TLSNoKeys,
+			"failed": tot.Wire.TLSFailed, "not_tls": tot.Wire.TLSNotTLS, "lost": tot.Wire.TLSLost},
 	}
 	if !a.trace.Up {
 		h.BrokerPID = 0

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
+
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // interruptedDrain bounds the end of an interrupted run: the user asked to
@@ -631,7 +633,8 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 		totals = append(totals, rec)
 	}
 	if firstErr != nil {
-		fmt.Fprintf(r.out, "bench: %d messages failed; the first: %v\n", t.Failed, firstErr)
+		// The error may carry the broker's own message: escaped.
+		fmt.Fprintf(r.out, "bench: %d messages failed; the first: %s\n", t.Failed, output.Escape(fmt.Sprint(firstErr)))
 	}
 	if len(r.consumers) > 0 {
 		a := r.ledger.reconcile(acked, sent)

@@ -30,9 +30,10 @@ type Decoder struct {
 	types   []gopacket.LayerType
 
 	// Counters of packets that carried no TCP segment we could use.
-	NotTCP      int64 // other protocols (UDP, ARP, ...)
-	Undecodable int64 // damaged or unsupported headers
-	Fragments   int64 // IPv4 fragments (not reassembled)
+	NotTCP          int64 // other protocols (UDP, ARP, ...)
+	Undecodable     int64 // damaged or unsupported headers
+	Fragments       int64 // IPv4 fragments (not reassembled)
+	UnsupportedLink int64 // packets of a link type the decoder does not read
 }
 
 // NewDecoder returns a decoder for all supported link types.
@@ -83,7 +84,11 @@ func firstLayer(link layers.LinkType, data []byte) (gopacket.LayerType, bool) {
 func (d *Decoder) Decode(data []byte, link layers.LinkType) (seg Segment, ok bool) {
 	first, known := firstLayer(link, data)
 	if !known {
-		d.Undecodable++
+		if linkSupported(link) {
+			d.Undecodable++ // raw IP that is neither IPv4 nor IPv6
+		} else {
+			d.UnsupportedLink++
+		}
 		return seg, false
 	}
 	d.types = d.types[:0]

@@ -90,7 +90,7 @@ func TestDecodeNotTCP(t *testing.T) {
 	if _, ok := d.Decode([]byte{0x45, 0, 0}, layers.LinkTypeRaw); ok || d.Undecodable != 1 {
 		t.Errorf("truncated ip: ok=%v undecodable=%d", ok, d.Undecodable)
 	}
-	if _, ok := d.Decode([]byte{1, 2, 3}, layers.LinkType(147)); ok || d.Undecodable != 2 {
-		t.Errorf("unknown link: ok=%v undecodable=%d", ok, d.Undecodable)
+	if _, ok := d.Decode([]byte{1, 2, 3}, layers.LinkType(147)); ok || d.Undecodable != 1 || d.UnsupportedLink != 1 {
+		t.Errorf("unknown link: ok=%v undecodable=%d unsupported link=%d", ok, d.Undecodable, d.UnsupportedLink)
 	}
 }

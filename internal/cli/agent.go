@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +19,9 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/traceexport"
+	"github.com/kscope-dev/kscope/internal/wire"
 )
 
 type agentOptions struct {
@@ -125,7 +129,46 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into each broker traced (jcmd) and decrypt its TLS listeners with the key log it writes (--tls-keylog, default each JVM's own in "+keylogagent.HostDir+"; mode 0600); only connections that start after the attach are decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "iface", &o.iface, notEmpty)
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "otlp-endpoint", &o.otlp, otlpEndpoint)
+	check(f, "listen", &o.listen, listenAddr)
+	check(f, "slow", &o.slow, positive)
+	check(f, "slow-api", &o.slowAPIs, slowAPIs)
+	check(f, "rotate", &o.rotate, positive)
+	check(f, "keep", &o.keep, positive)
+	check(f, "slow-rate", &o.slowRate, positive)
+	check(f, "top-topics", &o.topTopics, positive)
+	check(f, "top-clients", &o.topClients, positive)
+	check(f, "top-partitions", &o.topPartitions, positive)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
 	return cmd
+}
+
+// slowAPIs is --slow-api: known APIs, or all alone.
+func slowAPIs(apis []string) error {
+	if slices.Contains(apis, "all") {
+		if len(apis) > 1 {
+			return errors.New("all goes alone")
+		}
+		return nil
+	}
+	return each(knownAPI)(apis)
+}
+
+// apiNames turns APIs as the flags take them (any case, or keys) into
+// the names decoded requests carry, which the slow log compares exactly.
+func apiNames(apis []string) []string {
+	names := make([]string, len(apis))
+	for i, a := range apis {
+		key, _ := wire.ParseAPI(a) // checked by the flag's rule
+		names[i] = wire.APIName(key)
+	}
+	return names
 }
 
 func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
@@ -133,21 +176,20 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.keep <= 0 || o.slowRate <= 0 || o.rotate <= 0 || o.slow <= 0 {
-		return badInput(errors.New("--keep, --slow-rate, --rotate and --slow must be positive"))
-	}
-	if o.topTopics <= 0 || o.topClients <= 0 || o.topPartitions <= 0 {
-		return badInput(errors.New("--top-topics, --top-clients and --top-partitions must be positive"))
-	}
 	pid := 0
 	if o.pid != "auto" && o.pid != "" {
 		if pid, err = strconv.Atoi(o.pid); err != nil || pid <= 0 {
 			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
 		}
 	}
+	// A file, a device or a FIFO where the slow-request log's directory
+	// goes is refused before anything starts.
+	if o.out != "" {
+		if err := safefile.OutputDir(o.out); err != nil {
+			return badInput(fmt.Errorf("--out: %w", err))
+		}
+	}
 	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
 	case o.tlsKeys == "attach" && o.tlsKeyLog == "":
 		// Each JVM's own key log there, shared with record.
 		o.tlsKeyLog = keylogagent.HostDir
@@ -155,12 +197,9 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 			return err
 		}
 	case o.tlsKeys == "attach":
-		// The capture opens the key log before the agent is loaded.
-		f, err := os.OpenFile(o.tlsKeyLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("--tls-keys attach: %w", err)
+		if err := createKeyLog(o.tlsKeyLog); err != nil {
+			return err
 		}
-		f.Close()
 	}
 	ac := agent.Config{
 		Interface: o.iface, Wire: cfg, TLSKeyLog: o.tlsKeyLog, TLSKeysAttach: o.tlsKeys == "attach", PID: pid, LogDirs: o.logDirs, NoTrace: o.noTrace, SyscallProbes: o.syscallProbe, Waits: o.waits, Pprof: o.pprof,
@@ -174,7 +213,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {
 			ac.SlowLog.AllAPIs = true
 		} else {
-			ac.SlowLog.APIs = o.slowAPIs
+			ac.SlowLog.APIs = apiNames(o.slowAPIs)
 		}
 	}
 	if !o.quiet {
@@ -212,4 +251,21 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	cancel()
 	wg.Wait()
 	return errors.Join(runErr, serveErr)
+}
+
+// createKeyLog makes sure the key log the Java agent will append to
+// exists, since the capture opens it before the agent is loaded. A path
+// that is not a regular file (a device, a FIFO, a directory, a dangling
+// symbolic link) is refused without being opened; the open is
+// non-blocking in case a FIFO is swapped in meanwhile.
+func createKeyLog(path string) error {
+	real, err := safefile.Target{Path: path}.Resolve()
+	if err != nil {
+		return badInput(fmt.Errorf("--tls-keylog: %w", err))
+	}
+	f, err := os.OpenFile(real, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return fmt.Errorf("--tls-keys attach: %w", err)
+	}
+	return f.Close()
 }

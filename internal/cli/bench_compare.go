@@ -13,6 +13,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench/benchout"
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // regressionError is compare's exit status 1: the comparison was printed
@@ -114,15 +115,14 @@ comparison), 2 bad input.`,
 	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05); 0: any significant change")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the test")
 	f.StringVar(&o.format, "format", "table", "output format: table or json")
+	check(f, "alpha", &o.alpha, level)
+	check(f, "format", &o.format, oneOf("table", "json"))
 	return cmd
 }
 
 func runBenchCompare(cmd *cobra.Command, args []string, o *benchCompareOptions) error {
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return badInput(fmt.Errorf("--alpha %v: want a level in (0, 1)", o.alpha))
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(output.UnknownFormat(o.format))
+	if err := distinctInputs(args); err != nil {
+		return err
 	}
 	a, err := compare.Load(args[0])
 	if err != nil {
@@ -170,26 +170,43 @@ maximum on one chart: where a comparison's tail came from.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			runs := make([]benchout.Run, len(args))
-			for i, p := range args {
-				r, err := compare.Load(p)
-				if err != nil {
-					return badInput(err)
-				}
-				runs[i] = benchout.Run{Name: p, Result: r}
-			}
-			err := benchout.WriteReport(cmd.OutOrStdout(), runs, benchout.ReportOptions{Merged: merged})
-			if errors.Is(err, benchout.ErrMerge) {
-				return badInput(err)
-			}
-			if err != nil || htmlOut == "" {
-				return err
-			}
-			return writeFileAtomic(htmlOut, func(w io.Writer) error { return benchout.WriteTimeline(w, runs) })
+			return runBenchReport(cmd.OutOrStdout(), args, merged, htmlOut)
 		},
 	}
 	cmd.SetFlagErrorFunc(benchFlagError)
 	cmd.Flags().BoolVar(&merged, "merged", false, "add a column for all runs together (latency histograms merged)")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write an HTML page with each series' latency over time for every run")
 	return cmd
+}
+
+// runBenchReport prints the runs side by side and, with htmlOut, writes
+// their timelines' page; the page's target is checked before any result
+// is read.
+func runBenchReport(stdout io.Writer, args []string, merged bool, htmlOut string) error {
+	if err := distinctInputs(args); err != nil {
+		return err
+	}
+	target := safefile.Target{Path: htmlOut, DefaultName: benchReportDefaultName, Inputs: args}
+	if htmlOut != "" {
+		if _, err := checkOutput("--html", target); err != nil {
+			return err
+		}
+	}
+	runs := make([]benchout.Run, len(args))
+	for i, p := range args {
+		r, err := compare.Load(p)
+		if err != nil {
+			return badInput(err)
+		}
+		runs[i] = benchout.Run{Name: p, Result: r}
+	}
+	err := benchout.WriteReport(stdout, runs, benchout.ReportOptions{Merged: merged})
+	if errors.Is(err, benchout.ErrMerge) {
+		return badInput(err)
+	}
+	if err != nil || htmlOut == "" {
+		return err
+	}
+	_, err = writeOutput("--html", target, func(w io.Writer) error { return benchout.WriteTimeline(w, runs) })
+	return err
 }

@@ -82,7 +82,7 @@ func TestBenchCompare(t *testing.T) {
 		{"missing file", []string{a, filepath.Join(dir, "nope.json")}, ExitBadInput, nil, "nope.json"},
 		{"threshold 5", []string{a, b, "--threshold", "5"}, ExitBadInput, nil, "for a percentage write 5%"},
 		{"threshold junk", []string{a, b, "--threshold", "x%"}, ExitBadInput, nil, "want a percentage"},
-		{"alpha", []string{a, b, "--alpha", "1.5"}, ExitBadInput, nil, "--alpha 1.5"},
+		{"alpha", []string{a, b, "--alpha", "1.5"}, ExitBadInput, nil, `"1.5" for "--alpha"`},
 		{"format", []string{a, b, "--format", "csv"}, ExitBadInput, nil, "csv"},
 		{"unknown flag", []string{a, b, "--nope"}, ExitBadInput, nil, "unknown flag"},
 	}

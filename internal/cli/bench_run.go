@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type benchRunOptions struct {
@@ -86,6 +87,8 @@ Ctrl-C ends the run early; the result is still written (interrupted: true).`,
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for the cluster, the topics and the consumer group")
 	f.StringVarP(&o.out, "out", "o", "", "write the result here (JSON)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	// The rest is checked by bench.Run before it connects (bench.Config).
+	check(f, "bootstrap", &c.Bootstrap, each(hostPort))
 	return cmd
 }
 
@@ -123,16 +126,12 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 	if !o.quiet {
 		c.Progress = stderr
 	}
-	// Fail on an unwritable --out before the run, not after it.
-	tmp, err := os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*")
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return badInput(fmt.Errorf("--out %s: cannot write in %s: %w", o.out, filepath.Dir(o.out), err))
+	// Refuse a device, a FIFO or an unwritable directory as --out before
+	// the run, not after it.
+	target := safefile.Target{Path: o.out, DefaultName: benchRunDefaultName}
+	if _, err := checkOutput("--out", target); err != nil {
+		return err
 	}
-	defer os.Remove(tmp.Name())
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -142,7 +141,6 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 	}()
 	res, err := bench.Run(ctx, c)
 	if err != nil {
-		tmp.Close()
 		var ie *bench.InputError
 		if errors.As(err, &ie) {
 			return badInput(err)
@@ -152,17 +150,11 @@ func runBenchRun(ctx context.Context, stdout, stderr io.Writer, o *benchRunOptio
 		}
 		return err
 	}
-	if err := bench.WriteResult(tmp, res); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", o.out, err)
+	written, err := writeOutput("--out", target, func(w io.Writer) error { return bench.WriteResult(w, res) })
+	if err != nil {
+		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", o.out, err)
-	}
-	if err := os.Rename(tmp.Name(), o.out); err != nil {
-		return fmt.Errorf("write %s: %w", o.out, err)
-	}
-	printBenchSummary(stdout, res, o.out)
+	printBenchSummary(stdout, res, written)
 	return nil
 }
 
@@ -174,7 +166,7 @@ func printBenchSummary(w io.Writer, r *bench.Result, path string) {
 		state = " (interrupted)"
 	}
 	fmt.Fprintf(w, "%s%s: %.1f s measured, %.0f msg/s, %.2f MB/s, client CPU %.2f µs/msg\n",
-		path, state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
+		output.Escape(path), state, float64(r.Workload.DurationMs)/1000, t.MsgsPerSec, t.MBPerSec, t.ClientCPUPerMsgUs)
 	fmt.Fprintf(w, "messages: sent %d, acked %d, failed %d", t.Sent, t.Acked, t.Failed)
 	if r.Workload.Consumers > 0 {
 		fmt.Fprintf(w, ", consumed %d, lost %d, duplicated %d", t.Consumed, t.Lost, t.Duplicated)

@@ -48,11 +48,18 @@ func (in *slowRequestInputs) addFlags(f *pflag.FlagSet, pcapHelp, ioHelp string)
 	f.StringVar(&in.tlsKeyLog, "tls-keylog", "", "with --pcap: "+tlsKeyLogHelp)
 	f.DurationVar(&in.slow, "slow", 0, "produce requests at or above this latency are slow, and explained (default: the --percentile; for an agent's slow log, its own threshold)")
 	f.Float64Var(&in.percentile, "percentile", 99, "without --slow: the latency percentile that makes a request slow")
+	check(f, "pcap", &in.pcaps, each(notEmpty))
+	check(f, "io", &in.ioFiles, each(notEmpty))
+	check(f, "port", &in.ports, each(tcpPort))
+	check(f, "log-dirs", &in.logDirs, each(notEmpty))
+	check(f, "slow", &in.slow, nonNegative)
+	check(f, "percentile", &in.percentile, percentile)
 }
 
 // explainOptions are explain.Run's options from the inputs' flags:
 // what makes a request slow, where message ids are read from, and what
-// to say on stderr (notes unless quiet; warnings always).
+// to say on stderr (notes, and the lines left out of what Run reads
+// itself, unless quiet; warnings always).
 func (in *slowRequestInputs) explainOptions(stderr io.Writer, quiet bool) explain.Options {
 	opts := explain.Options{
 		Config:          explain.Config{Slow: in.slow, Percentile: in.percentile, PercentileGiven: in.percentileSet},
@@ -146,13 +153,29 @@ pauses, or the fetch waiting in the leader. See docs/explain.md.`,
 	f.IntVar(&o.top, "top", 10, "rows in the summary's worst-of lists")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "also send each slow request's explanation as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
+	check(f, "share", &o.share, share)
+	check(f, "stall", &o.stall, positive)
+	check(f, "slow-write", &o.slowWrite, positive)
+	check(f, "request", &o.request, requestID)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "top", &o.top, positive)
+	check(f, "otlp-endpoint", &o.otlp, otlpEndpoint)
 	return cmd
+}
+
+// requestID is --request: CLIENT/CORRELATION_ID.
+func requestID(s string) error {
+	_, err := explain.ParseRequestID(s)
+	return err
 }
 
 func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) error {
 	only, err := o.validate(args)
 	if err != nil {
 		return badInput(err)
+	}
+	if err := distinctInputs(args, o.pcaps, o.ioFiles); err != nil {
+		return err
 	}
 	inputs, cleanup, err := o.inputs(stderr, args)
 	if err != nil {
@@ -211,15 +234,6 @@ func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
 	}
 	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "") {
 		return nil, errors.New("--request, --log-dirs and --jfr go with one recording, not several")
-	}
-	if o.share <= 0 || o.share > 1 {
-		return nil, fmt.Errorf("--share %v: want a fraction in (0, 1]", o.share)
-	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return nil, fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
-	}
-	if o.format != "table" && o.format != "json" {
-		return nil, output.UnknownFormat(o.format)
 	}
 	if o.request == "" {
 		return nil, nil

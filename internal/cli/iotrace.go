@@ -12,6 +12,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/iotrace/ioout"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 type iotraceOptions struct {
@@ -93,6 +94,14 @@ mounted). See docs/iotrace.md.`,
 	f.BoolVar(&o.conns, "conns", false, "also report which broker thread receives on each client connection")
 	f.UintSliceVar(&o.connPorts, "conn-ports", nil, "with --conns: the broker's Kafka ports (default: every TCP port it listens on)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no banner or footer on stderr")
+	check(f, "pid", &o.pid, positive)
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "min-latency", &o.minLatency, nonNegative)
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
+	check(f, "functions", &o.functions, functionMode)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "conn-ports", &o.connPorts, connPorts)
 	return cmd
 }
 
@@ -150,12 +159,6 @@ func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, i
 	if o.auto == (o.pid != 0) {
 		return fc, nil, errors.New("give exactly one of --pid PID and --auto")
 	}
-	if o.pid < 0 {
-		return fc, nil, fmt.Errorf("--pid %d is not a process id", o.pid)
-	}
-	if o.minLatency < 0 || o.duration < 0 {
-		return fc, nil, errors.New("--min-latency and --duration must not be negative")
-	}
 	var writer ioout.Writer
 	if !o.summary {
 		w, err := ioout.NewWriter(stdout, o.format)
@@ -170,18 +173,9 @@ func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, i
 	if err != nil {
 		return fc, nil, err
 	}
-	if o.runqMin <= 0 {
-		return fc, nil, errors.New("--runq-min must be positive")
-	}
-	if len(o.connPorts) > iotrace.MaxPorts {
-		return fc, nil, fmt.Errorf("--conn-ports: at most %d ports", iotrace.MaxPorts)
-	}
 	var ports []uint16
 	for _, p := range o.connPorts {
-		if p == 0 || p > 65535 {
-			return fc, nil, fmt.Errorf("--conn-ports: %d is not a TCP port", p)
-		}
-		ports = append(ports, uint16(p))
+		ports = append(ports, uint16(p)) // checked by connPorts
 	}
 	fc = iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
@@ -200,12 +194,12 @@ func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, i
 func (o *iotraceOptions) printAttach(stderr io.Writer, tr *iotrace.Tracer) {
 	fmt.Fprintf(stderr, "iotrace: mode: %s\n", tr.Mode())
 	fmt.Fprintf(stderr, "iotrace: tracing pid %d, log dirs %s, calls >= %v (clock conversion ±%v); Ctrl-C to stop\n",
-		tr.PID(), strings.Join(tr.LogDirs(), ","), o.minLatency, tr.ClockUncertainty())
+		tr.PID(), output.Escape(strings.Join(tr.LogDirs(), ",")), o.minLatency, tr.ClockUncertainty())
 	if o.journal {
 		attached, skipped := tr.JournalGroups()
-		fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", strings.Join(attached, ","))
+		fmt.Fprintf(stderr, "iotrace: journal and block tracepoints: %s", output.Escape(strings.Join(attached, ",")))
 		if len(skipped) > 0 {
-			fmt.Fprintf(stderr, "; not traced: %s", strings.Join(skipped, "; "))
+			fmt.Fprintf(stderr, "; not traced: %s", output.Escape(strings.Join(skipped, "; ")))
 		}
 		fmt.Fprintln(stderr)
 	}
@@ -262,4 +256,19 @@ func (o *iotraceOptions) printStats(stderr io.Writer, st *iotrace.Stats) {
 	if st.ConnRingbufDrops > 0 {
 		fmt.Fprintf(stderr, "iotrace: WARNING: connections: %d not reported at once (ring buffer full; reported at a later receive)\n", st.ConnRingbufDrops)
 	}
+}
+
+// functionMode is --functions: auto, on or off.
+func functionMode(s string) error {
+	_, err := iotrace.ParseFunctionMode(s)
+	return err
+}
+
+// connPorts is --conn-ports: TCP ports, at most as many as the tracer
+// has room for.
+func connPorts(ports []uint) error {
+	if len(ports) > iotrace.MaxPorts {
+		return fmt.Errorf("at most %d ports", iotrace.MaxPorts)
+	}
+	return each(tcpPort)(ports)
 }

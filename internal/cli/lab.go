@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 func newLabCmd() *cobra.Command {
@@ -55,6 +56,7 @@ and client properties for Kafka's Java tools in DIR/tls; the passwords are
 only in DIR/tls and never printed. See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", defaultLabDir(), "directory holding the brokers' config, data and logs")
+	check(cmd.PersistentFlags(), "dir", &dir, notEmpty)
 	start := newLabBrokerStartCmd(&dir)
 	stop := &cobra.Command{
 		Use:   "stop",
@@ -63,7 +65,7 @@ only in DIR/tls and never printed. See docs/lab.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := lab.AttachCluster(dir)
 			if errors.Is(err, lab.ErrNotRunning) {
-				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", dir)
+				fmt.Fprintf(cmd.OutOrStdout(), "no broker running for %s\n", output.Escape(dir))
 				// Namespaces, mounts and loop devices a crashed start (or
 				// stop) left; nothing when there are none.
 				return lab.Cleanup(dir)
@@ -115,14 +117,6 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 			if c, err := lab.AttachCluster(*dir); err == nil {
 				return fmt.Errorf("a cluster already runs for %s: %s", *dir, c.Bootstrap())
 			}
-			if brokers < 0 {
-				return fmt.Errorf("--brokers %d: want 1 or more", brokers)
-			}
-			if version != "" {
-				if err := lab.CheckVersion(version); err != nil {
-					return err
-				}
-			}
 			// A restart keeps the namespaces and file systems the cluster
 			// was started with unless told otherwise (which then fails).
 			if rec, err := lab.RecordedClusterConfig(*dir); err == nil {
@@ -140,7 +134,7 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 			if tlsOn {
 				security = &lab.SecurityConfig{SSLPort: sslPort, SASLSSLPort: saslPort}
 			} else if cmd.Flags().Changed("ssl-port") || cmd.Flags().Changed("sasl-ssl-port") {
-				return errors.New("--ssl-port and --sasl-ssl-port need --tls")
+				return badInput(errors.New("--ssl-port and --sasl-ssl-port need --tls"))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
@@ -175,6 +169,15 @@ func newLabBrokerStartCmd(dir *string) *cobra.Command {
 	start.Flags().BoolVar(&tlsOn, "tls", false, "also give every node an SSL and a SASL_SSL (PLAIN, SCRAM-SHA-512) listener, certificates and users in DIR/tls (Kafka 3.5 or later; default: as the cluster in --dir was started)")
 	start.Flags().IntVar(&sslPort, "ssl-port", 0, "with --tls, SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9094)")
 	start.Flags().IntVar(&saslPort, "sasl-ssl-port", 0, "with --tls, SASL_SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9095)")
+	f := start.Flags()
+	check(f, "port", &port, portOrAny)
+	check(f, "brokers", &brokers, nonNegative) // 0: as many as the cluster in --dir has
+	check(f, "version", &version, optional(lab.CheckVersion))
+	check(f, "heap-mb", &heapMB, nonNegative)
+	check(f, "fs", &fsType, optional(oneOf("ext4", "xfs")))
+	check(f, "fs-size", &fsSizeMB, positive)
+	check(f, "ssl-port", &sslPort, portOrAny)
+	check(f, "sasl-ssl-port", &saslPort, portOrAny)
 	return start
 }
 
@@ -188,25 +191,25 @@ func printCluster(cmd *cobra.Command, c *lab.Cluster) {
 		fmt.Fprintf(w, "broker     %s\npid        %s\n", nodes[0].Addr(), pidOf(nodes[0]))
 	}
 	fmt.Fprintf(w, "kafka      %s\nnodes      %d\ncluster id %s\ndir        %s\nbootstrap  %s\njars       %s\n",
-		c.Version(), len(nodes), c.ClusterID(), c.Dir(), c.Bootstrap(), nodes[0].LibsDir())
+		c.Version(), len(nodes), c.ClusterID(), output.Escape(c.Dir()), c.Bootstrap(), output.Escape(nodes[0].LibsDir()))
 	if br := c.Bridge(); br != "" {
 		fmt.Fprintf(w, "bridge     %s %s\n", br, c.Subnet())
 	}
 	printSecurity(w, c)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, b := range nodes {
-		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), strings.Join(b.LogDirs(), ","))
+		line := fmt.Sprintf("node %d\t%s\tpid %s\tkafka %s\tlog dirs %s", b.NodeID(), b.Addr(), pidOf(b), b.Version(), output.Escape(strings.Join(b.LogDirs(), ",")))
 		if ns := b.Netns(); ns != "" {
 			line += "\tnetns " + ns + "\thost if " + b.HostIf()
 		}
 		if mnt := b.MountPoint(); mnt != "" {
-			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), mnt)
+			line += fmt.Sprintf("\tfs %s %s on %s", b.FSType(), b.Device(), output.Escape(mnt))
 		}
 		if a := b.SSLAddr(); a != "" {
 			line += "\tssl " + a + "\tsasl_ssl " + b.SASLSSLAddr()
 		}
 		if p := b.RequestLogPath(); p != "" {
-			line += "\trequests " + p
+			line += "\trequests " + output.Escape(p)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -221,14 +224,14 @@ func printSecurity(w io.Writer, c *lab.Cluster) {
 	if b.SecurityDir() == "" {
 		return
 	}
-	fmt.Fprintf(w, "ssl        %s\nsasl_ssl   %s\nca         %s\n", c.SSLBootstrap(), c.SASLSSLBootstrap(), b.CAFile())
+	fmt.Fprintf(w, "ssl        %s\nsasl_ssl   %s\nca         %s\n", c.SSLBootstrap(), c.SASLSSLBootstrap(), output.Escape(b.CAFile()))
 	for _, m := range []struct{ key, mech string }{{"ssl", ""}, {"plain", lab.MechanismPlain}, {"scram", lab.MechanismSCRAM}} {
-		fmt.Fprintf(w, "client     %-5s %s\n", m.key, b.ClientPropertiesFile(m.mech))
+		fmt.Fprintf(w, "client     %-5s %s\n", m.key, output.Escape(b.ClientPropertiesFile(m.mech)))
 	}
 	if users, err := b.Users(); err == nil {
-		fmt.Fprintf(w, "users      %s, %s (passwords in %s)\n", users.Plain, users.SCRAM, filepath.Join(b.SecurityDir(), lab.UsersFile))
+		fmt.Fprintf(w, "users      %s, %s (passwords in %s)\n", users.Plain, users.SCRAM, output.Escape(filepath.Join(b.SecurityDir(), lab.UsersFile)))
 	} else {
-		fmt.Fprintf(w, "users      %v\n", err)
+		fmt.Fprintf(w, "users      %s\n", output.Escape(err.Error()))
 	}
 }
 

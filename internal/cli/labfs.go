@@ -7,14 +7,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type labFSOptions struct {
@@ -86,6 +88,17 @@ or by --cleanup.`,
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the tests (Holm-adjusted)")
 	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
+	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
+	check(f, "trials", &o.trials, positive)
+	check(f, "stall", &o.stall, func(s string) error { _, err := fsbench.ParseStall(s); return err })
+	check(f, "noise", &o.noise, func(s string) error { _, err := fsbench.ParseNoise(s); return err })
+	check(f, "slo", &o.slo, positive)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "work-dir", &o.workDir, notEmpty)
+	check(f, "image-size", &o.imageSize, func(s string) error { _, err := fsbench.ParseSize(s); return err })
+	check(f, "version", &o.version, optional(lab.CheckVersion))
+	check(f, "heap-mb", &o.heapMB, nonNegative)
+	check(f, "alpha", &o.alpha, level)
 	return cmd
 }
 
@@ -96,7 +109,7 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if o.cleanup {
 		left, err := fsbench.Cleanup(o.workDir)
 		if left != nil {
-			fmt.Fprintf(stdout, "%s: %s\n", o.workDir, left)
+			fmt.Fprintf(stdout, "%s: %s\n", output.Escape(o.workDir), output.Escape(fmt.Sprint(left)))
 		}
 		return err
 	}
@@ -121,17 +134,12 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
 		return badInput(fmt.Errorf("--image-size: %w", err))
 	}
-	if o.trials < 1 {
-		return badInput(fmt.Errorf("--trials %d: want 1 or more", o.trials))
-	}
-	if o.slo <= 0 {
-		return badInput(errors.New("--slo must be positive"))
-	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return badInput(fmt.Errorf("--alpha %g: want (0, 1)", o.alpha))
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
+	// Refused before anything is started: brokers, loop devices, mounts.
+	target := safefile.Target{Path: o.out, DefaultName: labFSDefaultName, Inputs: o.inputPaths()}
+	if o.out != "" {
+		if _, err := checkOutput("-o", target); err != nil {
+			return err
+		}
 	}
 	if os.Geteuid() != 0 {
 		return badInput(errors.New("lab fs needs root: loop devices, mount, fsfreeze and eBPF"))
@@ -139,16 +147,6 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if o.verbose {
 		cfg.BenchProgress = stderr
 	}
-	// Fail on an unwritable -o before the run, not after it.
-	var tmp *os.File
-	if o.out != "" {
-		if tmp, err = os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*"); err != nil {
-			return badInput(fmt.Errorf("-o %s: %w", o.out, err))
-		}
-		defer os.Remove(tmp.Name())
-		defer tmp.Close()
-	}
-
 	// Signals keep being caught while the run cleans up: a second Ctrl-C
 	// must not leave mounts behind. (SIGKILL does; the next run or
 	// --cleanup removes them.)
@@ -180,18 +178,25 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 				return errors.Join(runErr, err)
 			}
 		}
-		if tmp != nil {
-			if err := fsbench.WriteHTML(tmp, res); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
+		if o.out != "" {
+			written, err := writeOutput("-o", target, func(w io.Writer) error { return fsbench.WriteHTML(w, res) })
+			if err != nil {
+				return errors.Join(runErr, err)
 			}
-			if err := tmp.Close(); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
-			}
-			if err := os.Rename(tmp.Name(), o.out); err != nil {
-				return errors.Join(runErr, fmt.Errorf("write %s: %w", o.out, err))
-			}
-			fmt.Fprintf(stderr, "lab fs: report written to %s\n", o.out)
+			fmt.Fprintf(stderr, "lab fs: report written to %s\n", output.Escape(written))
 		}
 	}
 	return runErr
+}
+
+// inputPaths are the files and directories the run reads, which its page
+// must not replace nor be written into.
+func (o *labFSOptions) inputPaths() []string {
+	var paths []string
+	for _, p := range []string{o.workload, o.libs} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/bench/benchout"
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
 	"github.com/kscope-dev/kscope/internal/lab/versions"
 	"github.com/kscope-dev/kscope/internal/output"
@@ -69,19 +70,31 @@ whether a verdict holds.`,
 	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05)")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the tests")
 	f.StringVar(&o.format, "format", "table", "table or json")
+	check(f, "kafka", &o.kafka, kafkaReleases)
+	check(f, "heap-mb", &o.heapMB, nonNegative)
+	check(f, "alpha", &o.alpha, level)
+	check(f, "format", &o.format, oneOf("table", "json"))
 	return cmd
+}
+
+// kafkaReleases is --kafka: two releases or more, each one the lab runs.
+func kafkaReleases(spec string) error {
+	names := versions.Names(spec)
+	if len(names) < 2 {
+		return errors.New("give at least two releases, e.g. --kafka 3.9.1,4.1.2")
+	}
+	for _, v := range names {
+		if err := lab.CheckVersion(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runLabVersions(ctx context.Context, stdout, stderr io.Writer, o *labVersionsOptions) error {
 	names := versions.Names(o.kafka)
 	if len(names) < 2 {
 		return badInput(errors.New("--kafka: give at least two releases, e.g. --kafka 3.9.1,4.1.2"))
-	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return badInput(fmt.Errorf("--alpha %v: want a level in (0, 1)", o.alpha))
-	}
-	if o.format != "table" && o.format != "json" {
-		return badInput(output.UnknownFormat(o.format))
 	}
 	var w fsbench.Workload
 	if o.workload != "" {
@@ -122,7 +135,7 @@ func writeVersionsTable(w io.Writer, res *versions.Result) error {
 			l = &bench.Latency{}
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\n", output.Escape(r.Version), r.Result.Totals.MsgsPerSec,
-			usToMs(l.P50Us), usToMs(l.P99Us), usToMs(l.P999Us), usToMs(l.MaxUs), r.BrokerCPUSeconds, r.BrokerCPUPerMsgUs, r.ResultFile)
+			usToMs(l.P50Us), usToMs(l.P99Us), usToMs(l.P999Us), usToMs(l.MaxUs), r.BrokerCPUSeconds, r.BrokerCPUPerMsgUs, output.Escape(r.ResultFile))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

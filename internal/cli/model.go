@@ -85,6 +85,7 @@ per batch, compression ratio, rate), then compares the model's produce bytes
 with the measured ones. Flags given explicitly override measured inputs.
 
 Exit status: 0, or 2 for bad input.`,
+		Args:          cobra.ArbitraryArgs, // capture files, after --from-capture
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +106,10 @@ Exit status: 0, or 2 for bad input.`,
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "with --from-capture: "+tlsKeyLogHelp)
 	f.StringSliceVar(&o.clients, "client", nil, "with --from-capture: only requests from these clients (ip, ip:port or client id)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "with --from-capture: no footer on stderr")
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "from-capture", &o.captures, each(notEmpty))
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "client", &o.clients, each(notEmpty))
 	return cmd
 }
 
@@ -135,12 +140,12 @@ type modelReport struct {
 }
 
 func runModel(cmd *cobra.Command, args []string, o *modelOptions) error {
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
-	}
 	files := append(o.captures, args...)
 	if len(args) > 0 && len(o.captures) == 0 {
 		return badInput(fmt.Errorf("unexpected arguments %q: capture files go after --from-capture", args))
+	}
+	if err := distinctInputs(files); err != nil {
+		return err
 	}
 	var rep modelReport
 	in := model.Defaults()

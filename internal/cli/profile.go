@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/profile"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type profileOptions struct {
@@ -85,36 +88,40 @@ bad input.`,
 	f.DurationVar(&o.period, "period", jfr.DefaultSamplePeriod, "JFR sampling period (jdk.ExecutionSample, jdk.NativeMethodSample)")
 	f.DurationVar(&o.lockThreshold, "lock-threshold", jfr.DefaultLockThreshold, "record lock waits at least this long")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "duration", &o.duration, positive)
+	check(f, "top", &o.top, positive)
+	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "flame", &o.flame, flameFile)
+	check(f, "period", &o.period, positive)
+	check(f, "lock-threshold", &o.lockThreshold, nonNegative)
 	return cmd
+}
+
+// flameFile is --flame: FILE.svg or FILE.html.
+func flameFile(s string) error {
+	switch strings.ToLower(filepath.Ext(s)) {
+	case ".svg", ".html", ".htm":
+		return nil
+	}
+	return errors.New("want a FILE.svg or FILE.html")
 }
 
 func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
-	}
-	if o.top <= 0 {
-		return badInput(fmt.Errorf("--top %d: want a positive number", o.top))
-	}
-	if o.flame != "" {
-		switch strings.ToLower(filepath.Ext(o.flame)) {
-		case ".svg", ".html", ".htm":
-		default:
-			return badInput(fmt.Errorf("--flame %q: want a FILE.svg or FILE.html", o.flame))
-		}
-	}
 	if o.jfr != "" && cmd.Flags().Changed("out") {
 		return badInput(errors.New("--jfr reads a recording and --out keeps a new one: give one of them"))
 	}
 	if o.jfr != "" && (cmd.Flags().Changed("duration") || cmd.Flags().Changed("period") || cmd.Flags().Changed("lock-threshold")) {
 		return badInput(errors.New("--duration, --period and --lock-threshold are for recording, not with --jfr"))
 	}
-	if o.duration <= 0 || o.period <= 0 || o.lockThreshold < 0 {
-		return badInput(errors.New("--duration and --period must be positive, --lock-threshold not negative"))
+	flame, err := o.flameTarget()
+	if err != nil {
+		return err
 	}
 	notef := func(format string, args ...any) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "profile: "+format+"\n", args...)
+			fmt.Fprintf(stderr, "profile: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		}
 	}
 
@@ -159,14 +166,15 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 			return err
 		}
 		// A recording damaged at the end still has its first chunks.
-		fmt.Fprintf(stderr, "profile: WARNING: %v; reporting the %d chunks before the damage\n", err, pr.Stats.Chunks)
+		fmt.Fprintf(stderr, "profile: WARNING: %s; reporting the %d chunks before the damage\n", output.Escape(err.Error()), pr.Stats.Chunks)
 	}
 	rep := profile.Build(pr, profile.Options{Top: o.top, Flags: flags})
 	if o.flame != "" {
-		if err := writeFlame(o.flame, rep); err != nil {
+		written, err := writeFlame(flame, rep)
+		if err != nil {
 			return err
 		}
-		notef("flame graph in %s", o.flame)
+		notef("flame graph in %s", written)
 	}
 	if o.format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -180,14 +188,13 @@ func runProfile(ctx context.Context, cmd *cobra.Command, o *profileOptions) erro
 // write to, removed by cleanup.
 func profilePath(out string) (string, func(), error) {
 	if out != "" {
-		abs, err := filepath.Abs(out)
+		// The JVM writes the file, as its user: kscope only makes sure it
+		// is not a device, a FIFO or a directory's place.
+		path, err := safefile.Target{Path: out, DefaultName: profileDefaultName}.Resolve()
 		if err != nil {
 			return "", nil, badInput(fmt.Errorf("--out: %w", err))
 		}
-		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
-			return "", nil, badInput(fmt.Errorf("--out %s: no such directory %s", out, filepath.Dir(abs)))
-		}
-		return abs, func() {}, nil
+		return absPath(path), func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "kscope-profile-")
 	if err != nil {
@@ -239,21 +246,57 @@ func vmFlags(ctx context.Context, pid int, notef func(string, ...any)) map[strin
 	return flags
 }
 
-func writeFlame(path string, rep *profile.Report) error {
-	f, err := os.Create(path)
+// flameTarget is --flame's target, checked before anything is recorded
+// or read: not a device, a FIFO, the recording read or kept; a directory
+// gets flameDefaultName. The format follows the name: .svg or .html.
+func (o *profileOptions) flameTarget() (safefile.Target, error) {
+	t := safefile.Target{Path: o.flame, DefaultName: flameDefaultName}
+	if o.flame == "" {
+		return t, nil
+	}
+	if o.jfr != "" {
+		t.Inputs = append(t.Inputs, o.jfr)
+	}
+	// The recording --out keeps (the file, not its directory: the graph
+	// may go beside it); a bad --out is profilePath's to report.
+	keep, keepErr := safefile.Target{Path: o.out, DefaultName: profileDefaultName}.Resolve()
+	if o.out != "" && keepErr == nil {
+		t.Inputs = append(t.Inputs, keep)
+	}
+	path, err := t.Resolve()
 	if err != nil {
-		return fmt.Errorf("--flame: %w", err)
+		return t, badInput(fmt.Errorf("--flame: %w", err))
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg", ".html", ".htm":
+	default:
+		return t, badInput(fmt.Errorf("--flame %q: want a FILE.svg or FILE.html", o.flame))
+	}
+	if o.out != "" && keepErr == nil && absPath(keep) == absPath(path) {
+		return t, badInput(fmt.Errorf("--flame %s: it is where --out keeps the recording", o.flame))
+	}
+	_, err = checkOutput("--flame", t)
+	return t, err
+}
+
+// absPath is path made absolute, or path when it cannot be.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// writeFlame writes the flame graph, SVG or HTML by the name's extension,
+// and returns the path written.
+func writeFlame(t safefile.Target, rep *profile.Report) (string, error) {
+	path, err := t.Resolve()
+	if err != nil {
+		return "", badInput(fmt.Errorf("--flame: %w", err))
 	}
 	write := profile.FlameSVG
 	if ext := strings.ToLower(filepath.Ext(path)); ext == ".html" || ext == ".htm" {
 		write = profile.FlameHTML
 	}
-	if err := write(f, rep); err != nil {
-		f.Close()
-		return fmt.Errorf("--flame: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--flame: %w", err)
-	}
-	return nil
+	return writeOutput("--flame", t, func(w io.Writer) error { return write(w, rep) })
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/source"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -115,11 +117,24 @@ CAP_BPF and CAP_PERFMON).
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress notes on stderr")
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into the broker (jcmd; once per JVM, its key log in "+keylogagent.HostDir+") and decrypt its TLS listeners; the key log is copied to DIR/"+recording.TLSKeyLogFile+" (mode 0600); only connections that start after the first attach can be decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp+"; it may still be growing, and with --pcap its new lines go into capture.pcapng as Decryption Secrets Blocks")
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "iface", &o.iface, notEmpty)
+	check(f, "pid", &o.pid, pidOr("auto"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "duration", &o.duration, nonNegative)
+	check(f, "min-latency", &o.minLatency, nonNegative)
+	check(f, "wait-min-latency", &o.waitMinLatency, positive)
+	check(f, "steal-min", &o.stealMin, nonNegative)
+	check(f, "runq-min", &o.runqMin, positive)
+	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
 	return cmd
 }
 
 func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err error) {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := checkFollowedKeyLog(o.tlsKeyLog); err != nil {
 		return err
 	}
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
@@ -164,7 +179,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 			return fmt.Errorf("--tls-keys attach: %w", err)
 		}
 		if !o.quiet {
-			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, o.tlsKeyLog)
+			fmt.Fprintf(stderr, "record: key-log agent in pid %d: TLS connections that start from now on are decrypted (keys in %s, mode 0600)\n", pid, output.Escape(o.tlsKeyLog))
 		}
 	}
 	closed := false
@@ -226,13 +241,17 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	}
 
 	meta.Start = time.Now().UTC()
+	// meta.json now, so that a recording cut short by a crash is still one.
+	if err := rec.Begin(meta); err != nil {
+		fmt.Fprintf(stderr, "record: WARNING: %v: a crash would leave the recording unreadable\n", err)
+	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: broker pid %d (Kafka %s), log dirs %s; capturing %s port(s) %v, tracing writes >= %v; Ctrl-C to stop\n",
-			pid, orUnknown(meta.Broker.Version), strings.Join(logDirs, ","), o.iface, cfg.Ports, o.minLatency)
+			pid, output.Escape(orUnknown(meta.Broker.Version)), output.Escape(strings.Join(logDirs, ",")), output.Escape(o.iface), cfg.Ports, o.minLatency)
 	}
 
 	var reqErr error
-	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog}, func(r *event.Request) {
+	res, capErr := source.Live(ctx, capture.LiveConfig{Interface: o.iface, Ports: cfg.Ports}, source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog, TLSKeyLogFromBroker: o.tlsKeys == "attach"}, func(r *event.Request) {
 		if reqErr == nil {
 			reqErr = rec.Request(r)
 		}
@@ -273,7 +292,7 @@ func runRecord(ctx context.Context, stderr io.Writer, o *recordOptions) (err err
 	// the reason is said, and kept in meta.json.
 	var schedErr error
 	if meta.Sched, schedErr = sched.stop(st, o.runqMin, pauseJFR, rec); schedErr != nil {
-		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %v\n", schedErr)
+		fmt.Fprintf(stderr, "record: WARNING: no JVM pauses: %s\n", output.Escape(schedErr.Error()))
 	}
 	meta.Broker.PIDs = pids
 	meta.Trace, meta.Clock = traceCounters(st, tr.first(), o)
@@ -384,7 +403,7 @@ func keepSecrets(o *recordOptions, pcapOut *pcapSink) error {
 	if pcapOut == nil && o.tlsKeys != "attach" {
 		return nil
 	}
-	data, err := os.ReadFile(o.tlsKeyLog)
+	data, err := readKeyLogCopy(o.tlsKeyLog)
 	if err != nil {
 		return fmt.Errorf("TLS key log: %w", err)
 	}
@@ -406,14 +425,39 @@ func (o *recordOptions) validate() error {
 	if o.out == "" {
 		return badInput(errors.New("--out DIR is required"))
 	}
-	if o.duration < 0 || o.minLatency < 0 {
-		return badInput(errors.New("--duration and --min-latency must not be negative"))
+	// Before the broker is looked for: a file, a device or a FIFO where
+	// the recording directory goes is refused at once, not after the
+	// broker and its log dirs were found.
+	if err := safefile.OutputDir(o.out); err != nil {
+		return badInput(fmt.Errorf("--out: %w", err))
 	}
-	switch {
-	case o.tlsKeys != "" && o.tlsKeys != "attach":
-		return badInput(fmt.Errorf("--tls-keys %q: the only way is attach", o.tlsKeys))
-	case o.tlsKeys != "" && o.tlsKeyLog != "":
+	if err := checkJFRFile(o.jfr); err != nil {
+		return err
+	}
+	if o.tlsKeys != "" && o.tlsKeyLog != "" {
 		return badInput(errors.New("--tls-keys attach and --tls-keylog: one or the other"))
+	}
+	return nil
+}
+
+// checkJFRFile refuses --jfr FILE when FILE is there and is not a regular
+// file: it is read only at the end of the recording, which a FIFO would
+// otherwise block, or fail, after the whole recording was made. It may
+// not exist yet (a flight recording dumped when it stops).
+func checkJFRFile(path string) error {
+	if path == "" || path == "start" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return badInput(fmt.Errorf("--jfr: %s: %w (%s)", path, safefile.ErrNotRegular, safefile.Describe(st.Mode())))
+	}
+	return nil
+}
+
+// tlsKeysWay is --tls-keys: attach, or "" for none.
+func tlsKeysWay(s string) error {
+	if s != "" && s != "attach" {
+		return errors.New("the only way is attach")
 	}
 	return nil
 }
@@ -539,7 +583,7 @@ func traceCounters(st iotrace.Stats, first attachInfo, o *recordOptions) (record
 func reportRecord(stderr io.Writer, o *recordOptions, meta *recording.Meta, res source.Result, st iotrace.Stats) {
 	if !o.quiet {
 		fmt.Fprintf(stderr, "record: %s: %d requests (%d answered), %d writes, %d journal/block events in %s\n",
-			o.out, res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
+			output.Escape(o.out), res.Wire.Requests, res.Wire.Responses, st.Reported, st.JournalEvents, meta.End.Sub(meta.Start).Round(time.Millisecond))
 	}
 	if sc := meta.Sched; !o.quiet && sc != nil {
 		fmt.Fprintf(stderr, "record: %d run-queue delays and %d wake-ups >= %v, %d connection threads, %d CPU-quota throttle samples of %d, %d JVM pauses (%s)\n",

@@ -12,6 +12,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/jvmlog"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -54,7 +55,7 @@ func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid in
 	if err != nil {
 		s.counters.JVMPauseError = err.Error()
 		if !quiet {
-			fmt.Fprintf(stderr, "record: no JVM pauses: %v\n", err)
+			fmt.Fprintf(stderr, "record: no JVM pauses: %s\n", output.Escape(err.Error()))
 		}
 		return s
 	}

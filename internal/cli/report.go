@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/report"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 type reportOptions struct {
@@ -54,6 +54,8 @@ nothing (an explicit --percentile is honoured, with a warning).`,
 	f.IntVar(&o.maxCols, "columns", 200, "time columns of the charts, at most")
 	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording or the capture files)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	check(f, "top", &o.top, positive)
+	check(f, "columns", &o.maxCols, atLeast(2))
 	return cmd
 }
 
@@ -61,25 +63,67 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	if err := o.check(args); err != nil {
 		return badInput(err)
 	}
-	in, cleanup, err := o.inputs(stderr, args)
+	if err := distinctInputs(o.pcaps, o.ioFiles); err != nil {
+		return err
+	}
+	// The page must not land on a device, a FIFO or any of the inputs:
+	// refused before anything is decoded.
+	target := safefile.Target{Path: o.out, DefaultName: reportDefaultName, Inputs: o.inputPaths(args)}
+	if _, err := checkOutput("-o", target); err != nil {
+		return err
+	}
+	in, logDirs, cleanup, err := o.inputs(stderr, args)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	// The broker's log dirs (from meta.json) are read for message ids:
+	// no page inside them either.
+	target.Inputs = append(target.Inputs, logDirs...)
+	opts := o.explainOptions(stderr, o.quiet)
+	opts.LogDirs = logDirs
 	d, err := report.BuildFrom(in, report.Options{
-		Explain: o.explainOptions(stderr, o.quiet),
+		Explain: opts,
 		Top:     o.top, MaxCols: o.maxCols, Title: o.title,
 	})
 	if err != nil {
 		return badInput(err)
 	}
-	if err := writeReport(o.out, d); err != nil {
+	warnLeftOut(stderr, d.LeftOut, o.quiet)
+	written, err := writeOutput("-o", target, func(w io.Writer) error { return report.WriteHTML(w, d) })
+	if err != nil {
 		return err
 	}
 	if !o.quiet {
-		fmt.Fprintf(stderr, "kscope: wrote %s\n", o.out)
+		fmt.Fprintf(stderr, "kscope: wrote %s\n", output.Escape(written))
 	}
 	return nil
+}
+
+// warnLeftOut prints what reading the inputs left out (a last line cut
+// short by a crash, events whose values cannot be true), one warning a
+// line unless quiet.
+func warnLeftOut(stderr io.Writer, lines []string, quiet bool) {
+	if !quiet {
+		for _, l := range lines {
+			fmt.Fprintf(stderr, "kscope: warning: %s\n", l)
+		}
+	}
+}
+
+// inputPaths are the files and directories the report reads, which its
+// page must not replace nor be written into.
+func (o *reportOptions) inputPaths(args []string) []string {
+	paths := append([]string{}, args...)
+	paths = append(paths, o.pcaps...)
+	paths = append(paths, o.ioFiles...)
+	paths = append(paths, o.logDirs...)
+	for _, p := range []string{o.jfrFile, o.tlsKeyLog} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 // check validates the flags and arguments before anything is read.
@@ -93,64 +137,36 @@ func (o *reportOptions) check(args []string) error {
 	if o.out == "" {
 		return errors.New("give the HTML file to write with -o")
 	}
-	if o.percentile <= 0 || o.percentile > 100 {
-		return fmt.Errorf("--percentile %v: want (0, 100]", o.percentile)
-	}
-	if o.top <= 0 || o.maxCols < 2 {
-		return errors.New("--top and --columns must be positive (--columns at least 2)")
-	}
 	return nil
 }
 
 // inputs names the files to draw: the recording's, or the captures
 // decoded into a temporary requests file (removed by cleanup) with the
-// --io files.
-func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Inputs, cleanup func(), err error) {
+// --io files. logDirs are --log-dirs, else the recording's.
+func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Inputs, logDirs []string, cleanup func(), err error) {
 	cleanup = func() {}
+	logDirs = o.logDirs
 	if len(args) == 1 {
 		in, err = report.RecordingInputs(args[0])
 		if err != nil {
-			return in, cleanup, badInput(err)
+			return in, nil, cleanup, badInput(err)
+		}
+		if len(logDirs) == 0 {
+			for _, d := range in.Meta.Broker.LogDirs {
+				logDirs = append(logDirs, d.Path)
+			}
 		}
 	} else {
-		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: o.logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
+		dec, done, err := decodeToTempJSONL(captureInput{pcaps: o.pcaps, ports: o.ports, messageIDHeader: o.messageIDHeader, logDirs: logDirs, tlsKeyLog: o.tlsKeyLog}, stderr, o.quiet)
 		if err != nil {
-			return in, cleanup, err
+			return in, nil, cleanup, err
 		}
 		in = report.Inputs{Requests: dec.path, IO: o.ioFiles, Captures: o.pcaps, Start: dec.start, End: dec.end}
 		cleanup = done
 	}
-	// --jfr replaces the recording's lock waits.
+	// --jfr replaces the recording's lock waits, as in explain.
 	if o.jfrFile != "" {
 		in.LockWaits, in.JFR = "", o.jfrFile
 	}
-	return in, cleanup, nil
-}
-
-// writeReport writes the page next to the target and renames it: never a
-// half-written report.
-func writeReport(out string, d *report.Data) error {
-	return writeFileAtomic(out, func(w io.Writer) error { return report.WriteHTML(w, d) })
-}
-
-// writeFileAtomic writes a file through write into a temporary file
-// beside out and renames it: never a half-written file.
-func writeFileAtomic(out string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
+	return in, logDirs, cleanup, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -66,18 +67,34 @@ Counters of everything that could not be decoded are printed on stderr.`,
 	f.IntVar(&o.maxFrame, "max-frame", 100<<20, "largest Kafka frame accepted, in bytes (socket.request.max.bytes)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no footer or progress bar on stderr")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", tlsKeyLogHelp)
+	check(f, "port", &o.ports, each(tcpPort))
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
+	check(f, "api", &o.apis, each(knownAPI))
+	check(f, "topic", &o.topics, each(notEmpty))
+	check(f, "client", &o.clients, each(notEmpty))
+	check(f, "slow", &o.slow, nonNegative)
+	check(f, "top", &o.top, positive)
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "bootstrap", &o.bootstrap, each(hostPort))
+	check(f, "max-frame", &o.maxFrame, between(minMaxFrame, math.MaxInt32))
 	return cmd
 }
+
+// minMaxFrame is the smallest --max-frame: below it, ordinary requests
+// would count as oversized.
+const minMaxFrame = 1024
 
 func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, o *requestsOptions) error {
 	cfg, err := wireConfig(o.ports, o.messageIDHeader)
 	if err != nil {
 		return err
 	}
-	if o.maxFrame < 1024 {
-		return badInput(fmt.Errorf("--max-frame %d is too small", o.maxFrame))
-	}
 	cfg.MaxFrameBytes = o.maxFrame
+	// Files are read as one capture: one given twice would give every
+	// request twice.
+	if err := distinctInputs(files); err != nil {
+		return err
+	}
 	cfg.MaxKeepBytes = min(cfg.MaxKeepBytes, o.maxFrame)
 
 	topics := wire.NewTopicNames()
@@ -135,7 +152,7 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		opts.Progress = func(file string, done, total int64) {
 			if bar == nil || bar.GetMax64() != total {
 				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription(file), progressbar.OptionShowBytes(true),
+					progressbar.OptionSetDescription(output.Escape(file)), progressbar.OptionShowBytes(true),
 					progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
 			}
 			bar.Set64(done)

@@ -48,11 +48,11 @@ func TestRequestsCommand(t *testing.T) {
 		{name: "other port", args: []string{"requests", "--port", "9093", "--format", "json", realCapture}, jsonRows: 0},
 		{name: "not a capture", args: []string{"requests", notCapture}, code: ExitBadInput, stderr: []string{"notes.txt: not a pcap or pcapng file"}},
 		{name: "missing file", args: []string{"requests", "/nonexistent.pcap"}, code: ExitBadInput, stderr: []string{"no such file"}},
-		{name: "bad format", args: []string{"requests", "--format", "xml", realCapture}, code: ExitBadInput, stderr: []string{"unknown format"}},
+		{name: "bad format", args: []string{"requests", "--format", "xml", realCapture}, code: ExitBadInput, stderr: []string{`"xml" for "--format"`}},
 		{name: "bad flag", args: []string{"requests", "--frobnicate", realCapture}, code: ExitBadInput, stderr: []string{"unknown flag"}},
 		{name: "bad port", args: []string{"requests", "--port", "70000", realCapture}, code: ExitBadInput},
-		{name: "no files", args: []string{"requests"}, code: ExitFailure},
-		{name: "truncated", args: []string{"requests", "-q=false", truncated}, stderr: []string{"warning:", "cut.pcapng: truncated after packet"}},
+		{name: "no files", args: []string{"requests"}, code: ExitBadInput},
+		{name: "truncated", args: []string{"requests", "-q=false", truncated}, stderr: []string{"warning:", "cut.pcapng: damaged at byte offset "}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // Exit codes shared by all commands.
@@ -38,12 +40,33 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "kscope: %v\n", err)
+	printError(stderr, err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	return ExitFailure
+}
+
+// printError prints the error that ended the command, escaped: it may
+// hold a file name or bytes from the input, which must not reach the
+// terminal as control characters. The errors of an errors.Join go one to
+// a line.
+func printError(stderr io.Writer, err error) {
+	for _, e := range errorLines(err) {
+		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(e.Error()))
+	}
+}
+
+// errorLines splits err into the errors it joins when it is an
+// errors.Join under wrappers that add nothing to its text.
+func errorLines(err error) []error {
+	for e := err; e != nil && e.Error() == err.Error(); e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			return j.Unwrap()
+		}
+	}
+	return []error{err}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -59,6 +82,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(newRequestsCmd(), newLabCmd(), newSegmentCmd(), newIotraceCmd(), newRecordCmd(), newExplainCmd(), newBenchCmd(), newReportCmd(), newAgentCmd(), newModelCmd(), newUseCmd(), newProfileCmd())
+	strictUsage(root)
 	return root
 }
 

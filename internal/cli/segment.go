@@ -13,6 +13,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/segment"
 	"github.com/kscope-dev/kscope/internal/segment/segout"
 )
@@ -46,11 +47,14 @@ timestamps. With --records, each record's offset, timestamp, key and value
 sizes and headers too (values as text when valid UTF-8, else hex); keys and
 values only with --payload.
 
-.index and .timeindex files (by name) are printed entry by entry, up to the
-first unused (preallocated, zero) entry.
+Offset and time indexes are printed entry by entry, up to the first unused
+(preallocated, zero) entry. What a file is comes from its bytes: a file
+whose name says another kind is printed as what it is and reported (exit 1).
 
-A last batch cut short (normal after a crash) is reported on stderr and
-everything before it is printed.`,
+Damage does not stop the dump: each damaged byte range (a bad length, a bad
+CRC, a last batch cut short) is reported on stderr with its position and
+the dump goes on at the next valid batch (exit 1). Files that are not
+regular files are refused (exit 2).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSegmentDump(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
@@ -62,12 +66,16 @@ everything before it is printed.`,
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", "", "also print the values of this record header per batch (message_ids)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-file summary on stderr")
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 
 func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOptions) error {
 	if o.payload {
 		o.records = true
+	}
+	if err := distinctInputs(files); err != nil {
+		return err
 	}
 	bw, err := segout.NewBatchWriter(stdout, o.format, o.records, o.messageIDHeader != "")
 	if err != nil {
@@ -80,23 +88,8 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 	var errs []error
 	bad := false
 	for _, file := range files {
-		kind, _, _ := logdir.ParseFileName(file)
-		var ferr error
-		if kind == logdir.KindIndex || kind == logdir.KindTimeIndex {
-			if err := bw.Flush(); err != nil {
-				return fmt.Errorf("writing output: %w", err)
-			}
-			ferr = dumpIndex(stderr, iw, file, o.quiet)
-			if err := iw.Flush(); err != nil {
-				return fmt.Errorf("writing output: %w", err)
-			}
-		} else {
-			if err := iw.Flush(); err != nil {
-				return fmt.Errorf("writing output: %w", err)
-			}
-			ferr = dumpLog(stderr, bw, file, o)
-		}
-		if ferr != nil {
+		ferrs := dumpFile(stderr, bw, iw, file, o)
+		for _, ferr := range ferrs {
 			var werr *writeError
 			if errors.As(ferr, &werr) {
 				return ferr
@@ -104,8 +97,8 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 			if isBadInput(ferr) {
 				bad = true
 			}
-			errs = append(errs, ferr)
 		}
+		errs = append(errs, ferrs...)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing output: %w", err)
@@ -116,11 +109,51 @@ func runSegmentDump(stdout, stderr io.Writer, files []string, o *segmentDumpOpti
 	for _, e := range errs[:len(errs)-1] {
 		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(e.Error()))
 	}
-	last := fmt.Errorf("%s", output.Escape(errs[len(errs)-1].Error()))
+	last := errs[len(errs)-1] // printed escaped by Main
 	if bad && len(errs) == 1 {
 		return badInput(last)
 	}
 	return last
+}
+
+// errNotDumpable is wrapped by the error for a file whose bytes are a
+// kind of file dump does not print.
+var errNotDumpable = errors.New("dump prints log segments, offset indexes and time indexes")
+
+// dumpFile prints one file as what its bytes are (its name decides only
+// when the bytes match no kind), and returns what went wrong: a name that
+// says another kind than the bytes is one problem.
+func dumpFile(stderr io.Writer, bw segout.BatchWriter, iw segout.IndexWriter, file string, o *segmentDumpOptions) []error {
+	id, err := segment.Identify(file)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	if id.Mismatch() {
+		errs = append(errs, id.MismatchError())
+	}
+	var ferr error
+	switch what := id.ReadAs(); what {
+	case segment.OffsetIndex, segment.TimeIndex:
+		if err := bw.Flush(); err != nil {
+			return []error{&writeError{err}}
+		}
+		ferr = dumpIndex(stderr, iw, file, what, o.quiet)
+		if err := iw.Flush(); err != nil {
+			return []error{&writeError{err}}
+		}
+	case segment.Segment:
+		if err := iw.Flush(); err != nil {
+			return []error{&writeError{err}}
+		}
+		ferr = dumpLog(stderr, bw, file, o)
+	default:
+		ferr = fmt.Errorf("%s: %v: %w", file, what, errNotDumpable)
+	}
+	if ferr != nil {
+		errs = append(errs, ferr)
+	}
+	return errs
 }
 
 // writeError is a failure to write the output, which ends the command.
@@ -130,9 +163,10 @@ func (e *writeError) Error() string { return "writing output: " + e.err.Error() 
 func (e *writeError) Unwrap() error { return e.err }
 
 // isBadInput reports whether err means the file is not one the command can
-// read at all (missing, unreadable, not a segment).
+// read at all (missing, unreadable, not a regular file, not a segment).
 func isBadInput(err error) bool {
-	return errors.Is(err, segment.ErrNotSegment) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+	return errors.Is(err, segment.ErrNotSegment) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, errNotDumpable)
 }
 
 // dumpLog prints the batches of one .log file. A goroutine reads and
@@ -147,10 +181,11 @@ func dumpLog(stderr io.Writer, w segout.BatchWriter, file string, o *segmentDump
 	defer r.Close()
 	groups := make(chan []event.SegmentBatch, 4)
 	stop := make(chan struct{})
-	var readErr error // set before groups is closed
+	var readErr error  // set before groups is closed
+	var damage []error // likewise
 	go func() {
 		defer close(groups)
-		readErr = readBatchEvents(r, o, groups, stop)
+		readErr = readBatchEvents(r, o, groups, stop, &damage)
 	}()
 	var batches, recs int
 	var bytes int64
@@ -167,27 +202,32 @@ func dumpLog(stderr io.Writer, w segout.BatchWriter, file string, o *segmentDump
 			bytes += int64(g[i].Size)
 		}
 	}
-	summary := func(extra string) {
-		if !o.quiet {
-			fmt.Fprintf(stderr, "kscope: %s: %d batches, %d records, %d bytes%s\n", output.Escape(file), batches, recs, bytes, extra)
-		}
+	for _, d := range damage {
+		fmt.Fprintf(stderr, "kscope: %s\n", output.Escape(d.Error()))
 	}
-	switch {
-	case readErr == io.EOF:
-		extra := ""
-		if z := r.ZeroTail(); z > 0 {
-			extra = fmt.Sprintf(", then %d bytes of zeros (preallocated, unused)", z)
-		}
-		summary(extra)
-		return nil
-	case errors.Is(readErr, records.ErrTruncated):
-		summary("")
-		fmt.Fprintf(stderr, "kscope: warning: %s (the batches before it are complete)\n", output.Escape(readErr.Error()))
-		return nil
-	default:
-		summary("")
+	if !o.quiet {
+		fmt.Fprintf(stderr, "kscope: %s: %d batches, %d records, %d bytes%s\n", output.Escape(file), batches, recs, bytes, logTail(r, readErr))
+	}
+	if readErr != io.EOF {
 		return readErr
 	}
+	if n, skipped := r.Damaged(); n > 0 {
+		return fmt.Errorf("%s: %d damaged byte ranges (%d bytes), printed above", file, n, skipped)
+	}
+	return nil
+}
+
+// logTail is the end of a .log file's summary line: the damage skipped,
+// and the zeros that ended it.
+func logTail(r *segment.Reader, readErr error) string {
+	var s string
+	if n, skipped := r.Damaged(); n > 0 {
+		s = fmt.Sprintf(", %d damaged byte ranges (%d bytes) skipped", n, skipped)
+	}
+	if z := r.ZeroTail(); z > 0 && readErr == io.EOF {
+		s += fmt.Sprintf(", then %d bytes of zeros (preallocated, unused)", z)
+	}
+	return s
 }
 
 // Batch events travel from reader to writer in groups, bounded in batches
@@ -198,8 +238,9 @@ const (
 )
 
 // readBatchEvents sends r's batches as events, in groups, until the end of
-// the file (io.EOF), an error, or stop.
-func readBatchEvents(r *segment.Reader, o *segmentDumpOptions, groups chan<- []event.SegmentBatch, stop <-chan struct{}) error {
+// the file (io.EOF), an error, or stop. Damaged byte ranges are appended
+// to damage, and the reading goes on after them.
+func readBatchEvents(r *segment.Reader, o *segmentDumpOptions, groups chan<- []event.SegmentBatch, stop <-chan struct{}, damage *[]error) error {
 	d := r.Decoder()
 	group := make([]event.SegmentBatch, 0, groupBatches)
 	inGroup := 0
@@ -217,6 +258,10 @@ func readBatchEvents(r *segment.Reader, o *segmentDumpOptions, groups chan<- []e
 	}
 	for {
 		b, err := r.Next()
+		if _, ok := segment.AsDamage(err); ok {
+			*damage = append(*damage, err)
+			continue
+		}
 		if err != nil {
 			if !send() {
 				return errStopped
@@ -271,9 +316,13 @@ func unwrapRecords(err error) error {
 	return err
 }
 
-func dumpIndex(stderr io.Writer, w segout.IndexWriter, file string, quiet bool) error {
+func dumpIndex(stderr io.Writer, w segout.IndexWriter, file string, what segment.Content, quiet bool) error {
+	kind := logdir.KindIndex
+	if what == segment.TimeIndex {
+		kind = logdir.KindTimeIndex
+	}
 	var werr error
-	info, err := segment.ReadIndex(file, func(ie segment.IndexEntry) error {
+	info, err := segment.ReadIndexAs(file, kind, func(ie segment.IndexEntry) error {
 		e := event.IndexEntry{Pos: ie.Pos, Offset: ie.Offset}
 		time := ie.Timestamp >= 0 || ie.Position < 0
 		if time {
@@ -296,12 +345,12 @@ func dumpIndex(stderr io.Writer, w segout.IndexWriter, file string, quiet bool) 
 		return err
 	}
 	if !quiet {
-		what := "offset index"
-		if info.Kind == logdir.KindTimeIndex {
-			what = "time index"
+		base := fmt.Sprintf("base offset %d", info.BaseOffset)
+		if !info.BaseKnown {
+			base = "base offset unknown (not in the name): offsets are relative"
 		}
-		fmt.Fprintf(stderr, "kscope: %s: %s, base offset %d: %d entries in use, %d unused (preallocated)\n",
-			output.Escape(file), what, info.BaseOffset, info.Entries, info.Unused)
+		fmt.Fprintf(stderr, "kscope: %s: %v, %s: %d entries in use, %d unused (preallocated)\n",
+			output.Escape(file), what, base, info.Entries, info.Unused)
 	}
 	var problems []string
 	if info.NonZeroUnused >= 0 {
@@ -330,10 +379,12 @@ func newSegmentLookupCmd() *cobra.Command {
 		Long: `Prints the batches that overlap the byte range [P, P+N) of a .log file, such
 as a traced write, with their records' message ids (the values of the
 --message-id-header record header). It reads from the nearest .index entry
-before P, not from the start of the file.`,
+before P, not from the start of the file. Damage (a bad length, a bad CRC,
+a truncated batch) is read past to the next valid batch and reported
+(exit 1).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSegmentLookup(cmd.OutOrStdout(), args[0], &o)
+			return runSegmentLookup(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], &o)
 		},
 	}
 	f := cmd.Flags()
@@ -341,10 +392,13 @@ before P, not from the start of the file.`,
 	f.Int64Var(&o.bytes, "bytes", 0, "number of bytes (required)")
 	f.StringVar(&o.format, "format", "table", "output format: table, json (JSON Lines) or csv")
 	f.StringVar(&o.messageIDHeader, "message-id-header", records.DefaultIDHeader, "record header holding message ids (empty: none)")
+	check(f, "position", &o.position, nonNegative)
+	check(f, "bytes", &o.bytes, positive)
+	check(f, "format", &o.format, oneOf("table", "json", "csv"))
 	return cmd
 }
 
-func runSegmentLookup(stdout io.Writer, file string, o *segmentLookupOptions) error {
+func runSegmentLookup(stdout, stderr io.Writer, file string, o *segmentLookupOptions) error {
 	if o.position < 0 || o.bytes <= 0 {
 		return badInput(fmt.Errorf("--position P (>= 0) and --bytes N (> 0) are required"))
 	}
@@ -367,11 +421,18 @@ func runSegmentLookup(stdout io.Writer, file string, o *segmentLookupOptions) er
 		return fmt.Errorf("writing output: %w", err)
 	}
 	if lerr != nil {
-		msg := fmt.Errorf("%s", output.Escape(lerr.Error()))
-		if isBadInput(lerr) {
-			return badInput(msg)
+		if isBadInput(lerr) { // printed escaped by Main
+			return badInput(lerr)
 		}
-		return msg
+		return lerr
+	}
+	// Damage before the range: the batches printed are right, but the
+	// file is damaged.
+	for i := range res.Damaged {
+		fmt.Fprintf(stderr, "kscope: %s: position %d: %s\n", output.Escape(file), res.Damaged[i].Start, output.Escape(res.Damaged[i].Error()))
+	}
+	if len(res.Damaged) > 0 {
+		return fmt.Errorf("%s: %d damaged byte ranges before position %d, read past", output.Escape(file), len(res.Damaged), o.position)
 	}
 	return nil
 }
@@ -396,6 +457,9 @@ printed with its file and position; the exit code is 1 when there is any.`,
 }
 
 func runSegmentVerify(stdout, stderr io.Writer, paths []string, quiet bool) error {
+	if err := distinctInputs(paths); err != nil {
+		return err
+	}
 	rep, err := segment.Verify(paths...)
 	if err != nil {
 		return badInput(err)
@@ -411,7 +475,10 @@ func runSegmentVerify(stdout, stderr io.Writer, paths []string, quiet bool) erro
 		if rep.Omitted > 0 {
 			fmt.Fprintf(stderr, " (%d not printed: more than 100 in one file)", rep.Omitted)
 		}
-		fmt.Fprintf(stderr, "; %d files not checked (.txnindex, .snapshot, in transition), %d missing optional files\n",
+		if rep.Damaged > 0 {
+			fmt.Fprintf(stderr, "; %d damaged byte ranges (%d bytes) in .log files", rep.Damaged, rep.DamagedBytes)
+		}
+		fmt.Fprintf(stderr, "; %d files not checked (.txnindex, .snapshot, in transition, other names), %d missing optional files\n",
 			len(rep.Unchecked), len(rep.Missing))
 	}
 	if !rep.OK() {

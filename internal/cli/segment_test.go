@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -83,11 +85,11 @@ func TestSegmentDump(t *testing.T) {
 		{"message ids", []string{"segment", "dump", "--format", "json", "--message-id-header", "message-id", txnSegment}, 0, []string{`"message_ids":["seg-txn-0","seg-txn-1",`}, nil, 12},
 		{"index", []string{"segment", "dump", "--format", "json", idsIndex}, 0, []string{`{"index_position":0,"offset":324,"position":4350}`}, []string{"offset index, base offset 0: 1 entries in use"}, 1},
 		{"timeindex", []string{"segment", "dump", txnTimeIdx}, 0, []string{"TIMESTAMP", "1795295512831  155"}, nil, -1},
-		{"truncated", []string{"segment", "dump", "--format", "json", cut}, 0, nil, []string{"warning:", "position 3735: truncated batch"}, 11},
+		{"truncated", []string{"segment", "dump", "--format", "json", cut}, ExitFailure, nil, []string{"position 3735: truncated: length 66 exceeds remaining 36 bytes", "bytes [3735, 3783) damaged (48 bytes)"}, 11},
 		{"not a segment", []string{"segment", "dump", text}, ExitBadInput, nil, []string{"notes.log: position 0: not a Kafka log segment"}, -1},
-		{"corrupt", []string{"segment", "dump", "--format", "json", corrupt}, ExitFailure, nil, []string{"position 652: length 2147483647 exceeds"}, 2},
+		{"corrupt", []string{"segment", "dump", "--format", "json", corrupt}, ExitFailure, nil, []string{"position 652: bad length: length 2147483647 exceeds", "next valid batch at position 1196", "1 damaged byte ranges (544 bytes)"}, 11},
 		{"missing", []string{"segment", "dump", "/nonexistent.log"}, ExitBadInput, nil, []string{"no such file"}, -1},
-		{"bad format", []string{"segment", "dump", "--format", "xml", txnSegment}, ExitBadInput, nil, []string{"unknown format"}, -1},
+		{"bad format", []string{"segment", "dump", "--format", "xml", txnSegment}, ExitBadInput, nil, []string{`"xml" for "--format"`}, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,7 +208,7 @@ func TestSegmentVerify(t *testing.T) {
 	data[700] ^= 0xff
 	os.WriteFile(log, data, 0o644)
 	code, out, _ := run(t, "segment", "verify", dir)
-	if code != ExitFailure || !strings.Contains(out, log+": position 652: CRC mismatch") {
+	if code != ExitFailure || !strings.Contains(out, log+": position 652: bad CRC: CRC mismatch") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if code, _, _ := run(t, "segment", "verify", t.TempDir()); code != ExitBadInput {
@@ -250,4 +252,151 @@ func firstN(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// TestSegmentDamageAndNames runs dump and verify on damaged segments and
+// on files whose names say something else than their bytes (issue 33).
+func TestSegmentDamageAndNames(t *testing.T) {
+	data, err := os.ReadFile(txnSegment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(idsIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The batch at 574 claims the bytes of the next ten batches.
+	merged := append([]byte(nil), data...)
+	binary.BigEndian.PutUint32(merged[574+8:], 3735-574-12)
+	mergedLog := write("00000000000000000002.log", merged)
+	indexRow := `{"index_position":0,"offset":324,"position":4350}`
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+		rows   int // JSON rows, -1: not counted
+	}{
+		{"dump past a bad length", []string{"segment", "dump", "--format", "json", mergedLog}, ExitFailure,
+			[]string{`{"position":652,`, `{"position":3164,`},
+			[]string{"position 574: bad length: length 3149 runs over the valid batch at position 652", "bytes [574, 652) damaged (78 bytes)"}, 11},
+		{"verify past a bad length", []string{"segment", "verify", mergedLog}, ExitFailure,
+			[]string{"position 574: bad length"}, []string{"11 batches", "1 damaged byte ranges (78 bytes)"}, -1},
+		{"lookup after a bad length", []string{"segment", "lookup", "--format", "json", mergedLog, "--position", "1196", "--bytes", "78"}, ExitFailure,
+			[]string{`{"position":1196,`}, []string{"position 574: bad length", "1 damaged byte ranges before position 1196"}, 1},
+		{"index named as nothing", []string{"segment", "dump", "--format", "json", write("00000000000000000000", index)}, 0,
+			[]string{indexRow}, []string{"an offset index, base offset 0: 1 entries in use"}, 1},
+		{"index named as a segment", []string{"segment", "dump", "--format", "json", write("00000000000000000000.log", index)}, ExitFailure,
+			[]string{indexRow}, []string{"named as a log segment but its bytes are an offset index"}, 1},
+		{"index named .log", []string{"segment", "dump", "--format", "json", write(".log", index)}, ExitFailure,
+			[]string{`"offset":324,`}, []string{"named as a log segment but its bytes are an offset index"}, 1},
+		{"segment named as an index", []string{"segment", "dump", "--format", "json", "-q", write("00000000000000000000.index", data)}, ExitFailure,
+			[]string{`{"position":3735,`}, []string{"named as an offset index but its bytes are a log segment"}, 12},
+		{"verify an index named as a segment", []string{"segment", "verify", filepath.Join(dir, "00000000000000000000.log")}, ExitFailure,
+			[]string{"named as a log segment but its bytes are an offset index"}, nil, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stdout %s; stderr %s", code, c.code, firstN(out, 500), errOut)
+			}
+			for _, s := range c.stdout {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, firstN(out, 2000))
+				}
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errOut)
+				}
+			}
+			if c.rows >= 0 {
+				if rows := jsonLines(t, out); len(rows) != c.rows {
+					t.Errorf("%d JSON rows, want %d", len(rows), c.rows)
+				}
+			}
+		})
+	}
+}
+
+// TestSegmentRefusesNonRegular checks that dump and verify refuse a FIFO,
+// a directory where a file is expected and a symlink to a device, in one
+// line with exit 2, without blocking on the FIFO (issue 33).
+func TestSegmentRefusesNonRegular(t *testing.T) {
+	base := t.TempDir()
+	fifo := filepath.Join(base, "00000000000000000000.log")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirAsFile := filepath.Join(base, "00000000000000000001.log")
+	if err := os.Mkdir(dirAsFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	toZero := filepath.Join(base, "00000000000000000002.log")
+	if err := os.Symlink("/dev/zero", toZero); err != nil {
+		t.Fatal(err)
+	}
+	// Partitions holding each of them next to a good segment.
+	partition := func(name string, add func(dir string)) string {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.CopyFS(dir, os.DirFS(txnDir)); err != nil {
+			t.Fatal(err)
+		}
+		add(dir)
+		return dir
+	}
+	withFIFO := partition("fifo-0", func(dir string) { syscall.Mkfifo(filepath.Join(dir, "00000000000000000100.log"), 0o644) })
+	withDir := partition("dir-0", func(dir string) { os.Mkdir(filepath.Join(dir, "00000000000000000100.log"), 0o755) })
+	withZero := partition("zero-0", func(dir string) { os.Symlink("/dev/zero", filepath.Join(dir, "00000000000000000100.log")) })
+	withMeta := partition("meta-0", func(dir string) {
+		os.Remove(filepath.Join(dir, "partition.metadata"))
+		syscall.Mkfifo(filepath.Join(dir, "partition.metadata"), 0o644)
+	})
+	for _, c := range []struct {
+		args []string
+		what string
+	}{
+		{[]string{"segment", "verify", fifo}, "a FIFO"},
+		{[]string{"segment", "dump", fifo}, "a FIFO"},
+		{[]string{"segment", "lookup", fifo, "--position", "0", "--bytes", "1"}, "a FIFO"},
+		{[]string{"segment", "verify", dirAsFile}, "a directory"},
+		{[]string{"segment", "dump", dirAsFile}, "a directory"},
+		{[]string{"segment", "verify", toZero}, "a character device"},
+		{[]string{"segment", "dump", toZero}, "a character device"},
+		{[]string{"segment", "verify", withFIFO}, "a FIFO"},
+		{[]string{"segment", "verify", withDir}, "a directory"},
+		{[]string{"segment", "verify", withZero}, "a character device"},
+		{[]string{"segment", "verify", withMeta}, "a FIFO"},
+	} {
+		t.Run(strings.Join(c.args[:2], " ")+" "+filepath.Base(filepath.Dir(c.args[2]))+"/"+filepath.Base(c.args[2]), func(t *testing.T) {
+			type result struct {
+				code        int
+				out, errOut string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, out, errOut := run(t, c.args...)
+				done <- result{code, out, errOut}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("blocked")
+			}
+			if r.code != ExitBadInput || !strings.Contains(r.errOut, "not a regular file ("+c.what) || strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line saying it is not a regular file (%s)", r.code, r.errOut, c.what)
+			}
+		})
+	}
 }

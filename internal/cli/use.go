@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/use"
 )
@@ -71,19 +71,18 @@ Runs until --duration passes, or Ctrl-C.`,
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.DurationVar(&o.interval, "interval", time.Second, "length of each interval")
 	f.StringVar(&o.format, "format", "table", "output: table or json (JSON Lines)")
+	check(f, "pid", &o.pid, pidOr("auto", "none"))
+	check(f, "log-dirs", &o.logDirs, each(notEmpty))
+	check(f, "device", &o.devices, each(notEmpty))
+	check(f, "iface", &o.ifaces, each(notEmpty))
+	check(f, "duration", &o.duration, nonNegative)
+	// CPU times are counted in 10 ms ticks.
+	check(f, "interval", &o.interval, atLeast(100*time.Millisecond))
+	check(f, "format", &o.format, oneOf("table", "json"))
 	return cmd
 }
 
 func runUse(ctx context.Context, stdout, stderr io.Writer, o *useOptions) error {
-	if o.format != "table" && o.format != "json" {
-		return badInput(fmt.Errorf("--format %q: want table or json", o.format))
-	}
-	if o.interval < 100*time.Millisecond {
-		return badInput(fmt.Errorf("--interval %v: at least 100ms (CPU times are counted in 10 ms ticks)", o.interval))
-	}
-	if o.duration < 0 {
-		return badInput(errors.New("--duration must not be negative"))
-	}
 	pid, notes, err := useBroker(o.pid)
 	if err != nil {
 		return err
@@ -96,7 +95,7 @@ func runUse(ctx context.Context, stdout, stderr io.Writer, o *useOptions) error 
 		return err
 	}
 	for _, n := range append(notes, s.Notes()...) {
-		fmt.Fprintf(stderr, "use: %s\n", n)
+		fmt.Fprintf(stderr, "use: %s\n", output.Escape(n))
 	}
 
 	ctx, release := untilStopped(ctx, o.duration)
@@ -175,15 +174,15 @@ func recordUse(ctx context.Context, stderr io.Writer, quiet bool, pid int, logDi
 	}
 	s, err := use.NewSampler(use.Config{PID: pid, Devices: devs})
 	if err != nil {
-		fmt.Fprintf(stderr, "record: no USE figures: %v\n", err)
+		fmt.Fprintf(stderr, "record: no USE figures: %s\n", output.Escape(err.Error()))
 		return
 	}
 	if !quiet {
 		for _, n := range s.Notes() {
-			fmt.Fprintf(stderr, "record: use: %s\n", n)
+			fmt.Fprintf(stderr, "record: use: %s\n", output.Escape(n))
 		}
 	}
 	if err := use.Run(ctx, s, time.Second, rec.Use); err != nil {
-		fmt.Fprintf(stderr, "record: USE sampling stopped: %v\n", err)
+		fmt.Fprintf(stderr, "record: USE sampling stopped: %s\n", output.Escape(err.Error()))
 	}
 }

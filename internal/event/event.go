@@ -95,6 +95,11 @@ type Request struct {
 	// Partial is true when part of the request or response was lost in a
 	// capture gap, so some fields may be missing.
 	Partial bool `json:"partial,omitempty"`
+	// ClockStep is true when the response is timestamped before the
+	// request: the capture's clock stepped back between them. End and
+	// LatencyMs are what the timestamps say, which is no latency: the
+	// request is left out of latency statistics.
+	ClockStep bool `json:"clock_step,omitempty"`
 }
 
 // Partition is one topic-partition named in a request (produce) or in its

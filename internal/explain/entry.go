@@ -7,7 +7,9 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/jfr"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // Input is one broker's evidence for Run: a recording directory; or a
@@ -41,6 +43,14 @@ type Input struct {
 	// Held is a slow request held in memory (an agent's, as it completes),
 	// explained whatever its latency.
 	Held *HeldRequest
+	// Reader, with Requests, is the caller's reader of the input's files
+	// (its requests, IO and lock waits; IO is read as a stream either
+	// way): what it leaves out is counted in its Tally, which the caller
+	// has read other files with and tells of itself. Run then adds what
+	// was left out to the summary's missing evidence, but does not note
+	// it. Nil: Run reads with a reader of its own (Meta's window; a
+	// recording's with Dir) and notes each line it left out as a warning.
+	Reader *recording.Reader
 }
 
 // HeldRequest is a slow request held in memory, with the requests ahead
@@ -167,7 +177,7 @@ func runCluster(ctx context.Context, inputs []Input, opts Options, out Output) e
 	}
 	for i, rec := range recs {
 		if !cl.Aligned[i] {
-			opts.note("warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed", rec.Dir, rec.NodeID)
+			opts.note("warning: %s (broker %d) shares no replica fetch with the others: its clock is not aligned, its followers are not followed", output.Escape(rec.Dir), rec.NodeID)
 		}
 		if co != nil {
 			if err := co.Broker(rec.NodeID, rec.Dir); err != nil {
@@ -208,6 +218,9 @@ func runHeld(ctx context.Context, in Input, opts Options, out Output) error {
 type loaded struct {
 	*Recording
 	name string
+	// tally counts what the reader left out of the input's files (nil:
+	// nothing read from files).
+	tally *recording.Tally
 }
 
 func recordings(ls []*loaded) []*Recording {
@@ -226,6 +239,8 @@ func load(in Input, opts Options) (*loaded, error) {
 		err error
 	)
 	switch {
+	case in.Dir != "" && in.Reader != nil:
+		err = errors.New("a recording directory is read by its own reader, within its window: give its requests file to read with another")
 	case in.Dir != "":
 		rec, err = LoadRecording(in.Dir, opts.Request)
 	case in.Requests != "":
@@ -236,7 +251,14 @@ func load(in Input, opts Options) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{Recording: rec, name: in.Name}
+	l := &loaded{Recording: rec, name: in.Name, tally: rec.Tally}
+	if in.Reader == nil {
+		// Run's own reader: what it left out is told here, the caller's
+		// tells of itself.
+		for _, w := range l.tally.Warnings() {
+			opts.note("warning: %s", w)
+		}
+	}
 	if l.name == "" {
 		l.name = in.Dir
 	}
@@ -254,24 +276,36 @@ func load(in Input, opts Options) (*loaded, error) {
 
 // loadFiles reads a requests file with its I/O trace (unless the input's
 // index holds it) and lock waits, the requests scanned while the rest
-// loads, as LoadRecording does a recording's.
+// loads, as LoadRecording does a recording's: with the input's reader as
+// it is, else with one that leaves out what cannot be true (within
+// Meta's window) and counts it in the recording's Tally.
 func loadFiles(in Input, only *RequestID) (*Recording, error) {
 	rec := &Recording{Meta: in.Meta, Index: in.Index, NodeID: -1}
 	if rec.Index == nil {
 		rec.Index = NewIndex()
 	}
+	rd := recording.Reader{Tally: &recording.Tally{}}
+	if in.Reader != nil {
+		rd = *in.Reader
+	} else if in.Meta != nil {
+		rd.Window = in.Meta.Window()
+	}
+	rec.Tally = rd.Tally
 	var scanErr error
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
-		rec.Scan, scanErr = ScanRequests(in.Requests, only)
+		rec.Scan, scanErr = ScanRequestsWith(rd, in.Requests, only)
 	}()
 	var err error
 	if in.Index == nil {
-		err = LoadIO(rec.Index, in.IO...)
+		// --io may be a pipe: it is read once.
+		ioRd := rd
+		ioRd.Mode = safefile.Stream
+		err = LoadIOWith(ioRd, rec.Index, in.IO...)
 	}
 	if err == nil && in.LockWaits != "" {
-		if err = LoadLockWaits(rec.Index, in.LockWaits); err != nil {
+		if err = LoadLockWaitsWith(rd, rec.Index, in.LockWaits); err != nil {
 			err = fmt.Errorf("reading lock waits: %w", err)
 		}
 	}
@@ -297,7 +331,7 @@ func (l *loaded) readJFR(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("reading lock waits: %w", err)
 	}
-	opts.note("%s: %d lock waits", l.JFR, st.LockWaits)
+	opts.note("%s: %d lock waits", output.Escape(l.JFR), st.LockWaits)
 	return nil
 }
 
@@ -306,7 +340,7 @@ func (l *loaded) readJFR(opts Options) error {
 func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Peer, out Output) (*Summary, error) {
 	th, warning := DecideThreshold(opts.Config, l.slowLog(), l.Scan.Latencies())
 	if warning != "" {
-		opts.warn("%s is %s", l.name, warning)
+		opts.warn("%s is %s", output.Escape(l.name), warning)
 	}
 	e := New(opts.Config, l.Index, l.idLookup(opts))
 	if peers != nil {
@@ -329,6 +363,7 @@ func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Pee
 	if l.Meta != nil {
 		sum.MissingEvidence = l.Meta.MissingEvidence()
 	}
+	sum.MissingEvidence = append(sum.MissingEvidence, l.tally.Warnings()...)
 	return sum, nil
 }
 

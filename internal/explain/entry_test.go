@@ -1,9 +1,11 @@
 package explain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -217,5 +219,140 @@ func TestRunCluster(t *testing.T) {
 	}
 	if d := s2.Clock.OffsetMs - skew; d > 1 || d < -1 {
 		t.Errorf("broker 2's clock %+.3f ms, want %+.0f", s2.Clock.OffsetMs, skew)
+	}
+}
+
+// cutLastLine cuts the last line of the file at path short, as a crash
+// mid-write leaves it.
+func cutLastLine(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	last := bytes.LastIndexByte(b, '\n') + 1
+	if err := os.WriteFile(path, b[:last+(len(b)-last)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunLeftOut: what reading an input left out (here a last line cut
+// short) is in the summary's missing evidence, and noted once as a
+// warning when Run read the input itself; a caller that passes its own
+// reader tells of it itself, and Run notes nothing of it.
+func TestRunLeftOut(t *testing.T) {
+	reqs, writes := slowWriteRequests()
+	tmp := t.TempDir()
+	rec := filepath.Join(tmp, "rec")
+	writeRecording(t, rec, &recording.Meta{Tool: "test"}, reqs, writes)
+	requests := filepath.Join(rec, recording.RequestsFile)
+	cutLastLine(t, requests)
+	cut := requests + ":10: the last line is cut short"
+
+	// The caller's reader, which has read the requests already (as
+	// report does): the cut line is counted once.
+	callers := recording.Reader{Tally: &recording.Tally{}}
+	if err := callers.Lines(requests, func([]byte, int64) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	filled := NewIndex()
+	if err := LoadIO(filled, filepath.Join(rec, recording.WritesFile)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		in    Input
+		quiet bool
+		noted bool // the cut line noted as a warning
+	}{
+		{"a recording", Input{Dir: rec}, false, true},
+		{"a recording, quiet", Input{Dir: rec}, true, false},
+		{"a requests file with an I/O trace", Input{Requests: requests, IO: []string{filepath.Join(rec, recording.WritesFile)}}, false, true},
+		{"a requests file read by the caller's reader", Input{Requests: requests, Index: filled, Reader: &callers}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var notes []string
+			opts := Options{Config: Config{Slow: 50 * time.Millisecond}}
+			if !tt.quiet {
+				opts.Note = func(msg string) { notes = append(notes, msg) }
+			}
+			var out recorded
+			if err := Run(context.Background(), []Input{tt.in}, opts, &out); err != nil {
+				t.Fatal(err)
+			}
+			wantNotes := 0
+			if tt.noted {
+				wantNotes = 1
+			}
+			if len(notes) != wantNotes || wantNotes == 1 && !strings.HasPrefix(notes[0], "warning: "+cut) {
+				t.Errorf("notes %q, want the cut line noted %d time(s) as a warning", notes, wantNotes)
+			}
+			if len(out.sums) != 1 {
+				t.Fatalf("%d summaries", len(out.sums))
+			}
+			// The recording's meta.json says what it could not record, then
+			// the reader what it left out.
+			s := out.sums[0]
+			var wantMissing []string
+			if tt.in.Dir != "" {
+				meta, err := recording.ReadMeta(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantMissing = meta.MissingEvidence()
+			}
+			wantMissing = append(wantMissing, callers.Tally.Warnings()...)
+			if !slices.Equal(s.MissingEvidence, wantMissing) {
+				t.Errorf("missing evidence %q, want %q", s.MissingEvidence, wantMissing)
+			}
+			if s.ProduceRequests != 9 || s.Slow != 5 {
+				t.Errorf("%d produce requests, %d slow; want 9, 5 (the cut one left out)", s.ProduceRequests, s.Slow)
+			}
+		})
+	}
+	if w := callers.Tally.Warnings(); len(w) != 1 || !strings.HasPrefix(w[0], cut) {
+		t.Errorf("the caller's tally: %q, want the cut line once", w)
+	}
+}
+
+// TestRunIOStream: an I/O trace beside a requests file may be a pipe
+// (--io <(kscope iotrace ...)), read once.
+func TestRunIOStream(t *testing.T) {
+	reqs, writes := slowWriteRequests()
+	rec := filepath.Join(t.TempDir(), "rec")
+	writeRecording(t, rec, &recording.Meta{Tool: "test"}, reqs, writes)
+	trace, err := os.ReadFile(filepath.Join(rec, recording.WritesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole trace in the pipe (far less than its buffer), its writer
+	// gone: what a finished kscope iotrace leaves.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.Write(trace); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out recorded
+	in := Input{Requests: filepath.Join(rec, recording.RequestsFile), IO: []string{fmt.Sprintf("/dev/fd/%d", r.Fd())}}
+	if err := Run(context.Background(), []Input{in}, Options{Config: Config{Slow: 50 * time.Millisecond}}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, f := range out.findings {
+		got = append(got, f.CorrelationID)
+		if f.Cause != CauseSlowWrite {
+			t.Errorf("request %d: %s: %s", f.CorrelationID, f.Cause, f.Detail)
+		}
+	}
+	if want := []int32{4, 5, 6, 7, 8, 9}; !slices.Equal(got, want) {
+		t.Errorf("found %v, want %v", got, want)
 	}
 }

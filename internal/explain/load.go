@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/kscope-dev/kscope/internal/clockalign"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -23,31 +24,36 @@ type Recording struct {
 	// JFR is the recording's flight recording, to be read for lock waits
 	// by the caller when the recording has no lockwaits.jsonl.
 	JFR string
+	// Tally counts the lines left out of the recording's files: a last
+	// line cut short by a crash, events whose values cannot be true.
+	Tally *recording.Tally
 }
 
 // LoadRecording reads the recording in dir: its requests are scanned
 // (only: also find that request) while its writes, journal and
-// scheduling evidence and lock waits load.
+// scheduling evidence and lock waits load. What is left out of its files
+// (Recording.Tally) is checked against the recording's window.
 func LoadRecording(dir string, only *RequestID) (*Recording, error) {
 	meta, err := recording.ReadMeta(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a kscope recording: %w", dir, err)
+		return nil, fmt.Errorf("%s is not a kscope recording: %w", output.Escape(dir), err)
 	}
-	rec := &Recording{Dir: dir, Meta: meta, Index: NewIndex(), NodeID: -1}
+	rec := &Recording{Dir: dir, Meta: meta, Index: NewIndex(), NodeID: -1, Tally: &recording.Tally{}}
+	rd := recording.Reader{Window: meta.Window(), Tally: rec.Tally}
 	var scanErr error
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
-		rec.Scan, scanErr = ScanRequests(filepath.Join(dir, recording.RequestsFile), only)
+		rec.Scan, scanErr = ScanRequestsWith(rd, filepath.Join(dir, recording.RequestsFile), only)
 	}()
 	io := []string{filepath.Join(dir, recording.WritesFile), filepath.Join(dir, recording.JournalFile)}
 	if p := filepath.Join(dir, recording.SchedFile); exists(p) {
 		io = append(io, p)
 	}
-	err = LoadIO(rec.Index, io...)
+	err = LoadIOWith(rd, rec.Index, io...)
 	if err == nil {
 		if p := filepath.Join(dir, recording.LockWaitsFile); exists(p) {
-			err = LoadLockWaits(rec.Index, p)
+			err = LoadLockWaitsWith(rd, rec.Index, p)
 		} else if p := filepath.Join(dir, recording.JFRFile); exists(p) {
 			rec.JFR = p
 		}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/segment"
 )
 
@@ -22,9 +24,15 @@ import (
 // writes.jsonl, journal.jsonl and sched.jsonl, or `kscope iotrace --format
 // json` output) to idx.
 func LoadIO(idx *Index, paths ...string) error {
+	return LoadIOWith(recording.Reader{}, idx, paths...)
+}
+
+// LoadIOWith is LoadIO reading as rd says: events whose values cannot be
+// true are left out of the index (and counted in rd.Tally).
+func LoadIOWith(rd recording.Reader, idx *Index, paths ...string) error {
 	h := idx.Handlers()
 	for _, p := range paths {
-		if err := recording.ReadIO(p, h); err != nil {
+		if err := rd.ReadIO(p, h); err != nil {
 			return err
 		}
 	}
@@ -50,7 +58,12 @@ func (x *Index) Handlers() recording.IOHandlers {
 
 // LoadLockWaits adds a lockwaits.jsonl file to idx.
 func LoadLockWaits(idx *Index, path string) error {
-	return recording.ReadLockWaits(path, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
+	return LoadLockWaitsWith(recording.Reader{}, idx, path)
+}
+
+// LoadLockWaitsWith is LoadLockWaits reading as rd says.
+func LoadLockWaitsWith(rd recording.Reader, idx *Index, path string) error {
+	return rd.ReadLockWaits(path, func(l *event.LockWait) error { idx.AddLockWait(l); return nil })
 }
 
 // RequestID names one request: its client "ip:port" (or just the port)
@@ -152,74 +165,48 @@ type cand struct {
 // ScanRequests reads path once. With only set, it also finds that
 // request's line.
 func ScanRequests(path string, only *RequestID) (*Scan, error) {
+	return ScanRequestsWith(recording.Reader{}, path, only)
+}
+
+// ScanRequestsWith is ScanRequests reading as rd says: a request whose
+// latency or times cannot be true (recording.Window.CheckRequest) is
+// left out of every statistic, and counted in rd.Tally, as is a last
+// line cut short.
+func ScanRequestsWith(rd recording.Reader, path string, only *RequestID) (*Scan, error) {
 	s := &Scan{path: path, only: only, onlyPos: -1, conns: make(map[string]int32)}
 	var (
-		lite struct {
-			APIKey    int16   `json:"api_key"`
-			Answered  bool    `json:"answered"`
-			LatencyMs float64 `json:"latency_ms"`
-			Client    string  `json:"client"`
-			ReplicaID *int32  `json:"replica_id"`
-		}
-		who struct {
-			Client        string `json:"client"`
-			CorrelationID int32  `json:"correlation_id"`
-		}
+		lite     liteRequest
+		fetchers []string // each fetch's fetcher (openFetches)
+		keyBuf   []byte
 	)
-	var fetchers []string // each fetch's fetcher (openFetches)
-	var keyBuf []byte
-	err := recording.Lines(path, func(line []byte, pos int64) error {
-		key, answered, lat, client, ok := scanFields(line)
-		replica := int32(-1)
-		if !ok {
-			lite.APIKey, lite.Answered, lite.LatencyMs, lite.Client, lite.ReplicaID = -1, false, 0, "", nil
-			if err := json.Unmarshal(line, &lite); err != nil {
-				return err
-			}
-			key, answered, lat, client = int(lite.APIKey), lite.Answered, lite.LatencyMs, []byte(lite.Client)
-			if lite.ReplicaID != nil {
-				replica = *lite.ReplicaID
-			}
-		} else if key == fetchKey {
-			replica = scanReplica(line)
+	err := rd.Lines(path, func(line []byte, pos int64) error {
+		r, err := readRequestLine(line, &lite)
+		if err != nil {
+			return err
 		}
-		if only != nil && s.onlyPos < 0 {
-			who.Client, who.CorrelationID = "", -1
-			if err := json.Unmarshal(line, &who); err != nil {
-				return err
-			}
-			if only.matches(who.Client, who.CorrelationID) {
-				s.onlyPos = pos
-			}
+		if err := rd.Window.CheckRequest(r.arrival, r.end, r.lat, r.answered); err != nil {
+			return err
 		}
-		if key == fetchKey && (replica >= 0 || bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`))) {
+		if err := s.findOnly(line, pos); err != nil {
+			return err
+		}
+		if r.key == fetchKey && (r.replica >= 0 || bytes.Contains(line, []byte(`"client_id":"broker-`)) && bytes.Contains(line, []byte(`-fetcher-`))) {
 			s.FollowerFetches++
 		}
 		// A fetch counts from its arrival, answered or not: a follower's
 		// (the capture may end while it waits for data), and a
 		// consumer's whose connection closed while the broker sent it.
-		if key == fetchKey {
-			if a, e, ok := scanTimes(line); ok && answered == (e != 0) {
-				s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(client), replica: replica})
-				if replica >= 0 && e != 0 {
-					s.addStamp(line, client, replica, a, e)
-				}
-				keyBuf = fetcherKey(keyBuf[:0], client, line)
-				fetchers = append(fetchers, s.intern(keyBuf))
+		if r.key == fetchKey && !r.arrival.IsZero() && r.answered == !r.end.IsZero() {
+			a, e := r.arrival.UnixNano(), unixNano(r.end)
+			s.fetches = append(s.fetches, fetchRef{pos: pos, arrival: a, end: e, client: s.intern(r.client), replica: r.replica})
+			if r.replica >= 0 && e != 0 {
+				s.addStamp(line, r.client, r.replica, a, e)
 			}
+			keyBuf = fetcherKey(keyBuf[:0], r.client, line)
+			fetchers = append(fetchers, s.intern(keyBuf))
 		}
-		if key == produceKey && answered {
-			if a, e, ok := scanTimes(line); ok && e != 0 {
-				s.inFlight.arrivals = append(s.inFlight.arrivals, a)
-				s.inFlight.ends = append(s.inFlight.ends, e)
-			}
-			conn, ok := s.conns[string(client)]
-			if !ok {
-				conn = int32(len(s.conns))
-				s.conns[string(client)] = conn
-				s.countBroker(line) // a connection has one broker end
-			}
-			s.cands = append(s.cands, cand{pos, lat, conn})
+		if r.key == produceKey && r.answered {
+			s.addProduce(line, pos, &r)
 		}
 		return nil
 	})
@@ -230,6 +217,97 @@ func ScanRequests(path string, only *RequestID) (*Scan, error) {
 	slices.Sort(s.inFlight.ends)
 	openFetches(s.fetches, fetchers)
 	return s, nil
+}
+
+// addProduce keeps an answered produce request: a candidate for slow,
+// on its connection, and in flight from its arrival to its end.
+func (s *Scan) addProduce(line []byte, pos int64, r *requestLine) {
+	if !r.arrival.IsZero() && !r.end.IsZero() {
+		s.inFlight.arrivals = append(s.inFlight.arrivals, r.arrival.UnixNano())
+		s.inFlight.ends = append(s.inFlight.ends, r.end.UnixNano())
+	}
+	conn, ok := s.conns[string(r.client)]
+	if !ok {
+		conn = int32(len(s.conns))
+		s.conns[string(r.client)] = conn
+		s.countBroker(line) // a connection has one broker end
+	}
+	s.cands = append(s.cands, cand{pos, r.lat, conn})
+}
+
+// findOnly notes line's position when it is the request asked for.
+func (s *Scan) findOnly(line []byte, pos int64) error {
+	if s.only == nil || s.onlyPos >= 0 {
+		return nil
+	}
+	var who struct {
+		Client        string `json:"client"`
+		CorrelationID int32  `json:"correlation_id"`
+	}
+	who.CorrelationID = -1
+	if err := json.Unmarshal(line, &who); err != nil {
+		return err
+	}
+	if s.only.matches(who.Client, who.CorrelationID) {
+		s.onlyPos = pos
+	}
+	return nil
+}
+
+// requestLine is what the first pass reads of a request line.
+type requestLine struct {
+	key      int
+	answered bool
+	lat      float64
+	client   []byte
+	replica  int32     // a Fetch's replica id; -1 for none
+	arrival  time.Time // zero when the line has none
+	end      time.Time // zero when unanswered
+}
+
+// liteRequest decodes requestLine's fields from a line whose layout is
+// not kscope's own.
+type liteRequest struct {
+	APIKey    int16     `json:"api_key"`
+	Answered  bool      `json:"answered"`
+	LatencyMs float64   `json:"latency_ms"`
+	Client    string    `json:"client"`
+	ReplicaID *int32    `json:"replica_id"`
+	Arrival   time.Time `json:"arrival"`
+	End       time.Time `json:"end"`
+}
+
+// readRequestLine reads a request line's fields: from kscope's own layout
+// without decoding the rest (a request's partitions and message ids are
+// most of its bytes), else by decoding the line (into lite, reused).
+func readRequestLine(line []byte, lite *liteRequest) (requestLine, error) {
+	if key, answered, lat, client, ok := scanFields(line); ok {
+		if a, e, ok := scanTimes(line); ok {
+			r := requestLine{key: key, answered: answered, lat: lat, client: client, replica: -1, arrival: a, end: e}
+			if key == fetchKey {
+				r.replica = scanReplica(line)
+			}
+			return r, nil
+		}
+	}
+	*lite = liteRequest{APIKey: -1}
+	if err := json.Unmarshal(line, lite); err != nil {
+		return requestLine{}, err
+	}
+	r := requestLine{key: int(lite.APIKey), answered: lite.Answered, lat: lite.LatencyMs, client: []byte(lite.Client),
+		replica: -1, arrival: lite.Arrival, end: lite.End}
+	if lite.ReplicaID != nil {
+		r.replica = *lite.ReplicaID
+	}
+	return r, nil
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Latencies are the answered produce requests' latencies, in
@@ -267,30 +345,27 @@ func (s *Scan) intern(client []byte) string {
 }
 
 // scanTimes reads arrival and end from a request line as kscope writes
-// it; end is 0 when the line has none (unanswered).
-func scanTimes(line []byte) (arrival, end int64, ok bool) {
-	field := func(key string) (int64, bool) {
+// it; end is zero when the line has none (unanswered).
+func scanTimes(line []byte) (arrival, end time.Time, ok bool) {
+	field := func(key string) (time.Time, bool) {
 		i := bytes.Index(line, []byte(key))
 		if i < 0 {
-			return 0, false
+			return time.Time{}, false
 		}
 		v := line[i+len(key):]
 		j := bytes.IndexByte(v, '"')
 		if j < 0 {
-			return 0, false
+			return time.Time{}, false
 		}
 		t, err := time.Parse(time.RFC3339Nano, string(v[:j]))
-		if err != nil {
-			return 0, false
-		}
-		return t.UnixNano(), true
+		return t, err == nil
 	}
 	a, ok := field(`"arrival":"`)
 	if !ok {
-		return 0, 0, false
+		return time.Time{}, time.Time{}, false
 	}
 	if !bytes.Contains(line, []byte(`"end":"`)) {
-		return a, 0, true
+		return a, time.Time{}, true
 	}
 	e, ok := field(`"end":"`)
 	return a, e, ok
@@ -347,7 +422,6 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 // index, calling emit for each in file order: only the slow requests'
 // lines are read again and decoded.
 func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
-	path := scan.path
 	e.followers = scan.FollowerFetches > 0
 	e.fetches = scan.fetches
 	e.inFlight = &scan.inFlight
@@ -358,35 +432,157 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		th = &decided
 	}
 
-	f, err := os.Open(path)
+	in, err := safefile.Open(scan.path, safefile.Regular)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var buf []byte
-	read := func(pos int64) (*event.Request, error) {
-		line, err := recording.ReadLineAt(f, pos, buf)
-		if err != nil {
-			return nil, fmt.Errorf("%s (byte %d): %w", path, pos, err)
-		}
-		buf = line[:0]
-		var r event.Request
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("%s (byte %d): %w", path, pos, err)
-		}
-		return &r, nil
-	}
-	e.readRequest = read
-	w := &walk{e: e, scan: scan, read: read, emit: emit, prev: previousOnConnection(scan), explained: make(map[int32]bool)}
+	defer in.Close()
+	rf := &requestFile{path: scan.path, f: in.File()}
+	e.readRequest = rf.read
+	run := &slowRun{e: e, scan: scan, rf: rf, prev: connChains(scan), explained: make(map[int32]bool), emit: emit}
 	if scan.only != nil {
-		err = w.only()
+		err = run.only()
 	} else {
-		err = w.slow(ms(int64(th.Latency)))
+		err = run.all(ms(int64(th.Latency)))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return e.Summary(int64(len(scan.cands)), th.Latency, th.From, opts.Top), nil
+}
+
+// connChains is, for each candidate, the previous produce request on its
+// connection (-1: none).
+func connChains(scan *Scan) []int32 {
+	prev := make([]int32, len(scan.cands))
+	lastOn := make([]int32, len(scan.conns))
+	for i := range lastOn {
+		lastOn[i] = -1
+	}
+	for i, c := range scan.cands {
+		prev[i] = lastOn[c.conn]
+		lastOn[c.conn] = int32(i)
+	}
+	return prev
+}
+
+// slowRun explains a scan's slow requests (or the one asked for), each
+// after the requests it may have queued behind on its connection.
+type slowRun struct {
+	e         *Explainer
+	scan      *Scan
+	rf        *requestFile
+	prev      []int32 // connChains
+	explained map[int32]bool
+	emit      func(*Finding) error
+}
+
+// all explains every candidate at or above limit (ms), in file order.
+func (r *slowRun) all(limit float64) error {
+	for i, c := range r.scan.cands {
+		if c.lat >= limit {
+			if err := r.explainAt(int32(i), c.pos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// only explains the request asked for.
+func (r *slowRun) only() error {
+	s := r.scan
+	if s.onlyPos < 0 {
+		return fmt.Errorf("request %s/%d is not in %s", output.Escape(s.only.Client), s.only.CorrelationID, output.Escape(s.path))
+	}
+	i := int32(-1)
+	for k, c := range s.cands {
+		if c.pos == s.onlyPos {
+			i = int32(k)
+		}
+	}
+	return r.explainAt(i, s.onlyPos)
+}
+
+// explainAt explains the request at pos, candidate i (-1: not one).
+func (r *slowRun) explainAt(i int32, pos int64) error {
+	req, err := r.rf.read(pos)
+	if err != nil {
+		return err
+	}
+	if req.APIKey != produceKey || !req.Answered || req.End.IsZero() {
+		what := "a " + recording.Excerpt([]byte(req.API), 40) + " request"
+		if !req.Answered {
+			what += " without a response"
+		}
+		if i >= 0 { // the scan read it as one: its fields say two things (a key twice)
+			return r.rf.lineError(pos, nil, fmt.Errorf("read first as an answered produce request, then as %s", what))
+		}
+		return fmt.Errorf("request %s/%d is %s: explain explains answered produce requests", recording.Excerpt([]byte(req.Client), 80), req.CorrelationID, what)
+	}
+	if i >= 0 && req.QueuedMs > 0 {
+		if err := r.context(i); err != nil {
+			return err
+		}
+	}
+	if i >= 0 {
+		r.explained[i] = true
+	}
+	return r.emit(r.e.Explain(req))
+}
+
+// maxChain bounds how far back context follows a connection.
+const maxChain = 16
+
+// context explains, without counting, the requests before cand i on its
+// connection that it may have queued behind, oldest first, so that a
+// chain of pipelined requests leads back to the one that was held up (at
+// most maxChain back).
+func (r *slowRun) context(i int32) error {
+	var chain []int32
+	for p := r.prev[i]; p >= 0 && len(chain) < maxChain && !r.explained[p]; p = r.prev[p] {
+		chain = append(chain, p)
+	}
+	for k := len(chain) - 1; k >= 0; k-- {
+		req, err := r.rf.read(r.scan.cands[chain[k]].pos)
+		if err != nil {
+			return err
+		}
+		r.e.explain(req, false)
+		r.explained[chain[k]] = true
+	}
+	return nil
+}
+
+// requestFile reads again, by position, the lines of a requests file the
+// scan chose; its errors name the line and quote at most an excerpt.
+type requestFile struct {
+	path string
+	f    *os.File
+	buf  []byte
+}
+
+// read decodes the request whose line starts at pos.
+func (rf *requestFile) read(pos int64) (*event.Request, error) {
+	line, err := recording.ReadLineAt(rf.f, pos, rf.buf)
+	if err != nil {
+		return nil, rf.lineError(pos, nil, err)
+	}
+	rf.buf = line[:0]
+	var r event.Request
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, rf.lineError(pos, line, err)
+	}
+	return &r, nil
+}
+
+// lineError is err about the line at pos, numbered.
+func (rf *requestFile) lineError(pos int64, line []byte, err error) error {
+	n, lerr := recording.LineNumber(rf.f, pos)
+	if lerr != nil {
+		n = 0
+	}
+	return recording.NewLineError(rf.path, n, pos, line, err)
 }
 
 // SegmentLookup returns an IDLookup that reads the message ids (record

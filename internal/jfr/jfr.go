@@ -59,7 +59,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +69,7 @@ import (
 	"github.com/grafana/jfr-parser/parser/types/def"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 const (
@@ -130,24 +130,19 @@ func readPath[S any](path string, read func([]byte) (S, error)) (S, error) {
 }
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// Regular files only, checked before the open: a FIFO in place of a
+	// recording would block the open forever.
+	in, err := safefile.Open(path, safefile.Regular)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes is more than the %d-byte limit", path, fi.Size(), MaxFileSize)
+	defer in.Close()
+	if size := in.Size(); size > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes is more than the %d-byte limit", path, size, MaxFileSize)
 	}
 	// The file may grow while it is read (a recording still being written):
 	// read no more than the limit anyway.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(in, MaxFileSize+1))
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // MaxLine is the longest line ReadPauses reads; longer ones are skipped
@@ -66,19 +66,14 @@ type Stats struct {
 // up to its size when the first pass began, in memory bounded by MaxLine
 // and a few small tables.
 func ReadPauses(path string, fn func(*event.JVMPause) error) (Stats, error) {
-	f, err := os.Open(path)
+	// Regular files only, checked before the open: the file is read
+	// twice, and a FIFO in its place would block the open forever.
+	in, err := safefile.Open(path, safefile.Regular)
 	if err != nil {
 		return Stats{}, fmt.Errorf("jvmlog: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Stats{}, fmt.Errorf("jvmlog: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return Stats{}, fmt.Errorf("jvmlog: %s: not a regular file", path)
-	}
-	st, err := read(f, fn)
+	defer in.Close()
+	st, err := read(in.File(), fn)
 	var ce *callbackError
 	if errors.As(err, &ce) {
 		return st, ce.err

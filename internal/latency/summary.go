@@ -59,7 +59,11 @@ func (g *Group) Histogram() *hdrhistogram.Histogram { return g.hist }
 // requests. Its memory is bounded: histograms are fixed-size and the
 // slowest list holds at most Top requests.
 type Summary struct {
-	Top         int
+	Top int
+	// ClockSteps counts the answered requests left out: their response
+	// is timestamped before them (event.Request.ClockStep), which is no
+	// latency.
+	ClockSteps  int64
 	first, last time.Time
 	byAPI       map[string]*Group
 	byTopic     map[string]*Group
@@ -78,6 +82,10 @@ func NewSummary(top int) *Summary {
 func (s *Summary) Add(r *event.Request) {
 	if s.first.IsZero() || r.Arrival.Before(s.first) {
 		s.first = r.Arrival
+	}
+	if r.ClockStep {
+		s.ClockSteps++
+		return
 	}
 	if end := r.End; r.Answered && end.After(s.last) {
 		s.last = end

@@ -35,3 +35,23 @@ func TestSummary(t *testing.T) {
 		t.Errorf("slowest: %v %v %v", slow[0].Latency(), slow[1].Latency(), slow[2].Latency())
 	}
 }
+
+// TestSummaryLeavesOutClockSteps: a request whose response is timestamped
+// before it (a clock step) is counted apart, in no latency statistic.
+func TestSummaryLeavesOutClockSteps(t *testing.T) {
+	s := NewSummary(3)
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		s.Add(&event.Request{API: "Produce", Arrival: at, End: at.Add(time.Duration(10+i) * time.Millisecond), Answered: true})
+	}
+	s.Add(&event.Request{API: "Produce", Arrival: at, End: at.Add(-10 * time.Second), Answered: true, ClockStep: true})
+	apis := s.APIs()
+	if len(apis) != 1 || apis[0].Count != 10 || apis[0].Quantile(0) < 10*time.Millisecond || s.ClockSteps != 1 {
+		t.Errorf("count %d, fastest %v, clock steps %d; want 10, 10ms, 1", apis[0].Count, apis[0].Quantile(0), s.ClockSteps)
+	}
+	for _, r := range s.Slowest() {
+		if r.ClockStep {
+			t.Errorf("a clock-stepped request among the slowest")
+		}
+	}
+}

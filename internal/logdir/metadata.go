@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // MetadataFile is the file in a partition directory that records the
@@ -80,22 +81,16 @@ func field(line, key string) (string, error) {
 }
 
 // readSmallFile reads a regular file of at most maxMetadataSize bytes.
-// Checking the type first keeps a FIFO or device under the name from
-// blocking or streaming forever.
+// safefile checks the type before the open and again on the open file,
+// so a FIFO or device under the name (or swapped in) cannot block or
+// stream forever.
 func readSmallFile(path string) (string, error) {
-	fi, err := os.Stat(path)
+	in, err := safefile.Open(path, safefile.Regular)
 	if err != nil {
 		return "", fmt.Errorf("logdir: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("logdir: %s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("logdir: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMetadataSize+1))
+	defer in.Close()
+	b, err := io.ReadAll(io.LimitReader(in, maxMetadataSize+1))
 	if err != nil {
 		return "", fmt.Errorf("logdir: reading %s: %w", path, err)
 	}

@@ -32,8 +32,9 @@ type Health struct {
 	HeapBytes     uint64           // Go heap in use (also in go_memstats_*)
 	SlowLogErrors int64            // failed writes of the slow-request log
 	// TLSConnections count TLS connections by outcome: decrypted (at
-	// their first record), handshake_only (at close), and no_keys,
-	// failed, lost (when their decryption stopped).
+	// their first record), handshake_only (at close),
+	// decrypted_then_stopped, and no_keys, failed, not_tls, lost (when
+	// their decryption stopped before any record decrypted).
 	TLSConnections map[string]int64
 }
 
@@ -71,7 +72,7 @@ func NewHealthCollector(read func() Health) *HealthCollector {
 		slowDropped:   d("slow_requests_dropped_total", "Slow requests not written to the log: more than its rate limit."),
 		traced:        d("traced_events_total", "Events read from the tracer's ring buffers."),
 		slowLogErrors: d("slow_log_errors_total", "Failed writes of the slow-request log."),
-		tlsConns:      d("tls_connections_total", "TLS connections by outcome: decrypted (counted at their first decrypted record), handshake_only (closed during the handshake), and those whose decryption stopped: no_keys (no secrets for the session in the key log), failed (a wrong key or a suite not decrypted), lost (a capture gap no record could be found after).", "outcome"),
+		tlsConns:      d("tls_connections_total", "TLS connections by outcome: decrypted (counted at their first decrypted record), handshake_only (closed during the handshake), decrypted_then_stopped (decrypted, then a gap no record could be found after or a record that did not decrypt), and those whose decryption stopped before any record decrypted: no_keys (no secrets for the session), failed (a wrong key or a suite not decrypted), not_tls (not TLS records), lost (a capture gap in the handshake). decrypted minus decrypted_then_stopped and the others are disjoint.", "outcome"),
 	}
 }
 

@@ -191,5 +191,8 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.Partial {
 		b = append(b, `,"partial":true`...)
 	}
+	if r.ClockStep {
+		b = append(b, `,"clock_step":true`...)
+	}
 	return append(b, '}'), true
 }

@@ -40,6 +40,7 @@ func requestJSONCases() map[string]*event.Request {
 		"batch stats (encoding/json)":      {Arrival: t0, Partitions: []event.Partition{{Topic: "t", BatchStats: &event.BatchStats{Batches: 2, Magic: 2}}}},
 		"NaN (encoding/json fails)":        {Arrival: t0, LatencyMs: math.NaN()},
 		"SASL":                             {Arrival: t0, SASLMechanism: "SCRAM-SHA-512", Principal: "al,i\"ce<"},
+		"clock step":                       {Arrival: t0, End: t0.Add(-10 * time.Second), LatencyMs: -10000, Answered: true, ClockStep: true},
 	}
 }
 

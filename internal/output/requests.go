@@ -85,6 +85,9 @@ func Row(r *event.Request) [][]string {
 		end = r.End.Format(TimeOfDay)
 		latency = strconv.FormatFloat(r.LatencyMs, 'f', 3, 64)
 	}
+	if r.ClockStep {
+		latency = "clock-step" // the response is timestamped before the request
+	}
 	client := Escape(r.Client)
 	if r.ClientID != "" {
 		client += " " + Escape(r.ClientID)
@@ -156,6 +159,9 @@ func (c *csvWriter) Write(r *event.Request) error {
 	if r.Answered {
 		end = r.End.Format(time.RFC3339Nano)
 		latency = strconv.FormatFloat(r.LatencyMs, 'f', 6, 64)
+	}
+	if r.ClockStep {
+		latency = "" // the response is timestamped before the request: no latency
 	}
 	opt := func(v *int16) string {
 		if v == nil {

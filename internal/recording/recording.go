@@ -15,7 +15,13 @@
 //	use.jsonl         use.Sample, the host's USE figures every second (optional)
 //
 // Readers stream: no file is loaded whole, and a line longer than
-// MaxLineBytes is an error naming the file and line.
+// MaxLineBytes is an error naming the file and line. The files are read
+// as untrusted: only regular files are opened; meta.json is written when
+// the recording starts and again, atomically, when it ends, so a
+// recording cut short by a crash is still one; a Reader with a Tally
+// leaves out, and counts, a last line the crash cut and events whose
+// values cannot be true (check.go), and errors quote at most an escaped
+// excerpt of a line.
 package recording
 
 import (
@@ -33,6 +39,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/safefile"
 	"github.com/kscope-dev/kscope/internal/use"
 )
 
@@ -409,13 +416,7 @@ func (w *Writer) Close(meta *Meta) error {
 		w.useFile = nil
 	}
 	if meta != nil {
-		meta.Version = FormatVersion
-		meta.Files = meta.Files[:0]
-		for _, name := range []string{RequestsFile, WritesFile, JournalFile, SchedFile, LockWaitsFile, CaptureFile, JFRFile, JVMLogFile, UseFile} {
-			if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
-				meta.Files = append(meta.Files, name)
-			}
-		}
+		w.describe(meta)
 		errs = append(errs, WriteMeta(w.dir, meta))
 	}
 	return errors.Join(errs...)
@@ -424,102 +425,261 @@ func (w *Writer) Close(meta *Meta) error {
 func (w *Writer) closeFiles() error {
 	var errs []error
 	for _, f := range w.files {
-		errs = append(errs, f.Close())
+		// On disk before meta.json says the recording ended.
+		errs = append(errs, f.Sync(), f.Close())
 	}
 	w.files = nil
 	return errors.Join(errs...)
 }
 
-// WriteMeta writes meta.json into dir.
+// Begin writes meta.json as the recording starts, without an end, so
+// that a recording cut short (kscope killed, the host's power lost) can
+// still be read: its loss counters are unknown, and its files end where
+// the crash cut them. Close writes it again, whole.
+func (w *Writer) Begin(meta *Meta) error {
+	w.describe(meta)
+	return WriteMeta(w.dir, meta)
+}
+
+// describe sets meta's version and the data files present.
+func (w *Writer) describe(meta *Meta) {
+	meta.Version = FormatVersion
+	meta.Files = meta.Files[:0]
+	for _, name := range []string{RequestsFile, WritesFile, JournalFile, SchedFile, LockWaitsFile, CaptureFile, JFRFile, JVMLogFile, UseFile} {
+		if _, err := os.Stat(filepath.Join(w.dir, name)); err == nil {
+			meta.Files = append(meta.Files, name)
+		}
+	}
+}
+
+// WriteMeta writes meta.json into dir, atomically: a reader (or a crash)
+// sees the old meta.json or the new one, never half of one.
 func WriteMeta(dir string, meta *Meta) error {
 	b, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, MetaFile), append(b, '\n'), 0o644)
+	_, err = safefile.Write(safefile.Target{Path: filepath.Join(dir, MetaFile)}, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+	return err
 }
+
+// maxMetaBytes bounds meta.json: a few KiB in practice.
+const maxMetaBytes = 4 << 20
 
 // ReadMeta reads dir's meta.json.
 func ReadMeta(dir string) (*Meta, error) {
 	path := filepath.Join(dir, MetaFile)
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadRegular(path, maxMetaBytes)
 	if err != nil {
 		return nil, err
 	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, metaError(path, err)
 	}
 	if m.Version != FormatVersion {
-		return nil, fmt.Errorf("%s: format version %d, this kscope reads %d", path, m.Version, FormatVersion)
+		return nil, fmt.Errorf("%s: format version %d, this kscope reads %d", output.Escape(path), m.Version, FormatVersion)
 	}
 	return &m, nil
+}
+
+// metaError is meta.json's decoding error, one line: where in the file
+// when the decoder says, and any value it quotes cut short.
+func metaError(path string, err error) error {
+	where := output.Escape(path)
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		where += fmt.Sprintf(" (byte %d)", syn.Offset)
+	case errors.As(err, &typ):
+		where += fmt.Sprintf(" (byte %d)", typ.Offset)
+	}
+	return errors.New(where + ": " + shorten(err.Error(), 120, 60))
 }
 
 // LineError is a bad line in a JSON Lines file.
 type LineError struct {
 	Path string
-	Line int64
+	Line int64 // 1-based; 0 when not known
 	Pos  int64 // byte position of the line's start
 	Err  error
+	// Excerpt is the line's start, escaped and cut short (Excerpt), to
+	// show what was there without echoing it whole.
+	Excerpt string
 }
 
+// NewLineError is a LineError for line, which starts at pos, showing an
+// excerpt of its first excerptBytes bytes.
+func NewLineError(path string, n, pos int64, line []byte, err error) *LineError {
+	return &LineError{Path: path, Line: n, Pos: pos, Err: err, Excerpt: Excerpt(line, excerptBytes)}
+}
+
+// excerptBytes is how much of a bad line an error shows.
+const excerptBytes = 80
+
+// Error is one line: the file, line and byte, the cause with any value
+// it quotes from the file cut short, and the line's start; all escaped.
 func (e *LineError) Error() string {
-	return fmt.Sprintf("%s:%d (byte %d): %v", e.Path, e.Line, e.Pos, e.Err)
+	where := fmt.Sprintf("%s:%d (byte %d)", output.Escape(e.Path), e.Line, e.Pos)
+	if e.Line <= 0 {
+		where = fmt.Sprintf("%s (byte %d)", output.Escape(e.Path), e.Pos)
+	}
+	msg := where + ": " + shorten(e.Err.Error(), 120, 60)
+	if e.Excerpt != "" {
+		msg += "; the line begins " + e.Excerpt
+	}
+	return msg
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrCutShort is a last line that ends without its newline and is not
+// whole JSON: the file was being written when its writer stopped (a
+// crash, a power loss, a kill). A Reader with a Tally leaves it out and
+// counts it; without one it is an error.
+var ErrCutShort = errors.New("the last line is cut short")
+
+// errLineTooLong is a line over MaxLineBytes.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+
+// Reader reads a recording's JSON Lines files. The zero Reader reads
+// regular files only, checks events' values against no window, and makes
+// a line it would leave out an error.
+type Reader struct {
+	// Window bounds the events' times (open where zero).
+	Window Window
+	// Tally, when set, counts the lines left out instead of failing: a
+	// last line cut short, and events whose values cannot be true.
+	Tally *Tally
+	// Mode says what the files may be: safefile.Regular (the zero
+	// value), or safefile.Stream for a file read once (a pipe of
+	// `kscope iotrace` output).
+	Mode safefile.Mode
+}
 
 // Lines calls fn for every non-empty line of the JSON Lines file at path,
 // with the line's byte position (for ReadLineAt). The line is valid only
 // during the call. Errors from fn stop the scan and are returned wrapped
 // in a LineError.
 func Lines(path string, fn func(line []byte, pos int64) error) error {
-	f, err := os.Open(path)
+	return Reader{}.Lines(path, fn)
+}
+
+// Lines is the package's Lines, reading as r says: a handler's
+// ImplausibleError, and a last line cut short, are counted in r.Tally
+// and the line left out.
+func (r Reader) Lines(path string, fn func(line []byte, pos int64) error) error {
+	in, err := safefile.Open(path, r.Mode)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return lines(path, f, fn)
+	defer in.Close()
+	return r.lines(path, in, bufferSize(in.Size()), fn)
 }
 
-func lines(path string, r io.Reader, fn func(line []byte, pos int64) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
+// bufferSize is the read buffer for a file of size bytes (-1: a stream):
+// 1 MiB, or less for a smaller file (an agent's segments, a few lines).
+func bufferSize(size int64) int {
+	const most = 1 << 20
+	if size < 0 || size >= most {
+		return most
+	}
+	return int(size) + 1
+}
+
+func (r Reader) lines(path string, src io.Reader, bufSize int, fn func(line []byte, pos int64) error) error {
+	br := bufio.NewReaderSize(src, bufSize)
 	var (
 		pos, n int64
 		long   []byte // a line longer than the buffer, assembled
 	)
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) > MaxLineBytes {
-				return &LineError{Path: path, Line: n + 1, Pos: pos, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
-			}
-			long = append(long, chunk...)
-			continue
+		line, err := nextLine(br, &long)
+		if err != nil && !errors.Is(err, io.EOF) { // too long, or a stream's read failed
+			return &LineError{Path: path, Line: n + 1, Pos: pos, Err: err}
 		}
-		line := chunk
-		if long != nil {
-			if len(long)+len(chunk) > MaxLineBytes {
-				return &LineError{Path: path, Line: n + 1, Pos: pos, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
-			}
-			line = append(long, chunk...)
-			long = nil
-		}
+		last := err != nil
 		if len(line) > 0 {
 			n++
-			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				if ferr := fn(trimmed, pos); ferr != nil {
-					return &LineError{Path: path, Line: n, Pos: pos, Err: ferr}
-				}
+			if err := r.handle(path, n, pos, line, last, fn); err != nil {
+				return err
 			}
 			pos += int64(len(line))
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("%s: %w", path, err)
+		if last {
+			return nil
+		}
+	}
+}
+
+// nextLine reads the next line with its newline (none on the last line
+// of a file that does not end with one), assembled in *long when it is
+// longer than br's buffer: valid until the next call. At the end of the
+// input it returns io.EOF with what remained.
+func nextLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
+	assembled := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !assembled && !errors.Is(err, bufio.ErrBufferFull) {
+			return chunk, err
+		}
+		if !assembled {
+			*long = (*long)[:0]
+			assembled = true
+		}
+		if len(*long)+len(chunk) > MaxLineBytes {
+			return nil, errLineTooLong
+		}
+		*long = append(*long, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return *long, err
+		}
+	}
+}
+
+// handle passes line n to fn, or leaves it out: a last line cut short,
+// or one fn found impossible, when r counts them.
+func (r Reader) handle(path string, n, pos int64, line []byte, last bool, fn func([]byte, int64) error) error {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	if last && line[len(line)-1] != '\n' && !json.Valid(trimmed) {
+		if r.Tally == nil {
+			return NewLineError(path, n, pos, trimmed, ErrCutShort)
+		}
+		r.Tally.cut(path, n)
+		return nil
+	}
+	err := fn(trimmed, pos)
+	if err == nil {
+		return nil
+	}
+	if reason, ok := isImplausible(err); ok && r.Tally != nil {
+		r.Tally.implausible(path, n, reason)
+		return nil
+	}
+	return NewLineError(path, n, pos, trimmed, err)
+}
+
+// LineNumber is the number of the line that starts at pos in f (a
+// position Lines reported): for an error found when the line is read
+// again by position.
+func LineNumber(f *os.File, pos int64) (int64, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, pos), 1<<20)
+	n := int64(1)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(bytes.Count(chunk, []byte{'\n'}))
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return 0, err
 		}
 	}
 }
@@ -607,135 +767,149 @@ func call[T any](f func(T) error, v T) error {
 // the output of `kscope iotrace --format json`, where both are mixed):
 // lines with a "kind" are journal, fsync or block events, the others
 // writes.
-func ReadIO(path string, h IOHandlers) error {
-	var (
-		w  event.Write
-		c  event.JournalCommit
-		s  event.FileSync
-		b  event.BlockIO
-		k  event.KernelWait
-		kd struct {
-			Kind string `json:"kind"`
+func ReadIO(path string, h IOHandlers) error { return Reader{}.ReadIO(path, h) }
+
+// ReadIO is the package's ReadIO, reading as r says: an event whose
+// values cannot be true (a negative latency, or one that is not its end
+// less its start, a time outside r.Window) is left out and counted, or
+// is the error.
+func (r Reader) ReadIO(path string, h IOHandlers) error {
+	var d ioDecoder
+	return r.Lines(path, func(line []byte, _ int64) error {
+		ev, err := d.decode(line, h)
+		if ev == nil || err != nil {
+			return err
 		}
-	)
-	return Lines(path, func(line []byte, _ int64) error {
-		kind := ""
-		// Kind is the first field as kscope writes it; anything else
-		// (a hand-edited file) is looked up properly.
-		if rest, ok := bytes.CutPrefix(line, []byte(`{"kind":"`)); ok {
-			if i := bytes.IndexByte(rest, '"'); i >= 0 {
-				kind = string(rest[:i])
-			}
-		} else if bytes.Contains(line, []byte(`"kind"`)) {
-			kd.Kind = ""
-			if err := json.Unmarshal(line, &kd); err != nil {
-				return err
-			}
-			kind = kd.Kind
+		if err := r.Window.checkEvent(ev); err != nil {
+			return err
 		}
-		switch kind {
-		case "":
-			if h.Write == nil {
-				return nil
-			}
-			w = event.Write{}
-			if err := json.Unmarshal(line, &w); err != nil {
-				return err
-			}
-			return h.Write(&w)
-		case event.KindJBD2Commit, event.KindXlogWrite:
-			if h.Commit == nil {
-				return nil
-			}
-			c = event.JournalCommit{}
-			if err := json.Unmarshal(line, &c); err != nil {
-				return err
-			}
-			return h.Commit(&c)
-		case event.KindExt4Fsync:
-			if h.Sync == nil {
-				return nil
-			}
-			s = event.FileSync{}
-			if err := json.Unmarshal(line, &s); err != nil {
-				return err
-			}
-			return h.Sync(&s)
-		case event.KindBlockIO:
-			if h.Block == nil {
-				return nil
-			}
-			b = event.BlockIO{}
-			if err := json.Unmarshal(line, &b); err != nil {
-				return err
-			}
-			return h.Block(&b)
-		case event.KindKernelWait:
-			if h.Wait == nil {
-				return nil
-			}
-			k = event.KernelWait{}
-			if err := json.Unmarshal(line, &k); err != nil {
-				return err
-			}
-			return h.Wait(&k)
-		case event.KindCPUSteal:
-			if h.Steal == nil {
-				return nil
-			}
-			cs := event.CPUSteal{}
-			if err := json.Unmarshal(line, &cs); err != nil {
-				return err
-			}
-			return h.Steal(&cs)
-		case event.KindRunDelay:
-			return decodeTo(line, h.RunDelay)
-		case event.KindWakeup:
-			return decodeTo(line, h.Wakeup)
-		case event.KindConnThread:
-			return decodeTo(line, h.ConnThread)
-		case event.KindCPUThrottle:
-			return decodeTo(line, h.Throttle)
-		case event.KindJVMPause:
-			return decodeTo(line, h.JVMPause)
-		}
-		return nil // a kind from a newer kscope: skipped
+		return h.Handle(ev)
 	})
 }
 
-// decodeTo decodes line into a new T and passes it to fn, when fn is set.
-func decodeTo[T any](line []byte, fn func(*T) error) error {
-	if fn == nil {
-		return nil
+// ioDecoder decodes iotrace lines by kind: into values reused from line
+// to line for writes and the journal's events (the most numerous, whose
+// handlers copy them), into new ones for the others.
+type ioDecoder struct {
+	w  event.Write
+	c  event.JournalCommit
+	s  event.FileSync
+	b  event.BlockIO
+	k  event.KernelWait
+	kd struct {
+		Kind string `json:"kind"`
 	}
-	var v T
-	if err := json.Unmarshal(line, &v); err != nil {
-		return err
+}
+
+// decode returns line's event; nil for a kind h has no handler for, or
+// one from a newer kscope.
+func (d *ioDecoder) decode(line []byte, h IOHandlers) (any, error) {
+	kind, err := d.kind(line)
+	if err != nil {
+		return nil, err
 	}
-	return fn(&v)
+	switch kind {
+	case "":
+		return reuse(line, &d.w, h.Write != nil)
+	case event.KindJBD2Commit, event.KindXlogWrite:
+		return reuse(line, &d.c, h.Commit != nil)
+	case event.KindExt4Fsync:
+		return reuse(line, &d.s, h.Sync != nil)
+	case event.KindBlockIO:
+		return reuse(line, &d.b, h.Block != nil)
+	case event.KindKernelWait:
+		return reuse(line, &d.k, h.Wait != nil)
+	case event.KindCPUSteal:
+		return fresh[event.CPUSteal](line, h.Steal != nil)
+	case event.KindRunDelay:
+		return fresh[event.RunDelay](line, h.RunDelay != nil)
+	case event.KindWakeup:
+		return fresh[event.Wakeup](line, h.Wakeup != nil)
+	case event.KindConnThread:
+		return fresh[event.ConnThread](line, h.ConnThread != nil)
+	case event.KindCPUThrottle:
+		return fresh[event.CPUThrottle](line, h.Throttle != nil)
+	case event.KindJVMPause:
+		return fresh[event.JVMPause](line, h.JVMPause != nil)
+	}
+	return nil, nil
+}
+
+// kind is a line's "kind", "" for none (a write).
+func (d *ioDecoder) kind(line []byte) (string, error) {
+	// Kind is the first field as kscope writes it; anything else (a
+	// hand-edited file) is looked up properly.
+	if rest, ok := bytes.CutPrefix(line, []byte(`{"kind":"`)); ok {
+		if i := bytes.IndexByte(rest, '"'); i >= 0 {
+			return string(rest[:i]), nil
+		}
+		return "", nil
+	}
+	if !bytes.Contains(line, []byte(`"kind"`)) {
+		return "", nil
+	}
+	d.kd.Kind = ""
+	if err := json.Unmarshal(line, &d.kd); err != nil {
+		return "", err
+	}
+	return d.kd.Kind, nil
+}
+
+// reuse decodes line into *v, zeroed first, when wanted.
+func reuse[T any](line []byte, v *T, wanted bool) (any, error) {
+	if !wanted {
+		return nil, nil
+	}
+	var zero T
+	*v = zero
+	if err := json.Unmarshal(line, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// fresh decodes line into a new T, when wanted.
+func fresh[T any](line []byte, wanted bool) (any, error) {
+	if !wanted {
+		return nil, nil
+	}
+	v := new(T)
+	if err := json.Unmarshal(line, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // ReadLockWaits reads a lockwaits.jsonl file.
 func ReadLockWaits(path string, fn func(*event.LockWait) error) error {
-	var l event.LockWait
-	return Lines(path, func(line []byte, _ int64) error {
-		l = event.LockWait{}
-		if err := json.Unmarshal(line, &l); err != nil {
-			return err
-		}
-		return fn(&l)
-	})
+	return Reader{}.ReadLockWaits(path, fn)
+}
+
+// ReadLockWaits is the package's ReadLockWaits, reading as r says.
+func (r Reader) ReadLockWaits(path string, fn func(*event.LockWait) error) error {
+	return readEach(r, path, fn)
 }
 
 // ReadUse reads a use.jsonl file.
-func ReadUse(path string, fn func(*use.Sample) error) error {
-	var s use.Sample
-	return Lines(path, func(line []byte, _ int64) error {
-		s = use.Sample{}
-		if err := json.Unmarshal(line, &s); err != nil {
+func ReadUse(path string, fn func(*use.Sample) error) error { return Reader{}.ReadUse(path, fn) }
+
+// ReadUse is the package's ReadUse, reading as r says.
+func (r Reader) ReadUse(path string, fn func(*use.Sample) error) error {
+	return readEach(r, path, fn)
+}
+
+// readEach decodes every line of path into a T (one, reused: fn copies
+// what it keeps), checks it and passes it to fn.
+func readEach[T any](r Reader, path string, fn func(*T) error) error {
+	var v T
+	return r.Lines(path, func(line []byte, _ int64) error {
+		if _, err := reuse(line, &v, true); err != nil {
 			return err
 		}
-		return fn(&s)
+		if err := r.Window.checkEvent(&v); err != nil {
+			return err
+		}
+		return fn(&v)
 	})
 }
 
@@ -748,6 +922,9 @@ func (m *Meta) MissingEvidence() []string {
 	var out []string
 	if m.SlowLog != nil {
 		return nil // an agent's slow log: its own sources, said in its meta
+	}
+	if !m.Start.IsZero() && m.End.IsZero() {
+		return []string{"the recording did not finish (meta.json has no end: kscope record was killed, or the host stopped): what its sources lost is unknown, and its files end where they were cut"}
 	}
 	s := m.Sched
 	if s == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/use"
 )
 
 func TestWriteAndRead(t *testing.T) {
@@ -108,8 +109,10 @@ func TestLineErrors(t *testing.T) {
 
 func TestReadLineAt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.jsonl")
-	long := strings.Repeat("y", 200<<10)
-	os.WriteFile(path, []byte("a\n"+long+"\nc"), 0o644)
+	// JSON strings: a last line without its newline is read when it is
+	// whole JSON.
+	long := `"` + strings.Repeat("y", 200<<10) + `"`
+	os.WriteFile(path, []byte(`"a"`+"\n"+long+"\n"+`"c"`), 0o644)
 	var pos []int64
 	Lines(path, func(_ []byte, p int64) error { pos = append(pos, p); return nil })
 	if len(pos) != 3 {
@@ -117,7 +120,7 @@ func TestReadLineAt(t *testing.T) {
 	}
 	f, _ := os.Open(path)
 	defer f.Close()
-	for i, want := range []string{"a", long, "c"} {
+	for i, want := range []string{`"a"`, long, `"c"`} {
 		got, err := ReadLineAt(f, pos[i], nil)
 		if err != nil || string(got) != want {
 			t.Errorf("line %d: %v, %d bytes", i, err, len(got))
@@ -125,26 +128,81 @@ func TestReadLineAt(t *testing.T) {
 	}
 }
 
-// FuzzReadIO: any bytes are read without panic; errors name the line.
+// FuzzReadIO: any bytes of writes.jsonl, journal.jsonl or sched.jsonl
+// (they share ReadIO) are read without panic, strictly and with a tally
+// and a window; errors are one bounded line that names the line.
 func FuzzReadIO(f *testing.F) {
+	seed, err := os.ReadFile("testdata/io.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)-40]) // cut by a crash
 	f.Add([]byte(`{"kind":"jbd2_commit","start":"2026-11-21T12:00:00Z"}` + "\n" + `{"op":"write"}`))
 	f.Add([]byte("{\"kind\":\"\n\x00\xff"))
+	t0 := time.Date(2026, 11, 21, 20, 27, 42, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "f.jsonl")
-		os.WriteFile(path, data, 0o644)
-		h := IOHandlers{
-			Write:  func(*event.Write) error { return nil },
-			Commit: func(*event.JournalCommit) error { return nil },
-			Sync:   func(*event.FileSync) error { return nil },
-			Block:  func(*event.BlockIO) error { return nil },
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if err := ReadIO(path, h); err != nil {
-			var le *LineError
-			if !errors.As(err, &le) {
-				t.Fatalf("error without a line: %v", err)
+		var h IOHandlers
+		seen := 0
+		count := func(any) error { seen++; return nil }
+		h.Write, h.Commit, h.Sync, h.Block = handler[event.Write](count), handler[event.JournalCommit](count), handler[event.FileSync](count), handler[event.BlockIO](count)
+		h.Wait, h.Steal, h.RunDelay, h.Wakeup = handler[event.KernelWait](count), handler[event.CPUSteal](count), handler[event.RunDelay](count), handler[event.Wakeup](count)
+		h.ConnThread, h.Throttle, h.JVMPause = handler[event.ConnThread](count), handler[event.CPUThrottle](count), handler[event.JVMPause](count)
+		for _, r := range []Reader{{}, {Window: Window{Start: t0, End: t0.Add(time.Second)}, Tally: &Tally{}}} {
+			checkReadError(t, path, r.ReadIO(path, h))
+		}
+	})
+}
+
+// FuzzReadEach: lockwaits.jsonl and use.jsonl, as FuzzReadIO.
+func FuzzReadEach(f *testing.F) {
+	for _, name := range []string{"testdata/lockwaits.jsonl", "testdata/use.jsonl"} {
+		seed, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
+		f.Add(seed[:len(seed)/2])
+	}
+	t0 := time.Date(2026, 11, 21, 20, 27, 42, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "f.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []Reader{{}, {Window: Window{Start: t0, End: t0.Add(time.Second)}, Tally: &Tally{}}} {
+			checkReadError(t, path, r.ReadLockWaits(path, func(*event.LockWait) error { return nil }))
+			checkReadError(t, path, r.ReadUse(path, func(*use.Sample) error { return nil }))
+			for _, w := range r.Tally.Warnings() {
+				if strings.Contains(w, "\n") || len(w) > len(path)+400 {
+					t.Errorf("warning %q", w)
+				}
 			}
 		}
 	})
+}
+
+func handler[T any](f func(any) error) func(*T) error { return func(v *T) error { return f(v) } }
+
+// checkReadError: a read's error names the file and line, in one line of
+// bounded length.
+func checkReadError(t *testing.T, path string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var le *LineError
+	if !errors.As(err, &le) {
+		t.Fatalf("error without a line: %v", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || len(msg) > len(path)+600 || !strings.HasPrefix(msg, path+":") {
+		t.Fatalf("error of %d bytes: %.800q", len(msg), msg)
+	}
 }
 
 // sched.jsonl is written by several goroutines at once (tracer, cgroup

@@ -29,6 +29,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // The latency range of every heatmap and percentile chart: 100 µs to 30 s,
@@ -246,6 +247,10 @@ type Data struct {
 	CommitsSeen int64
 	Use         *UsePanel // nil without use.jsonl
 	Start, End  time.Time
+	// LeftOut says, one line each, what was left out of which input: a
+	// last line cut short by a crash, lines whose values cannot be true
+	// (none of the charts or statistics has them).
+	LeftOut []string
 }
 
 // NoIOTrace is true for a report of captures without an I/O trace: it
@@ -335,27 +340,35 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 	if err := b.readIO(idx, in.IO); err != nil {
 		return nil, err
 	}
-	if in.Use != "" {
-		if err := b.readUse(in.Use); err != nil {
-			return nil, err
-		}
-	}
+	// explain reads the lock waits, after the I/O and before use.jsonl:
+	// the files' order in the tally of what was left out.
 	if in.Requests != "" {
 		if err := b.explain(idx, in); err != nil {
 			return nil, err
 		}
 	}
+	if in.Use != "" {
+		if err := b.readUse(in.Use); err != nil {
+			return nil, err
+		}
+	}
 	d.span()
+	d.LeftOut = b.rd.Tally.Warnings()
 	return d, nil
 }
 
-// builder aggregates one report: the data, and the time axis all its
-// charts share.
+// builder aggregates one report: the data, the time axis all its charts
+// share, and how its files are read: every reader leaves out the same
+// impossible values, counted once.
 type builder struct {
 	d      *Data
 	o      Options
 	origin time.Time
 	step   time.Duration
+	rd     recording.Reader
+	// ioRd reads the I/O files: a recording's are regular files, but
+	// --io beside captures may be a pipe, read once.
+	ioRd recording.Reader
 }
 
 func newBuilder(in Inputs, o Options) *builder {
@@ -366,7 +379,14 @@ func newBuilder(in Inputs, o Options) *builder {
 	if d.Title == "" {
 		d.Title = defaultTitle(in)
 	}
-	b := &builder{d: d, o: o, step: time.Second}
+	b := &builder{d: d, o: o, step: time.Second, rd: recording.Reader{Tally: &recording.Tally{}}}
+	if in.Meta != nil {
+		b.rd.Window = in.Meta.Window()
+	}
+	b.ioRd = b.rd
+	if in.Dir == "" {
+		b.ioRd.Mode = safefile.Stream
+	}
 	// One time axis for all charts when the span is known (meta.json's,
 	// or the capture's): a step that gives about MaxCols columns over it.
 	// Without one the heatmaps start at the first event and merge
@@ -408,18 +428,27 @@ func (b *builder) readRequests(path string) error {
 	apis := map[string]*APISeries{}
 	var req struct {
 		Arrival   time.Time `json:"arrival"`
+		End       time.Time `json:"end"`
 		LatencyMs float64   `json:"latency_ms"`
 		API       string    `json:"api"`
 		APIKey    int16     `json:"api_key"`
 		Answered  bool      `json:"answered"`
+		ClockStep bool      `json:"clock_step"`
 	}
-	err := recording.Lines(path, func(line []byte, _ int64) error {
-		req.Arrival, req.LatencyMs, req.API, req.APIKey, req.Answered = time.Time{}, 0, "", -1, false
+	err := b.rd.Lines(path, func(line []byte, _ int64) error {
+		req.Arrival, req.End, req.LatencyMs, req.API, req.APIKey, req.Answered, req.ClockStep = time.Time{}, time.Time{}, 0, "", -1, false, false
 		if err := json.Unmarshal(line, &req); err != nil {
 			return err
 		}
+		// A clock step's times are no latency, and not an impossible
+		// value either: the capture's footer already counted it.
+		if !req.ClockStep {
+			if err := b.rd.Window.CheckRequest(req.Arrival, req.End, req.LatencyMs, req.Answered); err != nil {
+				return err
+			}
+		}
 		d.Requests++
-		if !req.Answered {
+		if !req.Answered || req.ClockStep {
 			return nil
 		}
 		if req.APIKey == 0 {
@@ -477,7 +506,7 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 		return nil
 	}
 	for _, p := range paths {
-		if err := recording.ReadIO(p, h); err != nil {
+		if err := b.ioRd.ReadIO(p, h); err != nil {
 			return fmt.Errorf("reading the I/O trace: %w", err)
 		}
 	}
@@ -490,7 +519,9 @@ func (b *builder) readIO(idx *explain.Index, paths []string) error {
 }
 
 // explain runs explain over the requests, with the I/O evidence readIO
-// put in idx and the inputs' lock waits: the slowest Top findings, and
+// put in idx and the inputs' lock waits, read by b.rd as every other
+// file (what it leaves out is counted once, in b.rd's tally, and told by
+// the caller from Data.LeftOut): the slowest Top findings, and
 // the summary.
 func (b *builder) explain(idx *explain.Index, in Inputs) error {
 	d := b.d
@@ -503,7 +534,7 @@ func (b *builder) explain(idx *explain.Index, in Inputs) error {
 		},
 		OnSummary: func(s *explain.Summary) error { d.Summary = s; return nil },
 	}
-	input := explain.Input{Requests: in.Requests, Index: idx, LockWaits: in.LockWaits, JFR: in.JFR, Meta: in.Meta, Name: in.Dir}
+	input := explain.Input{Requests: in.Requests, Index: idx, LockWaits: in.LockWaits, JFR: in.JFR, Meta: in.Meta, Name: in.Dir, Reader: &b.rd}
 	if err := explain.Run(context.Background(), []explain.Input{input}, opts, out); err != nil {
 		return err
 	}

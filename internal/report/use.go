@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/use"
 )
 
@@ -144,7 +143,7 @@ func (b *builder) readUse(path string) error {
 	}
 	nics := map[string]bool{}
 	finds := map[[2]string]*UseFinding{}
-	err := recording.ReadUse(path, func(s *use.Sample) error {
+	err := b.rd.ReadUse(path, func(s *use.Sample) error {
 		p.Samples++
 		t := s.Time
 		p.CPUs = max(p.CPUs, s.CPU.CPUs)

@@ -80,6 +80,53 @@ func (t Target) Resolve() (string, error) {
 	return path, nil
 }
 
+// Check is Resolve, and also makes sure a file can be created in the
+// directory the output goes to (a read-only file system, a directory the
+// user cannot write): a command calls it before a long run so that the
+// run's result is not lost at the end. Write checks again.
+func (t Target) Check() (string, error) {
+	path, err := t.Resolve()
+	if err != nil {
+		return "", err
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return path, nil
+}
+
+// OutputDir refuses path as a directory kscope is to create or write
+// into (a recording) when it exists and is not a directory: a regular
+// file, a device, a FIFO, a socket, a symbolic link to one of them, or a
+// dangling symbolic link. It opens nothing, so a FIFO cannot block it.
+// Whether an existing directory may be used (empty or not) is the
+// caller's rule.
+func OutputDir(path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: no output directory", ErrRefused)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%w to %s: a symbolic link to a missing path", ErrRefused, path)
+		}
+		return nil
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%w into %s: %s, not a directory", ErrRefused, path, Describe(st.Mode()))
+	}
+	return nil
+}
+
 // checkInputs refuses an output that is one of the inputs (by inode, so a
 // hard link or another spelling of the path is caught too) or lies inside
 // an input directory.
@@ -138,6 +185,13 @@ func Write(t Target, write func(io.Writer) error) (string, error) {
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		return "", err
+	}
+	// On disk before the rename: after a crash the path holds the old
+	// output or the new one, never an empty file (XFS, or ext4 without
+	// auto_da_alloc, may journal the rename before the data).
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -198,4 +199,131 @@ func TestStreamIdleAndLimit(t *testing.T) {
 		t.Fatalf("ReadAll over the limit: %v", err)
 	}
 	r2.Close()
+}
+
+func TestDistinct(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.pcap")
+	b := filepath.Join(dir, "b.pcap")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hard := filepath.Join(dir, "hard.pcap")
+	if err := os.Link(a, hard); err != nil {
+		t.Fatal(err)
+	}
+	sym := filepath.Join(dir, "sym.pcap")
+	if err := os.Symlink(a, sym); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "rec")
+	if err := os.Mkdir(rec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		dup   []string // the spellings the error must name; nil: no error
+	}{
+		{"two files", []string{a, b}, nil},
+		{"one file", []string{a}, nil},
+		{"none", nil, nil},
+		{"a missing file is the reader's to report", []string{a, filepath.Join(dir, "none"), filepath.Join(dir, "none")}, nil},
+		{"the same path", []string{a, b, a}, []string{a}},
+		{"another spelling", []string{a, dir + "/./a.pcap"}, []string{a, dir + "/./a.pcap"}},
+		{"a hard link", []string{hard, b, a}, []string{hard, a}},
+		{"a symbolic link", []string{a, sym}, []string{a, sym}},
+		{"a recording twice", []string{rec, rec + "/"}, []string{rec, rec + "/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Distinct(tc.paths)
+			if tc.dup == nil {
+				if err != nil {
+					t.Fatalf("Distinct = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrDuplicate) {
+				t.Fatalf("Distinct = %v; want ErrDuplicate", err)
+			}
+			for _, p := range tc.dup {
+				if !strings.Contains(err.Error(), p) {
+					t.Errorf("%q does not name %s", err, p)
+				}
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := (Target{Path: filepath.Join(dir, "no", "r.json")}).Check(); !errors.Is(err, ErrRefused) {
+		t.Errorf("missing directory: %v", err)
+	}
+	if _, err := (Target{Path: "/dev/null"}).Check(); !errors.Is(err, ErrRefused) {
+		t.Errorf("/dev/null: %v", err)
+	}
+	// /proc/self is a directory nobody can create files in, root included.
+	if _, err := (Target{Path: "/proc/self/r.json"}).Check(); err == nil {
+		t.Error("/proc/self/r.json: no error")
+	}
+	got, err := Target{Path: dir, DefaultName: "r.json"}.Check()
+	if err != nil || got != filepath.Join(dir, "r.json") {
+		t.Fatalf("Check = %q, %v", got, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("Check left %d files behind", len(ents))
+	}
+}
+
+func TestOutputDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toDev := filepath.Join(dir, "null-link")
+	if err := os.Symlink("/dev/null", toDev); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	toDir := filepath.Join(dir, "dir-link")
+	if err := os.Symlink(dir, toDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(dir, "new"), true},
+		{filepath.Join(dir, "new", "deeper"), true},
+		{dir, true},
+		{toDir, true},
+		{"", false},
+		{file, false},
+		{fifo, false},
+		{"/dev/null", false},
+		{toDev, false},
+		{dangling, false},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- OutputDir(tc.path) }()
+		select {
+		case err := <-done:
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrRefused)) {
+				t.Errorf("OutputDir(%q) = %v; want ok %v", tc.path, err, tc.ok)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("OutputDir(%q) blocked", tc.path)
+		}
+	}
 }

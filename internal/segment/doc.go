@@ -11,8 +11,11 @@
 //
 // Batches are decoded by package records, the decoder kscope also uses on
 // the wire. Files are read as streams with bounded memory, never loaded
-// whole. Their bytes are untrusted: every error names the file and the
-// byte position, nothing is allocated by a size read from the file, and a
-// segment whose last batch is cut short (normal after a crash) yields
-// every batch before it and then an error wrapping records.ErrTruncated.
+// whole, and only regular files are opened (package safefile). Their bytes
+// are untrusted: every error names the file and the byte position, nothing
+// is allocated by a size read from the file, and damage does not end the
+// reading: the [Reader] reports each damaged byte range ([Damage]: a bad
+// length, a bad CRC, a truncated last batch) and resumes at the next
+// valid batch. What a file is comes from its bytes as well as its name
+// ([Identify]).
 package segment

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/kscope-dev/kscope/internal/logdir"
 )
@@ -52,6 +55,20 @@ type IndexInfo struct {
 	// TrailingBytes is the size of a partial entry at the end of the
 	// file (Kafka ignores it; it never writes one).
 	TrailingBytes int
+	// BaseKnown is false when the file's name does not give its base
+	// offset: offsets are then relative to 0.
+	BaseKnown bool
+}
+
+// BaseOffsetOf returns the base offset a file's name starts with: 20
+// digits, as in all of Kafka's segment file names.
+func BaseOffsetOf(path string) (int64, bool) {
+	name := filepath.Base(path)
+	if len(name) < 20 || strings.TrimLeft(name[:20], "0123456789") != "" {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(name[:20], 10, 64)
+	return base, err == nil
 }
 
 // ReadIndex reads the .index or .timeindex file at path and calls fn with
@@ -60,17 +77,31 @@ type IndexInfo struct {
 // (NNNNNNNNNNNNNNNNNNNN.index or .timeindex, with Kafka's .cleaned, .swap
 // or .deleted suffixes allowed).
 func ReadIndex(path string, fn func(IndexEntry) error) (IndexInfo, error) {
-	info := IndexInfo{NonZeroUnused: -1}
-	kind, base, _ := logdir.ParseFileName(path)
+	kind, _, _ := logdir.ParseFileName(path)
 	if kind != logdir.KindIndex && kind != logdir.KindTimeIndex {
-		return info, &Error{Path: path, Pos: -1, Err: errors.New("not an index file: want a name of 20 digits and .index or .timeindex")}
+		return IndexInfo{NonZeroUnused: -1}, &Error{Path: path, Pos: -1, Err: errors.New("not an index file: want a name of 20 digits and .index or .timeindex")}
 	}
+	return ReadIndexAs(path, kind, fn)
+}
+
+// ReadIndexAs is ReadIndex for a file of the given kind (logdir.KindIndex
+// or KindTimeIndex) whatever its name says, such as one that Identify
+// recognised by its bytes. The base offset is the number the name starts
+// with when it starts with 20 digits, as Kafka's names do, else 0 (and
+// IndexInfo.BaseKnown is false).
+func ReadIndexAs(path string, kind logdir.Kind, fn func(IndexEntry) error) (IndexInfo, error) {
+	info := IndexInfo{NonZeroUnused: -1}
+	if kind != logdir.KindIndex && kind != logdir.KindTimeIndex {
+		return info, &Error{Path: path, Pos: -1, Err: fmt.Errorf("cannot read a %v as an index", kind)}
+	}
+	base, known := BaseOffsetOf(path)
+	info.BaseKnown = known
 	info.Kind, info.BaseOffset = kind, base
-	f, size, err := openRegular(path)
+	in, size, err := openRegular(path)
 	if err != nil {
 		return info, err
 	}
-	defer f.Close()
+	defer in.Close()
 	info.Size = size
 	entrySize := int64(OffsetEntrySize)
 	if kind == logdir.KindTimeIndex {
@@ -78,33 +109,19 @@ func ReadIndex(path string, fn func(IndexEntry) error) (IndexInfo, error) {
 	}
 	info.TrailingBytes = int(size % entrySize)
 	n := size / entrySize
-
-	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, n*entrySize), 64<<10)
+	br := bufio.NewReaderSize(io.NewSectionReader(in.File(), 0, n*entrySize), 64<<10)
 	var buf [TimeEntrySize]byte
-	ended := false
 	for i := range n {
 		pos := i * entrySize
 		if _, err := io.ReadFull(br, buf[:entrySize]); err != nil {
 			return info, &Error{Path: path, Pos: pos, Err: fmt.Errorf("reading: %w", err)}
 		}
-		e := IndexEntry{Pos: pos, Position: -1, Timestamp: -1}
-		var rel uint32
-		if kind == logdir.KindIndex {
-			rel = be.Uint32(buf[0:])
-			e.Position = int64(be.Uint32(buf[4:]))
-		} else {
-			e.Timestamp = int64(be.Uint64(buf[0:]))
-			rel = be.Uint32(buf[8:])
-		}
-		e.Offset = base + int64(rel)
+		e, rel := decodeEntry(kind, buf[:entrySize], pos, base)
 		// An all-zero first entry is unused too: a preallocated index
 		// with nothing in it yet. It would say nothing anyway: offset
 		// base at position 0 (or timestamp 0) is where a search starts
 		// without an index.
-		if !ended && rel == 0 && (i > 0 || zero(buf[:entrySize])) {
-			ended = true
-		}
-		if ended {
+		if info.Unused == 0 && rel == 0 && (i > 0 || zero(buf[:entrySize])) || info.Unused > 0 {
 			info.Unused++
 			if info.NonZeroUnused < 0 && !zero(buf[:entrySize]) {
 				info.NonZeroUnused = pos
@@ -117,6 +134,22 @@ func ReadIndex(path string, fn func(IndexEntry) error) (IndexInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// decodeEntry decodes the index entry b at position pos, and returns it
+// with its stored relative offset.
+func decodeEntry(kind logdir.Kind, b []byte, pos, base int64) (IndexEntry, uint32) {
+	e := IndexEntry{Pos: pos, Position: -1, Timestamp: -1}
+	var rel uint32
+	if kind == logdir.KindIndex {
+		rel = be.Uint32(b[0:])
+		e.Position = int64(be.Uint32(b[4:]))
+	} else {
+		e.Timestamp = int64(be.Uint64(b[0:]))
+		rel = be.Uint32(b[8:])
+	}
+	e.Offset = base + int64(rel)
+	return e, rel
 }
 
 func zero(b []byte) bool {
@@ -135,11 +168,12 @@ func zero(b []byte) bool {
 // entry as greater than any position. It trusts nothing: a hint the log
 // does not confirm is discarded by Lookup.
 func indexHint(path string, pos int64) (int64, error) {
-	f, size, err := openRegular(path)
+	in, size, err := openRegular(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer in.Close()
+	f := in.File()
 	var buf [OffsetEntrySize]byte
 	read := func(i int64) (rel uint32, position int64, err error) {
 		if _, err := f.ReadAt(buf[:], i*OffsetEntrySize); err != nil {

@@ -35,6 +35,9 @@ type LookupResult struct {
 	// Skipped is the number of batches read between ScanStart and
 	// Position.
 	Skipped int
+	// Damaged are the damaged byte ranges read past between ScanStart
+	// and the end of the range, in file order (see [Damage]).
+	Damaged []Damage
 }
 
 // Lookup returns the batches of the .log file at path that overlap the
@@ -48,9 +51,11 @@ type LookupResult struct {
 // 4 KiB by default, before the range). If the index is missing or leads
 // astray, it reads from the start.
 //
-// A range that ends inside a batch cut short by the end of the file
-// returns the batches before it with an error wrapping
-// records.ErrTruncated.
+// Damage before the range is read past (and listed in Damaged): the
+// batches after it are valid. Damage overlapping the range is listed too,
+// and the first such is also the error, with the valid batches of the
+// range in Matches; a range that ends inside a batch cut short by the end
+// of the file gives an error wrapping records.ErrTruncated.
 func Lookup(path string, position, n int64, header string, d *records.Decoder) (LookupResult, error) {
 	res := LookupResult{Path: path, Position: position, Bytes: n}
 	if position < 0 || n <= 0 {
@@ -75,18 +80,33 @@ func Lookup(path string, position, n int64, header string, d *records.Decoder) (
 		}
 	}
 	res, err = lookupFrom(r, res, start, header)
-	if err != nil && start > 0 && !errors.Is(err, records.ErrTruncated) {
+	if (err != nil || len(res.Damaged) > 0) && start > 0 && !errors.Is(err, records.ErrTruncated) {
 		// The index pointed somewhere that is not a batch boundary
 		// (or the damage is before the range): start again from the
 		// start of the file, which is always a boundary.
-		res.Matches, res.Skipped = nil, 0
+		res.Matches, res.Skipped, res.Damaged = nil, 0, nil
 		res, err = lookupFrom(r, res, 0, header)
+	}
+	if err == nil {
+		err = overlapping(r.Path(), res)
 	}
 	return res, err
 }
 
+// overlapping returns the first damage overlapping the looked-up range
+// as an *Error, nil when there is none.
+func overlapping(path string, res LookupResult) error {
+	end := res.Position + res.Bytes
+	for i := range res.Damaged {
+		if d := &res.Damaged[i]; d.Start < end && d.End > res.Position {
+			return &Error{Path: path, Pos: d.Start, Err: d}
+		}
+	}
+	return nil
+}
+
 func lookupFrom(r *Reader, res LookupResult, start int64, header string) (LookupResult, error) {
-	r.seek(start)
+	r.seek(start, seekWindow)
 	res.ScanStart = start
 	end := res.Position + res.Bytes
 	d := r.Decoder()
@@ -94,6 +114,13 @@ func lookupFrom(r *Reader, res LookupResult, start int64, header string) (Lookup
 		b, err := r.Next()
 		if err == io.EOF {
 			return res, nil
+		}
+		if d, ok := AsDamage(err); ok {
+			if d.Start >= end {
+				return res, nil
+			}
+			res.Damaged = append(res.Damaged, *d)
+			continue
 		}
 		if err != nil {
 			return res, err

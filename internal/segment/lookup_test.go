@@ -1,9 +1,11 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,5 +108,36 @@ func TestLookupErrors(t *testing.T) {
 	}
 	if _, err := Lookup(filepath.Join(t.TempDir(), "missing.log"), 0, 1, "", nil); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestLookupPastDamage checks that damage before a range does not hide
+// the range's batches, and that damage in it is the error.
+func TestLookupPastDamage(t *testing.T) {
+	data := readFile(t, filepath.Join(txnDir, seg0+".log"))
+	// The batch at 574 claims the next ten batches' bytes.
+	binary.BigEndian.PutUint32(data[574+8:], 3735-574-12)
+	path := writeFile(t, filepath.Join(t.TempDir(), seg0+".log"), data)
+	for _, tt := range []struct {
+		pos, n      int64
+		matches     []int64
+		damaged     int
+		errAtDamage bool
+	}{
+		{1196, 78, []int64{1196}, 1, false}, // after the damage
+		{0, 600, []int64{0}, 1, true},       // over it
+		{574, 100, []int64{652}, 1, true},   // starting in it
+		{3735, 78, []int64{3735}, 1, false}, // the last batch
+	} {
+		res, err := Lookup(path, tt.pos, tt.n, "", nil)
+		var got []int64
+		for _, m := range res.Matches {
+			got = append(got, m.Batch.Position)
+		}
+		d, isDamage := AsDamage(err)
+		if !reflect.DeepEqual(got, tt.matches) || len(res.Damaged) != tt.damaged || isDamage != tt.errAtDamage ||
+			isDamage && (d.Start != 574 || d.Kind != BadLength) || !isDamage && err != nil {
+			t.Errorf("Lookup(%d, %d) = %v, %d damaged, %v", tt.pos, tt.n, got, len(res.Damaged), err)
+		}
 	}
 }

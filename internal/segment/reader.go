@@ -2,11 +2,11 @@ package segment
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/kscope-dev/kscope/internal/records"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // Window sizes of the batch reader: a scan of a whole file reads 1 MiB at
@@ -21,7 +21,12 @@ const (
 // Reader reads the batches of one .log file in order. Its memory is the
 // read-ahead buffer plus one buffer as large as the largest batch, which
 // the Decoder's MaxBatchSize bounds.
+//
+// It reads past damage: a batch that is not valid is reported as a
+// damaged byte range and reading resumes at the next valid batch (see
+// [Damage] for the rule).
 type Reader struct {
+	in   *safefile.Input
 	f    *os.File
 	path string
 	size int64
@@ -30,7 +35,10 @@ type Reader struct {
 	rr   *records.Reader
 	err  error
 
-	zeroTail int64
+	zeroTail     int64
+	search       *search
+	damages      int
+	damagedBytes int64
 }
 
 // Open opens the segment file at path for reading from its start. d
@@ -41,46 +49,44 @@ func Open(path string, d *records.Decoder) (*Reader, error) {
 }
 
 func openAt(path string, d *records.Decoder, start int64) (*Reader, error) {
-	f, size, err := openRegular(path)
+	in, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	if d == nil {
 		d = new(records.Decoder)
 	}
-	r := &Reader{f: f, path: path, size: size, end: size, d: d}
-	r.seek(start)
+	r := &Reader{in: in, f: in.File(), path: path, size: size, end: size, d: d, search: newSearch(size)}
+	window := scanWindow
+	if start > 0 {
+		window = seekWindow
+	}
+	r.seek(start, window)
 	return r, nil
 }
 
 // openRegular opens path, refusing anything but a regular file: a FIFO or
-// a device under a segment's name could block or stream forever.
-func openRegular(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+// a device under a segment's name could block or stream forever. The
+// refusal wraps safefile.ErrNotRegular.
+func openRegular(path string) (*safefile.Input, int64, error) {
+	in, err := safefile.Open(path, safefile.Regular)
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
+	size := in.Size()
+	if size < 0 {
+		in.Close()
+		return nil, 0, &Error{Path: path, Pos: -1, Err: errors.New("cannot tell its size")}
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, &Error{Path: path, Pos: -1, Err: errors.New("not a regular file")}
-	}
-	return f, fi.Size(), nil
+	return in, size, nil
 }
 
-// seek makes the next batch read start at pos. It reads through a
-// SectionReader, so the file's own offset is never shared state.
-func (r *Reader) seek(pos int64) {
+// seek makes the next batch read start at pos, reading window bytes at a
+// time. It reads through a SectionReader, so the file's own offset is
+// never shared state.
+func (r *Reader) seek(pos int64, window int) {
 	pos = min(max(pos, 0), r.size)
 	sr := io.NewSectionReader(r.f, pos, r.size-pos)
-	window := scanWindow
-	if pos > 0 {
-		window = seekWindow
-	}
 	// A small file, or the tail of one, needs no larger window.
 	r.rr = r.d.NewReaderSize(sr, pos, int(min(int64(window), max(r.size-pos, 64))))
 	r.err = nil
@@ -105,11 +111,19 @@ func (r *Reader) Decoder() *records.Decoder { return r.d }
 // batch; they are not batches and not corruption.
 func (r *Reader) ZeroTail() int64 { return r.zeroTail }
 
-// Next returns the next batch. Its Data is valid until the next call. At
-// the end of the file it returns io.EOF. Any other error is an *Error
-// naming the file and position: one wrapping records.ErrTruncated for a
-// last batch cut short, one wrapping ErrNotSegment when the file does not
-// start with a batch. After an error, Next keeps returning it.
+// Damaged returns how many damaged byte ranges Next has reported, and
+// their bytes.
+func (r *Reader) Damaged() (ranges int, bytes int64) { return r.damages, r.damagedBytes }
+
+// Next returns the next valid batch (its CRC matches). Its Data is valid
+// until the next call. At the end of the file it returns io.EOF.
+//
+// A damaged byte range is returned as an *Error at the range's start
+// whose Err is a *Damage (see AsDamage); the next call goes on after it.
+// A last batch cut short is such a range of kind Truncated, whose error
+// also wraps records.ErrTruncated. Any other error is an *Error naming
+// the file and position, one wrapping ErrNotSegment when no batch at all
+// is found from the start of the file, and Next keeps returning it.
 func (r *Reader) Next() (records.Batch, error) {
 	if r.err != nil {
 		return records.Batch{}, r.err
@@ -119,12 +133,17 @@ func (r *Reader) Next() (records.Batch, error) {
 		return records.Batch{}, io.EOF
 	}
 	b, err := r.rr.Next()
-	if err == nil {
+	switch {
+	case err == nil && b.CRCValid:
 		return b, nil
-	}
-	if err == io.EOF {
+	case err == nil:
+		return r.damaged(failure{pos: b.Position, size: int64(b.Size), crc: b.CRC})
+	case err == io.EOF:
 		r.err = io.EOF
 		return records.Batch{}, io.EOF
+	case isReadError(err):
+		r.err = fileError(r.path, r.rr.Pos(), err)
+		return records.Batch{}, r.err
 	}
 	pos := r.rr.Pos()
 	// At least a whole zero prefix: its length 0 is no batch's, whereas
@@ -137,16 +156,11 @@ func (r *Reader) Next() (records.Batch, error) {
 			return records.Batch{}, io.EOF
 		}
 	}
-	e := fileError(r.path, pos, err).(*Error)
-	if pos == 0 && !errors.Is(err, records.ErrTruncated) {
-		e.Err = fmt.Errorf("%w: %w", ErrNotSegment, e.Err)
-	}
-	r.err = e
-	return records.Batch{}, r.err
+	return r.damaged(failure{pos: pos, cause: err})
 }
 
 // Close closes the file.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error { return r.in.Close() }
 
 // allZero reports whether bytes [from, to) of f are all zero, reading them
 // in small chunks.

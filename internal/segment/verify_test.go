@@ -2,10 +2,15 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 func TestVerifyRealPartitions(t *testing.T) {
@@ -63,6 +68,13 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}{
 		{"payload byte", txnDir, poke(seg0+".log", 700, 0x5a), seg0 + ".log", 652, "CRC mismatch"},
 		{"length", txnDir, poke(seg0+".log", 652+8, 0x7f, 0xff, 0xff, 0xff), seg0 + ".log", 652, "exceeds the maximum batch size"},
+		{"length over ten batches", txnDir, poke(seg0+".log", 574+8, be32(3735-574-12)...), seg0 + ".log", 574, "bad length: length 3149 runs over the valid batch at position 652"},
+		{"index holding a segment", txnDir, func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, seg0+".index"), readFile(t, filepath.Join(dir, seg0+".log")))
+		}, seg0 + ".index", -1, "named as an offset index but its bytes are a log segment"},
+		{"segment holding a time index", txnDir, func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, seg0+".log"), readFile(t, filepath.Join(dir, seg0+".timeindex")))
+		}, seg0 + ".log", -1, "named as a log segment but its bytes are a time index"},
 		{"offset going back", txnDir, poke(seg0+".log", 652, 0, 0, 0, 0, 0, 0, 0, 3), seg0 + ".log", 652, "does not follow the previous batch's last offset 25"},
 		{"index position", idsDir, poke(seg0+".index", 4, be32(4351)...), seg0 + ".index", 0, "not the start of a batch"},
 		{"index offset", idsDir, poke(seg0+".index", 0, be32(2)...), seg0 + ".index", 0, "below the first offset"},
@@ -133,5 +145,58 @@ func TestVerifyBoundsProblems(t *testing.T) {
 	// are kept.
 	if len(rep.Problems) != maxProblemsPerFile || rep.Omitted != 1000-maxProblemsPerFile || rep.OK() {
 		t.Fatalf("problems %d, omitted %d", len(rep.Problems), rep.Omitted)
+	}
+}
+
+// TestVerifyReadsPastDamage checks that a damaged batch is one problem and
+// the batches after it are checked: the length of the batch at 574 made
+// it swallow the next ten (issue 33).
+func TestVerifyReadsPastDamage(t *testing.T) {
+	dir := copyPartition(t, txnDir)
+	p := filepath.Join(dir, seg0+".log")
+	data := readFile(t, p)
+	binary.BigEndian.PutUint32(data[574+8:], 3735-574-12)
+	data[2000] ^= 0xff // and a payload byte of the batch at 1895
+	writeFile(t, p, data)
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pr := range rep.Problems {
+		got = append(got, fmt.Sprintf("%d %v", pr.Pos, pr.Err))
+	}
+	if len(rep.Problems) != 2 || rep.Problems[0].Pos != 574 || rep.Problems[1].Pos != 1895 ||
+		!strings.Contains(got[0], "bad length") || !strings.Contains(got[1], "bad CRC") {
+		t.Fatalf("problems %q", got)
+	}
+	if rep.Batches != 10 || rep.Damaged != 2 || rep.DamagedBytes != 78+544 {
+		t.Fatalf("%d batches, %d damaged ranges of %d bytes", rep.Batches, rep.Damaged, rep.DamagedBytes)
+	}
+}
+
+// TestVerifyRefusesNonRegular checks that a path Verify would read and
+// that is not a regular file is refused, not passed over (issue 33).
+func TestVerifyRefusesNonRegular(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		make func(path string) error
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyPartition(t, txnDir)
+			p := filepath.Join(dir, "00000000000000000100.log")
+			if err := tt.make(p); err != nil {
+				t.Fatal(err)
+			}
+			for _, arg := range []string{dir, p} {
+				if _, err := Verify(arg); !errors.Is(err, safefile.ErrNotRegular) || !strings.Contains(err.Error(), p) {
+					t.Errorf("Verify(%s) = %v, want a refusal naming %s", arg, err, p)
+				}
+			}
+		})
 	}
 }

@@ -6,10 +6,10 @@
 package source
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/capture"
@@ -25,7 +25,10 @@ type Result struct {
 	Wire     wire.Stats
 	Capture  CaptureStats
 	TLS      TLSResult
-	Warnings []error // damaged files that were read as far as possible
+	Warnings []error // damaged files that were read as far as possible, and what files left out
+	// secretsKept are the key log bytes kept from the files' secrets
+	// blocks: their budget is shared.
+	secretsKept int64
 }
 
 // CaptureStats counts packets before the Kafka decoder.
@@ -35,6 +38,14 @@ type CaptureStats struct {
 	NotTCP      int64 `json:"not_tcp"`
 	Undecodable int64 `json:"undecodable"`
 	Fragments   int64 `json:"fragments"`
+	// UnsupportedLink counts packets of a link type kscope does not
+	// decode (each file's warning names the type).
+	UnsupportedLink int64 `json:"unsupported_link,omitempty"`
+	// Secrets blocks (pcapng) whose TLS key logs were kept, and those
+	// skipped because they did not fit in capture.MaxSecretsBytes.
+	SecretsBlocks       int64 `json:"secrets_blocks,omitempty"`
+	SecretsSkipped      int64 `json:"secrets_skipped,omitempty"`
+	SecretsSkippedBytes int64 `json:"secrets_skipped_bytes,omitempty"`
 
 	// Live captures only: the kernel's counters of the packet socket.
 	KernelPackets int64 `json:"kernel_packets,omitempty"` // accepted by the socket filter, dropped ones included
@@ -49,6 +60,10 @@ func (c *CaptureStats) Add(o CaptureStats) {
 	c.NotTCP += o.NotTCP
 	c.Undecodable += o.Undecodable
 	c.Fragments += o.Fragments
+	c.UnsupportedLink += o.UnsupportedLink
+	c.SecretsBlocks += o.SecretsBlocks
+	c.SecretsSkipped += o.SecretsSkipped
+	c.SecretsSkippedBytes += o.SecretsSkippedBytes
 	c.KernelPackets += o.KernelPackets
 	c.KernelDrops += o.KernelDrops
 	c.QueueFreezes += o.QueueFreezes
@@ -66,13 +81,19 @@ type Options struct {
 	Wire   wire.Config
 	Topics *wire.TopicNames
 	// Progress, when set, is called with bytes read of the current file
-	// and its size, every few thousand packets.
+	// and its size, every few thousand packets (not for a pipe, whose
+	// size is not known).
 	Progress func(file string, done, total int64)
 	// TLSKeyLog is an NSS key log (SSLKEYLOGFILE) with the secrets of
-	// the TLS connections captured, or a directory of them (*.log); it
-	// may still be growing (a live capture). Secrets in the captures' pcapng Decryption Secrets Blocks
-	// are used too.
+	// the TLS connections captured, or a directory of them (*.log): a
+	// regular file, which may still be growing (a live capture), or a
+	// pipe or FIFO read once. Secrets in the captures' pcapng Decryption
+	// Secrets Blocks are used too, read before the key log (they win a
+	// conflict) and, for a regular file, before its packets.
 	TLSKeyLog string
+	// TLSKeyLogFromBroker says the key log is the one the broker's
+	// key-log agent writes (--tls-keys attach), for messages.
+	TLSKeyLogFromBroker bool
 	// Tick, when set, is called by Live about once a TickEvery with the
 	// counters so far and the decoder's gauges, from the goroutine that
 	// decodes (so it must not block): a long-running capture's health.
@@ -85,7 +106,9 @@ const TickEvery = time.Second
 // ReadFiles decodes the files in order, as one capture (rotated files of
 // one capture continue each other's connections), and calls emit for every
 // request. A file that is not a capture stops the run with an error; a
-// damaged file is read up to the damage and reported in Result.Warnings.
+// damaged file is read up to the damage and reported in Result.Warnings,
+// as is what a file left out (capture.File.Warnings). The files' secrets
+// blocks share one budget, capture.MaxSecretsBytes.
 func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result, error) {
 	var res Result
 	// Open every file first: an unusable input should fail before any
@@ -103,42 +126,69 @@ func ReadFiles(paths []string, opts Options, emit func(*event.Request)) (Result,
 		}
 		files = append(files, f)
 	}
-	keys, err := openKeys(opts.TLSKeyLog)
-	if err != nil {
-		return res, err
+	keys, streamed := newCaptureKeys(), make([]bool, len(files))
+	for i, f := range files {
+		streamed[i] = keys.readSecretsFirst(f)
 	}
-	for _, f := range files {
-		keys.mayEmbed = keys.mayEmbed || f.Format == capture.FormatPcapNG
+	if err := keys.openKeyLog(opts.TLSKeyLog, opts.TLSKeyLogFromBroker); err != nil {
+		return res, err
 	}
 	opts.Wire.TLSKeys = keys
 	dec := wire.NewDecoder(opts.Wire, &records.Decoder{}, opts.Topics, emit)
 	seg := capture.NewDecoder()
-	for _, f := range files {
+	for i, f := range files {
 		res.Files++
-		err := readFile(f, seg, dec, keys, opts.Progress)
-		res.Capture.Packets += f.Packets()
-		res.Capture.FileBytes += f.Offset()
+		f.LimitSecrets(capture.MaxSecretsBytes - res.secretsKept)
+		err := readFile(f, seg, dec, fileSecrets{keys, streamed[i], res.Capture.Packets > 0}, opts.Progress)
+		res.addFile(f)
 		if err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
+		res.Warnings = append(res.Warnings, f.Warnings()...)
 	}
 	dec.Close()
 	res.Wire = dec.Stats()
 	res.TLS = keys.result(dec)
 	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	res.Capture.UnsupportedLink = seg.UnsupportedLink
 	return res, nil
 }
 
-func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, keys *captureKeys, progress func(string, int64, int64)) error {
+// addFile adds the counters of a file read.
+func (r *Result) addFile(f *capture.File) {
+	r.Capture.Packets += f.Packets()
+	r.Capture.FileBytes += f.Offset()
+	s := f.SecretsStats()
+	r.Capture.SecretsBlocks += s.Blocks
+	r.Capture.SecretsSkipped += s.Skipped
+	r.Capture.SecretsSkippedBytes += s.SkippedBytes
+	r.secretsKept += s.Bytes
+}
+
+// fileSecrets says what to do with the secrets blocks read with a
+// file's packets: add them to keys when the file is a stream (a regular
+// file's were all read first), as late ones once packets came before.
+type fileSecrets struct {
+	keys        *captureKeys
+	streamed    bool
+	packetsRead bool // packets of earlier files
+}
+
+func (fs fileSecrets) add(f *capture.File, packetsBefore int) {
+	// Taken even when not used: the reader keeps them until then.
+	s := f.Secrets()
+	if s != nil && fs.streamed {
+		fs.keys.addStreamed(s, f.Path, fs.packetsRead || packetsBefore > 0)
+	}
+}
+
+func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, secrets fileSecrets, progress func(string, int64, int64)) error {
 	for n := 0; ; n++ {
 		data, ci, link, err := f.Next()
-		if s := f.Secrets(); s != nil {
-			// Only a read error is returned, and a byte slice has none.
-			_ = keys.embedded.Read(bytes.NewReader(s), f.Path)
-		}
+		secrets.add(f, n)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				if progress != nil {
+				if progress != nil && f.Size > 0 {
 					progress(f.Path, f.Size, f.Size)
 				}
 				return nil
@@ -148,7 +198,7 @@ func readFile(f *capture.File, seg *capture.Decoder, dec *wire.Decoder, keys *ca
 		if s, ok := seg.Decode(data, link); ok {
 			dec.Packet(s, ci)
 		}
-		if progress != nil && n%4096 == 0 {
+		if progress != nil && f.Size > 0 && n%4096 == 0 {
 			progress(f.Path, f.Offset(), f.Size)
 		}
 	}
@@ -166,8 +216,11 @@ func (r Result) FormatFooter() string {
 		from, r.Capture.Packets, w.Packets, humanBytes(w.Bytes), w.Connections)
 	s += fmt.Sprintf("%d requests decoded: %d answered, %d acks=0 (no response), %d unanswered; %d unknown API/version; %d responses unpaired\n",
 		w.Requests, w.Responses, w.NoResponse, w.Unanswered, w.UnknownAPIs, w.Unpaired)
-	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial, %d oversized, %d decode errors, %d batch errors",
-		humanBytes(w.SkippedBytes), w.Gaps, w.Resyncs, w.Partial, w.Oversized, w.DecodeErrors, w.BatchErrors)
+	s += fmt.Sprintf("%s skipped at %d gaps (%d resyncs); %d partial%s, %d oversized, %d decode errors, %d batch errors",
+		humanBytes(w.SkippedBytes), w.Gaps, w.Resyncs, w.Partial, partialDetail(w), w.Oversized, w.DecodeErrors, w.BatchErrors)
+	if w.ClockStepped > 0 {
+		s += fmt.Sprintf(", %d responses timestamped before their requests (the capture's clock stepped back: no latency, left out of statistics)", w.ClockStepped)
+	}
 	if w.Evicted > 0 {
 		s += fmt.Sprintf(", %d evicted from a full in-flight table", w.Evicted)
 	}
@@ -177,6 +230,13 @@ func (r Result) FormatFooter() string {
 	if c := r.Capture; c.Undecodable+c.Fragments > 0 {
 		s += fmt.Sprintf("; %d undecodable packets, %d IP fragments ignored", c.Undecodable, c.Fragments)
 	}
+	if n := r.Capture.UnsupportedLink; n > 0 {
+		s += fmt.Sprintf("; %d packets of an unsupported link type", n)
+	}
+	if c := r.Capture; c.SecretsSkipped > 0 {
+		s += fmt.Sprintf("; %d secrets blocks (%s) skipped over the %s budget for TLS key logs",
+			c.SecretsSkipped, humanBytes(c.SecretsSkippedBytes), humanBytes(capture.MaxSecretsBytes))
+	}
 	if t := formatTLS(w, r.TLS); t != "" {
 		s += "\n" + t
 	}
@@ -185,6 +245,23 @@ func (r Result) FormatFooter() string {
 			r.Capture.KernelDrops, r.Capture.QueueFreezes, r.Capture.KernelPackets)
 	}
 	return s
+}
+
+// partialDetail says why frames were partial besides a gap: cut off by
+// the end of the capture, or not kept within the budget for frames in
+// progress.
+func partialDetail(w wire.Stats) string {
+	var parts []string
+	if w.Unfinished > 0 {
+		parts = append(parts, fmt.Sprintf("%d cut off by the end of the capture", w.Unfinished))
+	}
+	if w.OverBudget > 0 {
+		parts = append(parts, fmt.Sprintf("%d not decoded: the frames in progress on all connections held their memory budget", w.OverBudget))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func humanBytes(n int64) string {

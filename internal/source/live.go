@@ -40,8 +40,8 @@ func Live(ctx context.Context, cfg capture.LiveConfig, opts Options, emit func(*
 	if len(opts.Wire.Ports) == 0 {
 		opts.Wire.Ports = cfg.Ports
 	}
-	keys, err := openKeys(opts.TLSKeyLog)
-	if err != nil {
+	keys := newCaptureKeys()
+	if err := keys.openKeyLog(opts.TLSKeyLog, opts.TLSKeyLogFromBroker); err != nil {
 		return res, err
 	}
 	opts.Wire.TLSKeys = keys
@@ -81,6 +81,7 @@ func fillLiveResult(res *Result, lv *capture.Live, seg *capture.Decoder, dec *wi
 	res.Capture.Packets = st.Read
 	res.Capture.KernelPackets, res.Capture.KernelDrops, res.Capture.QueueFreezes = st.Kernel, st.Drops, st.QueueFreezes
 	res.Capture.NotTCP, res.Capture.Undecodable, res.Capture.Fragments = seg.NotTCP, seg.Undecodable, seg.Fragments
+	res.Capture.UnsupportedLink = seg.UnsupportedLink
 }
 
 func readLive(ctx context.Context, lv *capture.Live, seg *capture.Decoder, dec *wire.Decoder,

@@ -79,7 +79,9 @@ func StartsRecord(b []byte) bool {
 // *tlskeys.Keys, or a *tlskeys.File that reads what a growing key log
 // added since. A source that also has an Empty method saying it has no
 // key log at all makes connections stop at once ("no TLS key log
-// given") instead of waiting for secrets.
+// given") instead of waiting for secrets; one with a Describe method
+// names where its secrets come from in the reasons of connections it has
+// none for (else "the key log").
 type KeySource interface {
 	Lookup(tlskeys.ClientRandom) (tlskeys.Session, bool)
 }
@@ -313,6 +315,21 @@ func (d *dirState) compact() {
 // by session id (key logs with "RSA Session-ID:... Master-Key:..." lines).
 type sessionIDSource interface {
 	LookupSessionID(id []byte) (tlskeys.Secret, bool)
+}
+
+// describer is a KeySource that says where its secrets come from ("key
+// log keys.log", "the capture's secrets blocks"), for the reasons of the
+// connections it has no secrets for.
+type describer interface{ Describe() string }
+
+// secretsFrom names where the secrets were looked for.
+func (c *Conn) secretsFrom() string {
+	if d, ok := c.keys.(describer); ok {
+		if s := d.Describe(); s != "" {
+			return s
+		}
+	}
+	return "the key log"
 }
 
 // refresher is a KeySource that can read what its key log added since
@@ -557,7 +574,7 @@ func (c *Conn) message(dir Direction, typ byte, m []byte) error {
 		return c.serverHello(m)
 	case typ == hsFinished && c.version == versionTLS13 && d.encrypted:
 		// The sender's next records use its application traffic secret.
-		return c.withKeys(dir, fmt.Sprintf("no %s application traffic secret for the session in the key log", dir),
+		return c.withKeys(dir, fmt.Sprintf("no %s application traffic secret for the session in %s", dir, c.secretsFrom()),
 			func(s tlskeys.Session) (bool, error) {
 				secret := s.ClientTraffic
 				if dir == ServerToClient {
@@ -614,7 +631,7 @@ func (c *Conn) serverHello(m []byte) error {
 	if !c.haveClient {
 		return c.stop(NoKeys, "no ClientHello seen (the capture began after it)")
 	}
-	return c.withKeys(ServerToClient, "no TLS 1.3 handshake secrets for the session in the key log",
+	return c.withKeys(ServerToClient, "no TLS 1.3 handshake secrets for the session in "+c.secretsFrom(),
 		func(sess tlskeys.Session) (bool, error) {
 			if sess.ClientHandshake == nil || sess.ServerHandshake == nil {
 				return false, nil
@@ -674,9 +691,9 @@ func (c *Conn) startTLS12(dir Direction) error {
 	if c.suite == nil || !c.haveClient || !c.haveServer {
 		return c.stop(NoKeys, "ChangeCipherSpec before both hellos were seen (the capture began after them)")
 	}
-	reason := "no master secret for the session in the key log"
+	reason := "no master secret for the session in " + c.secretsFrom()
 	if len(c.sessionID) > 0 && bytes.Equal(c.sessionID, c.offeredSessionID) {
-		reason = "a resumed TLS 1.2 session whose master secret is not in the key log (its full handshake was before the key log began)"
+		reason = "a resumed TLS 1.2 session whose master secret is not in " + c.secretsFrom() + " (its full handshake was before the key log began)"
 	}
 	return c.withKeys(dir, reason,
 		func(sess tlskeys.Session) (bool, error) {

@@ -340,6 +340,49 @@ func TestResumedWithoutKeys(t *testing.T) {
 	}
 }
 
+// describedKeys are secrets that say where they come from.
+type describedKeys struct {
+	*tlskeys.Keys
+	from string
+}
+
+func (k describedKeys) Describe() string { return k.from }
+
+// TestReasonNamesWhereSecretsCameFrom: a connection without secrets says
+// where they were looked for (secrets from a capture's own blocks are not
+// "in the key log"), for TLS 1.2 and 1.3; a source that does not say is
+// called the key log.
+func TestReasonNamesWhereSecretsCameFrom(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		client *tls.Config
+		keys   KeySource
+		want   string
+	}{
+		{"TLS 1.3, the capture's blocks", &tls.Config{MinVersion: tls.VersionTLS13}, describedKeys{tlskeys.New(), "the capture's secrets blocks"},
+			"no TLS 1.3 handshake secrets for the session in the capture's secrets blocks"},
+		{"TLS 1.2, a key log and the capture's blocks", &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12},
+			describedKeys{tlskeys.New(), "key log k.log or the capture's secrets blocks"},
+			"no master secret for the session in key log k.log or the capture's secrets blocks"},
+		{"TLS 1.3, keys that do not say", &tls.Config{MinVersion: tls.VersionTLS13}, tlskeys.New(),
+			"no TLS 1.3 handshake secrets for the session in the key log"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conv := converse(t, tt.client, &tls.Config{})
+			c := New(tt.keys)
+			for _, ch := range conv.chunks {
+				if c.Feed(ch.dir, ch.data, func(Direction, []byte, Record) { t.Fatal("plaintext without keys") }) != nil {
+					break
+				}
+			}
+			c.Close()
+			if c.Status() != NoKeys || c.Reason() != tt.want {
+				t.Errorf("status %s (%q); want no-keys (%q)", c.Status(), c.Reason(), tt.want)
+			}
+		})
+	}
+}
+
 // TestGapResync: after the capture loses the middle of a record, the
 // records after it are found and decrypted again, for both versions and
 // every suite family; what comes out after the gap is the conversation's

@@ -183,19 +183,93 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, net.ErrClosed }
 
+// TestConflictNamesWhatWasKept: two different secrets for a session's
+// label, whether from one source or two, are counted for the source of
+// the second, and the keys say where both came from and that the first
+// was kept; the same secret twice is a duplicate, not a conflict.
+func TestConflictNamesWhatWasKept(t *testing.T) {
+	cr := strings.Repeat("ab", 32)
+	line := func(label, secret string) string { return label + " " + cr + " " + secret + "\n" }
+	master := func(b string) string { return line(LabelClientRandom, strings.Repeat(b, 48)) }
+	sid := func(b string) string { return "RSA Session-ID:0102 Master-Key:" + strings.Repeat(b, 48) + "\n" }
+	tests := []struct {
+		name                 string
+		first, second        string
+		secondConflicts, dup int
+		firstConflict        string
+	}{
+		{"same secret in both", master("cd"), master("cd"), 0, 1, ""},
+		{"different master secrets", master("cd"), master("ef"),
+			1, 0, "CLIENT_RANDOM at keys.log:2 differs from the one at capture.pcapng secrets block at byte 28:1, which was kept"},
+		{"different traffic secrets", line(LabelServerApplicationTraffic, strings.Repeat("01", 32)), "# x\n" + line(LabelServerApplicationTraffic, strings.Repeat("02", 32)),
+			1, 0, "SERVER_TRAFFIC_SECRET_0 at keys.log:3 differs from the one at capture.pcapng secrets block at byte 28:1, which was kept"},
+		{"different session-id secrets", sid("cd"), sid("ef"),
+			1, 0, "RSA Session-ID at keys.log:2 differs from the one at capture.pcapng secrets block at byte 28:1, which was kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := New()
+			first, err := k.Load(strings.NewReader(tt.first), "capture.pcapng secrets block at byte 28")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The second source's line after a blank one: its true line.
+			second, err := k.Load(strings.NewReader("\n"+tt.second), "keys.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := k.Stats()
+			if first.Secrets != 1 || first.Sessions != 1 || second.Conflicts != tt.secondConflicts || second.Duplicates != tt.dup || second.Secrets != 0 ||
+				all.Conflicts != tt.secondConflicts || all.FirstConflict != tt.firstConflict || second.FirstConflict != tt.firstConflict {
+				t.Errorf("first %+v\nsecond %+v\nall %+v\nwant %d conflicts (%q), %d duplicates", first, second, all, tt.secondConflicts, tt.firstConflict, tt.dup)
+			}
+		})
+	}
+}
+
+// FuzzKeyLog: any bytes read as a key log are counted line by line,
+// every line in exactly one kind, and a key log followed as it grows
+// (Tail, fed in two pieces) reads its whole lines as Read does.
 func FuzzKeyLog(f *testing.F) {
 	cr := strings.Repeat("ab", 32)
-	f.Add([]byte("CLIENT_RANDOM " + cr + " " + strings.Repeat("cd", 48) + "\n"))
-	f.Add([]byte("SERVER_TRAFFIC_SECRET_0 " + cr + " " + strings.Repeat("cd", 32) + "\r\n# x\n"))
-	f.Add([]byte("\x00\xff CLIENT_RANDOM  \n\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add([]byte("CLIENT_RANDOM "+cr+" "+strings.Repeat("cd", 48)+"\n"), 3)
+	f.Add([]byte("SERVER_TRAFFIC_SECRET_0 "+cr+" "+strings.Repeat("cd", 32)+"\r\n# x\n"), 40)
+	f.Add([]byte("\x00\xff CLIENT_RANDOM  \n\n"), 0)
+	f.Add([]byte("RSA Session-ID:0102 Master-Key:"+strings.Repeat("cd", 48)+"\nRSA Session-ID:0102 Master-Key:"+strings.Repeat("ef", 48)+"\n"), 50)
+	f.Add([]byte(strings.Repeat("x", MaxLineBytes)+"\n"+strings.Repeat("y", MaxLineBytes+1)+"\n"), MaxLineBytes)
+	f.Fuzz(func(t *testing.T, data []byte, split int) {
 		k := New()
-		if err := k.Read(bytes.NewReader(data), "fuzz"); err != nil {
+		own, err := k.Load(bytes.NewReader(data), "fuzz")
+		if err != nil {
 			t.Fatal(err)
 		}
 		st := k.Stats()
-		if st.Secrets < st.Sessions || st.Lines > bytes.Count(data, []byte("\n"))+1 {
-			t.Fatalf("stats %+v", st)
+		kinds := st.Blank + st.Secrets + st.Duplicates + st.Conflicts + st.UnknownLabels + st.Malformed
+		if st.Secrets < st.Sessions || st.Lines != kinds || st.Lines > bytes.Count(data, []byte("\n"))+1 || own != st ||
+			(st.Conflicts > 0) != (st.FirstConflict != "") || (st.Malformed > 0) != (st.FirstMalformed != "") {
+			t.Fatalf("stats %+v, of the load %+v", st, own)
+		}
+		// Tail reads whole lines only: compare with Read of those.
+		whole := data[:bytes.LastIndexByte(data, '\n')+1]
+		split = min(max(split, 0), len(whole))
+		want, err := New().Load(bytes.NewReader(whole), "fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk := New()
+		var got Stats
+		tail := &Tail{}
+		add := func(line []byte, n int) {
+			if line == nil {
+				got.add(tk.overlong("fuzz", n), "fuzz", n)
+				return
+			}
+			got.add(tk.add(line, "fuzz", n), "fuzz", n)
+		}
+		tail.lines(whole[:split], add)
+		tail.lines(whole[split:], add)
+		if got != want {
+			t.Fatalf("followed in two pieces at %d: %+v; read whole: %+v", split, got, want)
 		}
 	})
 }

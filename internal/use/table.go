@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // WriteTable writes one interval as a USE table: a row per resource with
@@ -15,7 +17,14 @@ func WriteTable(w io.Writer, s *Sample) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s (%.2fs)\n", s.Time.UTC().Format(time.RFC3339), s.IntervalS)
 	fmt.Fprintln(tw, "RESOURCE\tUTILIZATION\tSATURATION\tERRORS\tDETAIL")
-	row := func(cols ...string) { fmt.Fprintln(tw, strings.Join(cols, "\t")) }
+	// Device and interface names come from the host and the flags:
+	// escaped, as everything printed.
+	row := func(cols ...string) {
+		for i := range cols {
+			cols[i] = output.Escape(cols[i])
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
 
 	c := s.CPU
 	row("cpu", fmtPct(c.UtilPct), fmt.Sprintf("runq %.1f/%d, psi %s", c.RunQueue, c.CPUs, stallText(c.PSI, false)), "-",
@@ -101,11 +110,11 @@ func WriteTable(w io.Writer, s *Sample) error {
 		return err
 	}
 	for _, n := range s.Notes {
-		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+		if _, err := fmt.Fprintf(w, "note: %s\n", output.Escape(n)); err != nil {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "verdict: %s\n\n", s.Verdict.Line)
+	_, err := fmt.Fprintf(w, "verdict: %s\n\n", output.Escape(s.Verdict.Line))
 	return err
 }
 

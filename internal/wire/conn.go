@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -62,10 +63,19 @@ const (
 func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *conn {
 	c := &conn{d: d, client: client, broker: broker, inflight: make(map[int32]pending)}
 	c.reqSink.c, c.respSink.c = c, c
-	c.req = newFrameParser(&c.reqSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
-	c.resp = newFrameParser(&c.respSink, &d.stats, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
+	c.req = newFrameParser(&c.reqSink, &d.stats, &d.partial, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
+	c.resp = newFrameParser(&c.respSink, &d.stats, &d.partial, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
 	c.resp.hold = maxHeldResponseBytes
 	return c
+}
+
+// end counts the frames the end of the connection (or of the capture)
+// cut off, and closes it.
+func (c *conn) end() {
+	c.resp.flush()
+	c.req.unfinished()
+	c.resp.unfinished()
+	c.close()
 }
 
 // close emits every request still waiting for a response.
@@ -152,6 +162,11 @@ func (s *requestSink) plausible(b []byte) (bool, int) {
 	return plausibleRequest(b, s.c.d.cfg.MaxFrameBytes)
 }
 
+// plausibleOversized: a request header of any size.
+func (s *requestSink) plausibleOversized(b []byte) (bool, int) {
+	return plausibleRequest(b, math.MaxInt32)
+}
+
 func (s *requestSink) onFrame(f *frame) bool {
 	c := s.c
 	if c.sasl.rawClient > 0 {
@@ -196,7 +211,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 	}
 	if f.lost || f.cut {
 		c.d.stats.Partial++
-		if f.cut && !f.lost {
+		if f.oversized() {
 			c.d.stats.Oversized++
 		}
 		ev.Partial = true
@@ -270,6 +285,15 @@ func (s *responseSink) follows(b []byte, corr int32) bool {
 	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
 	next := int32(binary.BigEndian.Uint32(b[4:8]))
 	return size >= 4 && size <= s.c.d.cfg.MaxFrameBytes && next > corr && next-corr <= maxCorrelationStep
+}
+
+// plausibleOversized: a response to a request awaited, of any size.
+func (s *responseSink) plausibleOversized(b []byte) (bool, int) {
+	if len(b) < 8 {
+		return false, 8
+	}
+	_, awaited := s.c.inflight[int32(binary.BigEndian.Uint32(b[4:8]))]
+	return awaited, 0
 }
 
 // maxCorrelationStep bounds how far apart the correlation ids of two
@@ -383,6 +407,10 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 	ev.End = f.last
 	ev.Answered = true
 	ev.LatencyMs = millis(ev.End.Sub(ev.Arrival))
+	if ev.End.Before(ev.Arrival) {
+		ev.ClockStep = true
+		c.d.stats.ClockStepped++
+	}
 	start := p.received
 	if c.lastEnd.After(start) {
 		ev.QueuedMs = millis(c.lastEnd.Sub(start))
@@ -403,7 +431,7 @@ func (c *conn) complete(p *pending, f *frame, decoded bool) {
 	ev.ResponseAckWaitMs = millis(c.acks.heldFor(f.first))
 	if f.lost || f.cut {
 		c.d.stats.Partial++
-		if f.cut && !f.lost {
+		if f.oversized() {
 			c.d.stats.Oversized++
 		}
 		ev.Partial = true

@@ -43,6 +43,11 @@ type Config struct {
 	// MaxKeepBytes is the largest frame body buffered for decoding;
 	// larger frames are timed but their bodies are not decoded.
 	MaxKeepBytes int
+	// MaxPartialBytes bounds the bodies of frames in progress (those not
+	// whole in one reassembled chunk) buffered on all connections
+	// together: a frame that does not fit is timed, not decoded, and
+	// counted (Stats.OverBudget).
+	MaxPartialBytes int
 	// MaxInflight bounds the requests waiting for responses per
 	// connection.
 	MaxInflight int
@@ -68,6 +73,7 @@ func DefaultConfig() Config {
 		MaxMessageIDs:    10000,
 		MaxFrameBytes:    100 << 20,
 		MaxKeepBytes:     64 << 20,
+		MaxPartialBytes:  64 << 20,
 		MaxInflight:      4096,
 		GapTimeout:       2 * time.Second,
 		IdleTimeout:      10 * time.Minute,
@@ -83,6 +89,8 @@ type Decoder struct {
 	batches BatchSummarizer
 	topics  *TopicNames
 	stats   Stats
+	// partial is what the frames in progress on all connections hold.
+	partial partialBudget
 
 	ports     [65536 / 64]uint64
 	asm       *reassembly.Assembler
@@ -136,6 +144,9 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 	if cfg.MaxKeepBytes <= 0 {
 		cfg.MaxKeepBytes = def.MaxKeepBytes
 	}
+	if cfg.MaxPartialBytes <= 0 {
+		cfg.MaxPartialBytes = def.MaxPartialBytes
+	}
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = def.MaxInflight
 	}
@@ -156,6 +167,7 @@ func NewDecoder(cfg Config, batches BatchSummarizer, topics *TopicNames, emit fu
 	}
 	d := &Decoder{cfg: cfg, emit: emit, batches: batches, topics: topics,
 		streams: make(map[connKey]*stream), generations: make(map[connKey]generation)}
+	d.partial.limit = int64(cfg.MaxPartialBytes)
 	for _, p := range cfg.Ports {
 		d.ports[p/64] |= 1 << (p % 64)
 	}
@@ -443,7 +455,10 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.Assemb
 }
 
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
-	s.abort()
+	if s.tls != nil {
+		s.tls.close()
+	}
+	s.conn.end()
 	if s.d.streams[s.key] == s {
 		delete(s.d.streams, s.key)
 	}

@@ -29,7 +29,13 @@ type frame struct {
 	lost     bool // bytes of this frame fell into a capture gap
 	cut      bool // body longer than the keep limit: only a prefix is in body
 	resynced bool // first frame after resynchronisation: tentative
+	// overBudget: the body was cut because the frames in progress held
+	// their budget, not because it was too large.
+	overBudget bool
 }
+
+// oversized says the frame was cut for being too large to keep.
+func (f *frame) oversized() bool { return f.cut && !f.lost && !f.overBudget }
 
 // frameSink receives the frames of one direction of a connection.
 type frameSink interface {
@@ -42,6 +48,10 @@ type frameSink interface {
 	plausible(b []byte) (ok bool, need int)
 	// minFrame is the smallest body size this direction can carry.
 	minFrame() int
+	// plausibleOversized is plausible for a frame whose size is over
+	// the largest accepted: does its header say it is one all the same
+	// (in sync, a header backs the size up)?
+	plausibleOversized(b []byte) (ok bool, need int)
 }
 
 // maxCarry bounds the bytes kept between chunks while searching for a frame:
@@ -54,6 +64,18 @@ type frameParser struct {
 	stats    *Stats
 	maxFrame int // largest frame size accepted as plausible
 	maxKeep  int // largest body kept for decoding
+	// budget bounds the bodies of frames in progress on all
+	// connections; reserved is what this parser's body holds of it.
+	budget   *partialBudget
+	reserved int
+	// probe collects the header of a frame whose size is over maxFrame,
+	// until the sink says whether it is a frame (probing).
+	probe   []byte
+	probing bool
+	// keepLimit is the current frame's body bytes to keep: maxKeep, or
+	// only its header's for an oversized frame.
+	keepLimit  int
+	overBudget bool // the current frame's body could not be kept whole
 
 	sizeBuf [4]byte
 	sizeN   int
@@ -90,8 +112,8 @@ func (t *fixedTime) at(int) time.Time { return time.Time(*t) }
 
 func (t *fixedTime) latest(int, int) time.Time { return time.Time(*t) }
 
-func newFrameParser(sink frameSink, stats *Stats, maxFrame, maxKeep int, syncing bool) *frameParser {
-	return &frameParser{sink: sink, stats: stats, maxFrame: maxFrame, maxKeep: maxKeep, syncing: syncing}
+func newFrameParser(sink frameSink, stats *Stats, budget *partialBudget, maxFrame, maxKeep int, syncing bool) *frameParser {
+	return &frameParser{sink: sink, stats: stats, budget: budget, maxFrame: maxFrame, maxKeep: maxKeep, syncing: syncing}
 }
 
 // feed parses a chunk of in-order stream bytes.
@@ -101,6 +123,10 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 		if p.syncing {
 			p.resync(data[off:], ts, off)
 			return
+		}
+		if p.probing {
+			off += p.probeOversized(data[off:])
+			continue
 		}
 		if p.sizeN < 4 {
 			if p.sizeN == 0 {
@@ -115,36 +141,32 @@ func (p *frameParser) feed(data []byte, ts timeSource) {
 				continue
 			}
 			size := int(int32(binary.BigEndian.Uint32(p.sizeBuf[:])))
-			if size < p.sink.minFrame() || size > p.maxFrame {
-				// Not a frame: search again from the byte after
-				// this size's first byte.
-				p.stats.Resyncs++
-				p.stats.SkippedBytes++
-				p.reset()
-				p.syncing = true
-				p.carry = append(p.carry[:0], p.sizeBuf[1:]...)
-				p.carryMarks = append(p.carryMarks[:0], mark{off: 0, ts: p.first})
-				p.scanned = 0
-				continue
-			}
-			p.size, p.got, p.body = size, 0, p.body[:0]
-			if size == 0 {
-				p.finish(p.first)
+			switch {
+			case size > p.maxFrame:
+				// Too large, unless its header says it is a
+				// frame all the same.
+				p.probing, p.probe = true, append(p.probe[:0], p.sizeBuf[:]...)
+			case size < p.sink.minFrame():
+				p.lostSync(p.sizeBuf[1:])
+			default:
+				p.size, p.got, p.body, p.keepLimit = size, 0, p.body[:0], p.maxKeep
+				if size == 0 {
+					p.finish(p.first)
+				}
 			}
 			continue
 		}
 		take := min(p.size-p.got, len(data)-off)
 		p.noteLatest(ts.latest(off, off+take))
-		if p.got == 0 && take == p.size && p.size <= p.maxKeep {
+		if p.got == 0 && take == p.size && p.size <= p.keepLimit {
 			// The whole body is in this chunk: decode in place.
 			p.got = take
 			off += take
 			p.finishWith(data[off-take:off], p.latest)
 			continue
 		}
-		if !p.stopped && len(p.body) < p.maxKeep {
-			k := min(take, p.maxKeep-len(p.body))
-			p.body = append(p.body, data[off:off+k]...)
+		if !p.stopped && len(p.body) < p.keepLimit {
+			p.keepBody(data[off : off+min(take, p.keepLimit-len(p.body))])
 		}
 		p.got += take
 		off += take
@@ -165,13 +187,14 @@ func (p *frameParser) noteLatest(t time.Time) {
 
 func (p *frameParser) finishWith(body []byte, last time.Time) {
 	p.cur = frame{
-		body:     body,
-		size:     p.size,
-		first:    p.first,
-		last:     last,
-		lost:     p.lost,
-		cut:      len(body) < p.size,
-		resynced: p.resynced,
+		body:       body,
+		size:       p.size,
+		first:      p.first,
+		last:       last,
+		lost:       p.lost,
+		cut:        len(body) < p.size,
+		resynced:   p.resynced,
+		overBudget: p.overBudget,
 	}
 	f := &p.cur
 	ok := p.sink.onFrame(f)
@@ -194,16 +217,181 @@ func (p *frameParser) finishWith(body []byte, last time.Time) {
 		}
 	}
 	p.cur.body = nil // not to pin a reassembly page until the next frame
-	// Do not let one huge frame pin its buffer for the connection's life.
-	if cap(p.body) > 4<<20 {
-		p.body = nil
-	}
 }
 
 func (p *frameParser) reset() {
 	p.sizeN, p.size, p.got = 0, 0, 0
-	p.body = p.body[:0]
+	p.releaseBody()
 	p.lost, p.stopped, p.resynced = false, false, false
+	p.probing, p.probe = false, p.probe[:0]
+}
+
+// lostSync starts searching for a frame again at carried, the bytes after
+// the first of a size no frame backs up.
+func (p *frameParser) lostSync(carried []byte) {
+	p.stats.Resyncs++
+	p.stats.SkippedBytes++
+	first := p.first
+	p.carry = append(p.carry[:0], carried...)
+	p.reset()
+	p.syncing = true
+	p.carryMarks = append(p.carryMarks[:0], mark{off: 0, ts: first})
+	p.scanned = 0
+}
+
+// probeOversized adds bytes of data to the header of a frame whose size
+// is over maxFrame until the sink can tell. A frame is then timed to its
+// end as oversized, only its header kept; anything else lost sync, and
+// the search for a frame starts at the byte after the size's first, data
+// not taken (so its bytes keep their capture times). It returns the bytes
+// of data taken.
+func (p *frameParser) probeOversized(data []byte) int {
+	before := len(p.probe)
+	n := min(len(data), maxCarry-before)
+	p.probe = append(p.probe, data[:n]...)
+	ok, need := p.sink.plausibleOversized(p.probe)
+	switch {
+	case ok:
+		header := p.probe[4:]
+		p.probing = false
+		p.size = int(int32(binary.BigEndian.Uint32(p.probe[:4])))
+		p.got, p.body, p.keepLimit = 0, p.body[:0], len(header)
+		p.keepBody(header)
+		p.got = len(header)
+	case need > len(p.probe) && len(p.probe) < maxCarry:
+		// Wait for more of the header.
+	default:
+		p.lostSync(p.probe[1:before])
+		return 0
+	}
+	return n
+}
+
+// partialBudget is what the bodies of frames in progress may hold on all
+// connections together. Bodies given up are pooled for the next frames
+// (on any connection), their bytes still counted; the pool is emptied
+// before a frame is refused room.
+type partialBudget struct {
+	used, limit int64
+	pool        [][]byte
+}
+
+// maxPooled bounds the body buffers pooled.
+const maxPooled = 16
+
+// take reserves n bytes.
+func (b *partialBudget) take(n int) bool {
+	if b.used+int64(n) > b.limit {
+		b.drain()
+	}
+	if b.used+int64(n) > b.limit {
+		return false
+	}
+	b.used += int64(n)
+	return true
+}
+
+func (b *partialBudget) give(n int) { b.used -= int64(n) }
+
+// drain frees the pooled buffers.
+func (b *partialBudget) drain() {
+	for _, buf := range b.pool {
+		b.give(cap(buf))
+	}
+	clear(b.pool)
+	b.pool = b.pool[:0]
+}
+
+// reuse returns a pooled buffer of at least n bytes; its reservation
+// comes with it.
+func (b *partialBudget) reuse(n int) ([]byte, bool) {
+	for i, buf := range b.pool {
+		if cap(buf) >= n {
+			b.pool = slices.Delete(b.pool, i, i+1)
+			return buf[:0], true
+		}
+	}
+	return nil, false
+}
+
+// keep pools a buffer given up, with its reservation; false when the pool
+// is full.
+func (b *partialBudget) keep(buf []byte) bool {
+	if len(b.pool) >= maxPooled {
+		return false
+	}
+	b.pool = append(b.pool, buf[:0])
+	return true
+}
+
+// retainBody is the largest body buffer a parser keeps between frames
+// (outside the budget): frames of a few packets then need no allocation,
+// and the buffers idle connections hold stay small.
+const retainBody = 4 << 10
+
+// keepBody appends b to the body of the frame in progress, growing it
+// within the budget; when the budget cannot hold it the body is kept no
+// further (the frame is timed, not decoded) and counted.
+func (p *frameParser) keepBody(b []byte) {
+	if need := len(p.body) + len(b); need > cap(p.body) && !p.growBody(need) {
+		p.stopped, p.overBudget = true, true
+		p.stats.OverBudget++
+		return
+	}
+	p.body = append(p.body, b...)
+}
+
+// growBody gives the body room for need bytes: a pooled buffer, or twice
+// what it had, as append would, but no more than the frame keeps (so a
+// size no byte backs up allocates nothing), reserved from the budget.
+func (p *frameParser) growBody(need int) bool {
+	body, ok := p.budget.reuse(need)
+	if !ok {
+		newCap := max(need, min(max(2*cap(p.body), retainBody), p.keepLimit, p.size))
+		switch {
+		case p.budget.take(newCap):
+		case newCap > need && p.budget.take(need):
+			newCap = need
+		default:
+			return false
+		}
+		body = make([]byte, 0, newCap)
+	}
+	p.budget.give(p.reserved)
+	p.reserved = cap(body)
+	p.body = append(body, p.body...)
+	return true
+}
+
+// releaseBody gives the body's reservation back (or pools the buffer with
+// it), keeping the buffer for the next frame only if it is small.
+func (p *frameParser) releaseBody() {
+	if cap(p.body) > retainBody {
+		if p.reserved != cap(p.body) || !p.budget.keep(p.body) {
+			p.budget.give(p.reserved)
+		}
+		p.body = nil
+	} else {
+		p.budget.give(p.reserved)
+	}
+	p.reserved = 0
+	p.overBudget = false
+	p.body = p.body[:0]
+}
+
+// unfinished counts the frame the end of the capture or connection cut
+// off, if any, and forgets it.
+func (p *frameParser) unfinished() {
+	if p.syncing {
+		p.stats.SkippedBytes += int64(len(p.carry))
+		p.carry, p.carryMarks, p.scanned = p.carry[:0], p.carryMarks[:0], 0
+		return
+	}
+	if p.sizeN > 0 || p.probing {
+		p.stats.Partial++
+		p.stats.Unfinished++
+	}
+	p.reset()
 }
 
 // gap tells the parser that n bytes of the stream were never captured
@@ -233,6 +421,9 @@ func (p *frameParser) gap(n int, at time.Time) {
 		p.lost = true
 		p.got = p.size
 		p.finish(at)
+	}
+	if p.probing {
+		p.stats.SkippedBytes += int64(len(p.probe))
 	}
 	p.reset()
 	p.syncing = true

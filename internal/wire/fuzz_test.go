@@ -8,8 +8,11 @@ import (
 )
 
 // FuzzFrames feeds arbitrary bytes as the two directions of a connection,
-// cut into segments at fuzzer-chosen sizes. The decoder must not panic,
-// and everything it emits must be internally consistent.
+// cut into segments at fuzzer-chosen sizes, with the default frame limit
+// or (odd sizes) one of 1024 bytes, so that frames over it are common.
+// The decoder must not panic, everything it emits must be internally
+// consistent, and the frames in progress must have given back their
+// share of the budget once it is closed.
 func FuzzFrames(f *testing.F) {
 	f.Add(requestFrame(produceRequest("orders", 1, -1, "m-1", "m-2"), 9, 7, "producer-1"),
 		responseFrame(produceResponse("orders", 1), 9, 7), uint8(13))
@@ -22,6 +25,8 @@ func FuzzFrames(f *testing.F) {
 	based := produceResponse("orders", 1)
 	based.Topics[0].Partitions[0].BaseOffset = 1 << 33
 	f.Add(requestFrame(produceRequest("orders", 1, -1, "m-1"), 9, 8, "p"), responseFrame(based, 9, 8), uint8(90))
+	// A request over a 1024-byte limit (odd segment size), answered.
+	f.Add(requestFrame(produceRequest("t", 0, 1, manyIDs(100)...), 9, 3, "c"), responseFrame(produceResponse("t", 0), 9, 3), uint8(201))
 	f.Fuzz(func(t *testing.T, req, resp []byte, mss uint8) {
 		seg := int(mss)%1400 + 1
 		c := newConversation(40100)
@@ -29,7 +34,22 @@ func FuzzFrames(f *testing.F) {
 		c.send(true, req, seg, time.Millisecond)
 		c.send(false, resp, seg, time.Millisecond)
 		c.send(true, req, seg, time.Millisecond)
-		got, st := run(c.segs)
+		cfg := DefaultConfig()
+		if mss%2 == 1 {
+			cfg.MaxFrameBytes, cfg.MaxKeepBytes = 1024, 1024
+		}
+		got, d := decodeConfig(c.segs, cfg)
+		st := d.Stats()
+		pooled := 0
+		for _, b := range d.partial.pool {
+			pooled += cap(b)
+		}
+		if d.partial.used != int64(pooled) || d.partial.used > d.partial.limit {
+			t.Fatalf("%d bytes of the partial-frame budget still used after the close, %d of them pooled", d.partial.used, pooled)
+		}
+		if st.ClockStepped != 0 || st.Unfinished > st.Partial {
+			t.Fatalf("counters: %+v", st)
+		}
 		for _, r := range got {
 			if r.Answered && r.End.Before(r.Arrival) {
 				t.Fatalf("end before arrival: %+v", r)

@@ -74,7 +74,9 @@ func (l *tlsLayer) feed(dir, skip int, data []byte, ts *chunkTime) {
 }
 
 // count counts the connection in Stats when it first decrypts and when
-// its decryption stops (with a problem naming it and why).
+// its decryption stops (with a problem naming it and why): a stop after
+// records decrypted is counted apart from the stops before, so that each
+// connection ends in one kind (Stats.TLSBuckets).
 func (l *tlsLayer) count() {
 	st := &l.s.d.stats
 	status := l.conn.Status()
@@ -86,17 +88,21 @@ func (l *tlsLayer) count() {
 		return
 	}
 	l.stopped = true
-	switch status {
-	case tlsdecrypt.NoKeys:
+	switch {
+	case l.decrypted:
+		st.TLSDecryptedThenStopped++
+	case status == tlsdecrypt.NoKeys:
 		st.TLSNoKeys++
-	case tlsdecrypt.Lost:
+	case status == tlsdecrypt.Lost:
 		st.TLSLost++
+	case status == tlsdecrypt.NotTLS:
+		st.TLSNotTLS++
 	default:
 		st.TLSFailed++
 	}
 	l.s.d.tlsProblem(TLSProblem{
 		Client: l.s.conn.client, Broker: l.s.conn.broker,
-		Status: status.String(), Reason: l.conn.Reason(),
+		Status: status.String(), Reason: l.conn.Reason(), Decrypted: l.decrypted,
 	})
 }
 
@@ -133,11 +139,13 @@ func (l *tlsLayer) close() {
 	}
 }
 
-// TLSProblem is a TLS connection that could not be decrypted, and why.
+// TLSProblem is a TLS connection whose decryption stopped, and why.
 type TLSProblem struct {
 	Client, Broker string
 	Status         string // no-keys, failed, not-tls, lost
 	Reason         string
+	// Decrypted: records of the connection decrypted before it stopped.
+	Decrypted bool
 }
 
 // maxTLSProblems bounds the problems a decoder keeps (Stats counts all).

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -339,6 +340,49 @@ func TestTLSGap(t *testing.T) {
 		}
 		if st.TLSResyncs != 1 || st.TLSDecrypted != 1 || st.Gaps == 0 || answered < n-2 {
 			t.Errorf("%s: %d of %d requests answered after a lost segment; stats %+v", tls.VersionName(version), answered, n, st)
+		}
+	}
+}
+
+// TestTLSBucketsDisjoint: each TLS connection is counted in exactly one
+// kind, whatever became of it: one that decrypted and then met a record
+// that did not (a damaged one) is "decrypted, then stopped", not both
+// decrypted and failed; the kinds add up to the connections.
+func TestTLSBucketsDisjoint(t *testing.T) {
+	// A record whose tag cannot verify, after the conversation.
+	bogus := append([]byte{23, 3, 3, 0, 32}, bytes.Repeat([]byte{0x5a}, 32)...)
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		writes, keyLog := kafkaOverTLS(t, version, 3)
+		keys := tlskeys.New()
+		if err := keys.Read(bytes.NewReader(keyLog), "keylog"); err != nil {
+			t.Fatal(err)
+		}
+		damaged := append(slices.Clone(writes), tlsWrite{fromClient: true, data: bogus})
+		tests := []struct {
+			name      string
+			writes    []tlsWrite
+			keys      tlsdecrypt.KeySource
+			want      TLSBuckets
+			decrypted bool // the problem says records decrypted first
+		}{
+			{"decrypted", writes, keys, TLSBuckets{Decrypted: 1}, false},
+			{"decrypted, then a damaged record", damaged, keys, TLSBuckets{DecryptedThenStop: 1}, true},
+			{"no secrets, a damaged record", damaged, tlskeys.New(), TLSBuckets{NoKeys: 1}, false},
+			{"handshake only", writes[:1], keys, TLSBuckets{HandshakeOnly: 1}, false},
+		}
+		for _, tc := range tests {
+			t.Run(tls.VersionName(version)+", "+tc.name, func(t *testing.T) {
+				_, d := decodeWith(tlsSegments(tc.writes), tc.keys)
+				st, probs := d.Stats(), d.TLSProblems()
+				got := st.TLSBuckets()
+				sum := got.Decrypted + got.DecryptedThenStop + got.HandshakeOnly + got.NoKeys + got.Failed + got.NotTLS + got.Lost + got.InProgress
+				if got != tc.want || sum != st.TLSConnections || int64(len(probs)) != st.TLSStopped() {
+					t.Errorf("buckets %+v (sum %d of %d connections), problems %+v; want %+v", got, sum, st.TLSConnections, probs, tc.want)
+				}
+				if len(probs) == 1 && probs[0].Decrypted != tc.decrypted {
+					t.Errorf("problem %+v: decrypted first %v, want %v", probs[0], probs[0].Decrypted, tc.decrypted)
+				}
+			})
 		}
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // Limits on an untrusted RESULT.json. A result has one small entry per
@@ -41,21 +42,17 @@ const (
 	maxSecondHistogramCounts = 1 << 13
 )
 
-// Load reads and checks a RESULT.json. Errors are one line and name the
-// file.
+// Load reads and checks a RESULT.json, a regular file (a FIFO, a device
+// or a directory is refused, never waited on or read without end).
+// Errors are one line and name the file.
 func Load(path string) (*bench.Result, error) {
-	f, err := os.Open(path)
+	data, err := safefile.ReadRegular(path, MaxFileSize)
 	if err != nil {
-		return nil, err // *PathError names the file
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // names the file
 	}
 	r, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", output.Escape(path), err)
 	}
 	return r, nil
 }
@@ -134,9 +131,27 @@ func parseSeries(raw json.RawMessage) ([]bench.Second, error) {
 
 // check rejects what a writer cannot have produced. Compare relies on it:
 // no nil latency, no negative counts, histograms that agree with the
-// percentiles.
+// percentiles, and a per-second series that agrees with the totals.
 func check(r *bench.Result) error {
-	t := r.Totals
+	if err := checkTotals(r.Totals); err != nil {
+		return err
+	}
+	sums, err := checkSecondsLatency(r.Series)
+	if err != nil {
+		return err
+	}
+	if len(r.Latency) > MaxSeries {
+		return fmt.Errorf("%d latency series (at most %d)", len(r.Latency), MaxSeries)
+	}
+	for _, name := range sortedKeys(r.Latency) {
+		if err := checkLatency(r.Latency[name]); err != nil {
+			return fmt.Errorf("latency.%s: %w", name, err)
+		}
+	}
+	return checkSeries(r, sums)
+}
+
+func checkTotals(t bench.Totals) error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -150,33 +165,52 @@ func check(r *bench.Result) error {
 			return fmt.Errorf("totals.%s is negative", f.name)
 		}
 	}
-	for i, s := range r.Series {
+	return nil
+}
+
+// checkSecondsLatency checks every second's counts and histograms, and
+// sums each latency series over the seconds (its histograms merged) for
+// checkSeries.
+func checkSecondsLatency(series []bench.Second) (map[string]*seriesSum, error) {
+	sums := map[string]*seriesSum{}
+	for i, s := range series {
 		if s.Sent < 0 || s.Acked < 0 || s.Consumed < 0 || s.Errors < 0 || s.MsgsPerSec < 0 || s.MBPerSec < 0 {
-			return fmt.Errorf("series[%d]: negative count or rate", i)
+			return nil, fmt.Errorf("series[%d]: negative count or rate", i)
 		}
 		for _, name := range sortedKeys(s.Latency) {
-			l := s.Latency[name]
-			if l.Count < 0 || l.P50Us < 0 || l.P99Us < 0 || l.MaxUs < 0 {
-				return fmt.Errorf("series[%d].latency.%s: negative value", i, name)
+			sum := sums[name]
+			if sum == nil {
+				sum = &seriesSum{hists: true, buckets: map[[2]int64]int64{}}
+				sums[name] = sum
 			}
-			if l.Histogram == "" {
-				continue
-			}
-			h, err := decodeSecond(l.Histogram)
-			if err != nil {
-				return fmt.Errorf("series[%d].latency.%s: %w", i, name, err)
-			}
-			if h.TotalCount() != l.Count {
-				return fmt.Errorf("series[%d].latency.%s: histogram holds %d values, count says %d", i, name, h.TotalCount(), l.Count)
+			if err := addSecond(sum, s.Latency[name]); err != nil {
+				return nil, fmt.Errorf("series[%d].latency.%s: %w", i, name, err)
 			}
 		}
 	}
-	if len(r.Latency) > MaxSeries {
-		return fmt.Errorf("%d latency series (at most %d)", len(r.Latency), MaxSeries)
+	return sums, nil
+}
+
+// addSecond checks one second of a latency series and adds it to sum.
+func addSecond(sum *seriesSum, l bench.SecondLatency) error {
+	if l.Count < 0 || l.P50Us < 0 || l.P99Us < 0 || l.MaxUs < 0 {
+		return errors.New("negative value")
 	}
-	for _, name := range sortedKeys(r.Latency) {
-		if err := checkLatency(r.Latency[name]); err != nil {
-			return fmt.Errorf("latency.%s: %w", name, err)
+	sum.count = addSat(sum.count, l.Count)
+	if l.Histogram == "" {
+		sum.hists = sum.hists && l.Count == 0
+		return nil
+	}
+	h, err := decodeSecond(l.Histogram)
+	if err != nil {
+		return err
+	}
+	if h.TotalCount() != l.Count {
+		return fmt.Errorf("histogram holds %d values, count says %d", h.TotalCount(), l.Count)
+	}
+	for _, b := range h.Distribution() {
+		if b.Count > 0 {
+			sum.buckets[[2]int64{b.From, b.To}] += b.Count
 		}
 	}
 	return nil

@@ -174,7 +174,8 @@ func TestParseLimits(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 	// A hand-made result without histograms is accepted.
-	r, err := Parse([]byte(`{"version":1,"latency":{"service":{"count":3,"p50_us":10}},"series":null}`))
+	r, err := Parse([]byte(`{"version":1,"workload":{"duration_ms":1000},"latency":{"service":{"count":3,"p50_us":10,"max_us":12}},` +
+		`"series":[{"t":0,"latency":{"service":{"count":3,"p50_us":10,"p99_us":12,"max_us":12}}}]}`))
 	if err != nil || r.Latency[bench.LatencyService].P50Us != 10 {
 		t.Errorf("minimal result: %v", err)
 	}
@@ -222,4 +223,75 @@ func FuzzLoad(f *testing.F) {
 			t.Errorf("a run regressed against itself")
 		}
 	})
+}
+
+// TestLoadContradictions: a result whose per-second series is missing or
+// contradicts its totals is refused, with the reason; the bounds leave
+// every result bench can write alone (values acknowledged after the last
+// second, a last half second).
+func TestLoadContradictions(t *testing.T) {
+	withValues := func(r *bench.Result, name string, values ...int64) *bench.Latency {
+		h, err := DecodeHistogram(r.Latency[name].Histogram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			h.RecordValue(v)
+		}
+		return comparetest.Latency(h)
+	}
+	slower := func() *bench.Result {
+		return comparetest.Result(comparetest.Spec{Seed: 1, Seconds: 5, Rate: 100, Target: 100, RateNoise: 0.1, MedianUs: 1500 * 20, Sigma: 0.7, PerSecond: 50})
+	}
+	few := hdrhistogram.New(1, 3_600_000_000, 3)
+	for range 10 {
+		few.RecordValue(1500)
+	}
+	tests := []struct {
+		name   string
+		damage func(r *bench.Result)
+		want   string // "" : accepted
+	}{
+		{"whole", func(r *bench.Result) {}, ""},
+		{"values after the last second", func(r *bench.Result) {
+			r.Latency[bench.LatencyService] = withValues(r, bench.LatencyService, 900_000, 900_000, 1_000_000)
+		}, ""},
+		{"a last half second", func(r *bench.Result) {
+			r.Workload.DurationMs = 4500
+			r.Series[4].MsgsPerSec *= 2
+		}, ""},
+		{"no series", func(r *bench.Result) { r.Series = nil }, "no per-second series for a run of 5000 ms"},
+		{"no series and no duration", func(r *bench.Result) { r.Series, r.Workload.DurationMs = nil, 0 }, "no per-second series"},
+		{"another duration", func(r *bench.Result) { r.Workload.DurationMs = 60_000 }, "the series has 5 seconds; workload.duration_ms 60000 makes 60"},
+		{"seconds out of order", func(r *bench.Result) { r.Series[1].T = 3 }, "series[1].t is 3"},
+		{"more acked in the seconds", func(r *bench.Result) { r.Totals.Acked = 10 }, "more than totals.acked 10"},
+		{"more acked and failed than sent", func(r *bench.Result) { r.Totals.Failed = r.Totals.Sent }, "acked and"},
+		{"more lost than acked", func(r *bench.Result) { r.Totals.Lost = r.Totals.Acked + 1 }, "lost of"},
+		{"a second's rate", func(r *bench.Result) { r.Series[2].MsgsPerSec *= 3 }, "series[2]: msgs_per_sec"},
+		{"the run's rate too high", func(r *bench.Result) { r.Totals.MsgsPerSec *= 10 }, "totals.msgs_per_sec"},
+		{"the run's rate too low", func(r *bench.Result) { r.Totals.MsgsPerSec /= 10 }, "totals.msgs_per_sec"},
+		{"the run's MB/s", func(r *bench.Result) { r.Totals.MBPerSec *= 10 }, "totals.mb_per_sec"},
+		{"fewer values in the run", func(r *bench.Result) { r.Latency[bench.LatencyService] = comparetest.Latency(few) }, "the seconds hold 250 values, the run 10"},
+		{"percentiles of another run", func(r *bench.Result) { r.Latency[bench.LatencyService] = slower().Latency[bench.LatencyService] }, "outside what the per-second histograms allow"},
+		{"a series only in the seconds", func(r *bench.Result) {
+			r.Series[0].Latency["extra"] = bench.SecondLatency{Count: 1, P50Us: 5, P99Us: 5, MaxUs: 5}
+		}, "the series has latency.extra, the totals have not"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := small(1)
+			tc.damage(r)
+			p := write(t, r)
+			_, err := Load(p)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), p+": ") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v: want one line naming the file with %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -194,7 +194,7 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		fmt.Fprintln(w, "\nSTALLS (writes that hung)")
 		fmt.Fprintln(tw, "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS")
 		for _, st := range s.Stalls {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f ms\t%d\t%d\t%s\n", st.Dev, st.Start.Local().Format(clock), st.End.Local().Format(clock),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f ms\t%d\t%d\t%s\n", output.Escape(st.Dev), st.Start.Local().Format(clock), st.End.Local().Format(clock),
 				st.DurationMs, st.Writes, st.Requests, output.Escape(abbreviate(st.Partitions, 6)))
 		}
 		if err := tw.Flush(); err != nil {
@@ -215,7 +215,7 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		fmt.Fprintln(w, "\nWORST DEVICES")
 		fmt.Fprintln(tw, "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE")
 		for _, d := range s.Devices {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f ms\n", d.Dev, d.Requests, d.Writes, d.MaxWriteMs)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f ms\n", output.Escape(d.Dev), d.Requests, d.Writes, d.MaxWriteMs)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -230,7 +230,7 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 			if len(sw.Commits) > 0 {
 				parts := make([]string, 0, len(sw.Commits))
 				for _, c := range sw.Commits {
-					parts = append(parts, fmt.Sprintf("%s %s %.1f ms", c.Kind, c.Start.Local().Format(clock), c.LatencyMs))
+					parts = append(parts, fmt.Sprintf("%s %s %.1f ms", output.Escape(c.Kind), c.Start.Local().Format(clock), c.LatencyMs))
 				}
 				commits = abbreviate(parts, 3)
 			}
@@ -245,7 +245,7 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		fmt.Fprintln(w, "\nWORST JOURNAL COMMITS (under slow requests)")
 		fmt.Fprintln(tw, "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS")
 		for _, c := range s.WorstCommits {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f ms\t%d\n", c.Dev, c.Kind, c.Start.Local().Format(clock), c.End.Local().Format(clock), c.LatencyMs, c.Requests)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f ms\t%d\n", output.Escape(c.Dev), output.Escape(c.Kind), c.Start.Local().Format(clock), c.End.Local().Format(clock), c.LatencyMs, c.Requests)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -394,7 +394,7 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 		}
 	}
 	for _, p := range f.Pauses {
-		add(p.Start, "  the JVM stops: %s %s", p.Type, output.Escape(p.Name))
+		add(p.Start, "  the JVM stops: %s %s", output.Escape(p.Type), output.Escape(p.Name))
 		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
 	}
 	for _, rf := range f.Replication {
@@ -406,8 +406,8 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 		}
 	}
 	for _, c := range f.Commits {
-		add(c.Start, "  %s on %s starts", c.Kind, c.Dev)
-		add(c.End, "  %s on %s ends after %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+		add(c.Start, "  %s on %s starts", output.Escape(c.Kind), output.Escape(c.Dev))
+		add(c.End, "  %s on %s ends after %.1f ms", output.Escape(c.Kind), output.Escape(c.Dev), c.LatencyMs)
 	}
 	if f.ResponseMs > 0 {
 		add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")

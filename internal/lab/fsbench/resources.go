@@ -19,6 +19,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // Names inside the work dir.
@@ -532,6 +533,7 @@ func detachLoop(dev string) error {
 // logf writes a progress line.
 func logf(w io.Writer, format string, args ...any) {
 	if w != nil {
-		fmt.Fprintf(w, "lab fs: "+format+"\n", args...)
+		// Paths and tools' errors go into the lines: escaped.
+		fmt.Fprintf(w, "lab fs: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // Variant is one file system set-up: how it is made and mounted.
@@ -216,21 +216,36 @@ func DefaultWorkload() Workload {
 	}
 }
 
+// maxWorkloadFile bounds a workload file: a few hundred bytes of JSON.
+const maxWorkloadFile = 1 << 20
+
 // LoadWorkload reads a workload file: the fields it gives override
-// DefaultWorkload's; unknown fields are an error.
+// DefaultWorkload's; unknown fields are an error. A pipe works (--workload
+// <(...)); a device, a directory or a file over maxWorkloadFile is refused
+// (/dev/zero would otherwise be read until memory runs out).
 func LoadWorkload(path string) (Workload, error) {
-	w := DefaultWorkload()
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadAll(path, maxWorkloadFile)
 	if err != nil {
-		return w, err
+		return DefaultWorkload(), fmt.Errorf("workload: %w", err)
 	}
+	w, err := parseWorkload(data)
+	if err != nil {
+		return w, fmt.Errorf("workload %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// parseWorkload decodes a workload file's bytes over DefaultWorkload and
+// checks the shape of the load they describe.
+func parseWorkload(data []byte) (Workload, error) {
+	w := DefaultWorkload()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return w, fmt.Errorf("workload %s: %w", path, err)
+		return w, err
 	}
 	if _, err := w.BenchConfig("127.0.0.1:9092"); err != nil {
-		return w, fmt.Errorf("workload %s: %w", path, err)
+		return w, err
 	}
 	return w, nil
 }

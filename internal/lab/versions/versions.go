@@ -22,6 +22,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // Config is a versions run.
@@ -120,7 +121,8 @@ func RunAll(ctx context.Context, cfg Config) (*Result, error) {
 
 func (cfg Config) logf(format string, args ...any) {
 	if cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "lab versions: "+format+"\n", args...)
+		// Paths and the broker's errors go into the lines: escaped.
+		fmt.Fprintf(cfg.Progress, "lab versions: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 	}
 }
 
