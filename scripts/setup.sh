@@ -88,7 +88,7 @@ fi
 # SaslHandshake v0 and raw SASL tokens.
 python3 -c "import confluent_kafka, kafka" 2>/dev/null || python3 -m pip install -q confluent-kafka kafka-python
 # qemu and a Debian cloud kernel for the tests of BPF features this host's
-# kernel lacks (fentry): internal/lab/vm, docs/vmtest.md.
+# kernel lacks (fentry): internal/testkit/vm, docs/vmtest.md.
 if [[ "$(id -u)" == 0 ]]; then
   "$root/scripts/vm-kernel.sh" >/dev/null
 fi

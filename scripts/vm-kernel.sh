@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernel.sh: fetch the Debian bookworm cloud kernel that internal/lab/vm
+# vm-kernel.sh: fetch the Debian bookworm cloud kernel that internal/testkit/vm
 # boots under qemu (docs/vmtest.md), and print the dir it is unpacked in.
 #
 #   scripts/vm-kernel.sh   -> $HOME/.cache/kscope/vm/linux-image-6.1.0-NN-cloud-amd64_VERSION

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/kscope-dev/kscope/internal/explain/explaintest"
+	"github.com/kscope-dev/kscope/internal/testkit/explaintest"
 )
 
 func main() {

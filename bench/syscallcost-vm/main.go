@@ -1,5 +1,5 @@
 // Command syscallcost-vm measures, on a kernel that allows BPF trampolines
-// (Debian's cloud kernel under qemu, internal/lab/vm), what iotrace's
+// (Debian's cloud kernel under qemu, internal/testkit/vm), what iotrace's
 // timing of the write system calls costs every system call with its
 // programs at the syscalls tracepoints and at fentry on the system call
 // functions: this project's hosts refuse fentry, so bench/syscall-cost.sh
@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/vm"
+	"github.com/kscope-dev/kscope/internal/testkit/vm"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/sys/unix"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // exchange is TCP echo traffic on fresh ports of one host.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 func TestParseProcCgroup(t *testing.T) {

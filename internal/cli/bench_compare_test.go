@@ -14,7 +14,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/bench/compare"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // runBenchCmd executes cmd with args as Main would and returns the exit code,

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/bench"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // TestBenchCompareRefusesContradictions: a result that has no per-second

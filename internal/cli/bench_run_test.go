@@ -14,7 +14,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // execBenchRun runs `bench run` with args and returns its output and error.

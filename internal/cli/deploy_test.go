@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // deployDir holds the deployment files (deploy/README.md).

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // hostile is a part of a file name that would turn a terminal's text red

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // TestNonRegularInputsRefused: inputs read as regular files (JFR

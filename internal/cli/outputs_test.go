@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // runWithin runs kscope with args, failing the test if it has not

@@ -21,8 +21,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/requestlog"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/requestlog"
 )
 
 // TestAgentExactAtLoad: at the highest request rate the broker sustains

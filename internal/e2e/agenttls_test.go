@@ -19,8 +19,8 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // TestAgentTLS: `kscope agent --tls-keys attach` loads the key-log agent

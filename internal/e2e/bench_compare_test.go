@@ -18,7 +18,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // TestBenchCompare is issue 6's and issue 20's comparison check on a real

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // TestBench is issue 6's acceptance for `kscope bench run`, on a real

@@ -24,8 +24,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // freezeWindow is one injected stall: fsfreeze -f ran from frozeAt to

@@ -24,7 +24,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // The cluster scenario's topic: six partitions, each led by one node

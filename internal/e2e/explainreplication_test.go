@@ -8,7 +8,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // followerStop is how long the follower is stopped per injection.

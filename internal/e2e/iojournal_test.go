@@ -21,8 +21,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // TestIojournal runs a real broker with its log directory on ext4, then on

@@ -27,9 +27,9 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
 	"github.com/kscope-dev/kscope/internal/logdir"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // TestIotrace runs a real broker with its log directory on an ext4 file

@@ -21,7 +21,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // TestLabFS runs `kscope lab fs` as a process, with real brokers on real

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 	"github.com/kscope-dev/kscope/internal/cli"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/lab/versions"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // TestLabVersions runs `kscope lab versions` on two real releases with a

@@ -24,8 +24,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/profile"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // Issue 9's acceptance for kscope profile, on real brokers:

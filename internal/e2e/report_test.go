@@ -19,9 +19,9 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/report"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // makeReportRecording writes a recording by hand: 600 produce requests and

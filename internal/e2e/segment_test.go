@@ -18,11 +18,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/records"
 	"github.com/kscope-dev/kscope/internal/segment"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // TestSegmentsMatchDumpLogSegments writes segments with a real broker

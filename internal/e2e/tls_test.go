@@ -25,10 +25,10 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/requestlog"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
 	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/requestlog"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 

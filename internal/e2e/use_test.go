@@ -30,9 +30,9 @@ import (
 	"github.com/kscope-dev/kscope/internal/cli"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/report"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"github.com/kscope-dev/kscope/internal/use"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/explain"
-	"github.com/kscope-dev/kscope/internal/explain/explaintest"
 	"github.com/kscope-dev/kscope/internal/recording"
+	"github.com/kscope-dev/kscope/internal/testkit/explaintest"
 )
 
 var benchRec struct {

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/vm"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm"
 )
 
 // TestFunctionsInVM tests function-level timing (FunctionsOn) on a real
 // kernel that allows fentry, since this project's hosts refuse it: Debian's
-// cloud kernel under qemu (internal/lab/vm), with testdata/fentryguest as
+// cloud kernel under qemu (internal/testkit/vm), with testdata/fentryguest as
 // /init. The guest writes known amounts to a segment file on ext4 and on
 // XFS while tracing itself, and checks that every write comes as a system
 // call and as the file system function inside it, with the right bytes,

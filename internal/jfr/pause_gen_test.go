@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // TestPausesTestdataGen rewrites testdata/pauses.jfr.gz (a broker under

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // gcRunCause is the cause HotSpot gives a collection that jcmd GC.run

@@ -13,7 +13,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/jfr"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"golang.org/x/sys/unix"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 )
 

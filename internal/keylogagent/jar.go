@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/checkout"
 )
 
 // jarScript fetches the jar (scripts/setup.sh runs it too).
@@ -48,7 +48,7 @@ func EnsureJar(ctx context.Context) (string, error) {
 	if err := usable(jar); err == nil {
 		return jar, nil
 	}
-	script, err := lab.FindScript(jarScript)
+	script, err := checkout.FindScript(jarScript)
 	if err != nil {
 		return "", fmt.Errorf("keylogagent: agent jar %s missing, and %w (or fetch it: mvn dependency:copy -Dartifact=%s -DoutputDirectory=DIR, and set %s)", jar, err, Artifact, JarEnv)
 	}
@@ -56,7 +56,7 @@ func EnsureJar(ctx context.Context) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("keylogagent: %s: %w: %s", script, err, lab.LastLines(stderr.String(), 10))
+		return "", fmt.Errorf("keylogagent: %s: %w: %s", script, err, checkout.LastLines(stderr.String(), 10))
 	}
 	if got := strings.TrimSpace(stdout.String()); got != jar {
 		return "", fmt.Errorf("keylogagent: %s printed %q, not %s", script, got, jar)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/checkout"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -228,7 +228,7 @@ func TestMay(t *testing.T) {
 // TestScriptPinsJar: scripts/keylog-agent-jar.sh fetches the artifact and
 // checks the sha1 this package knows.
 func TestScriptPinsJar(t *testing.T) {
-	script, err := lab.FindScript(jarScript)
+	script, err := checkout.FindScript(jarScript)
 	if err != nil {
 		t.Fatal(err)
 	}

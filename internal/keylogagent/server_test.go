@@ -21,7 +21,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"github.com/kscope-dev/kscope/internal/tlskeys"
 )
 

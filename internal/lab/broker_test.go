@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/requestlog"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/requestlog"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // TestBrokerTrafficRequestLog runs every codec through a real broker with

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // requireIsolation skips (fails under CI=true) unless this machine can

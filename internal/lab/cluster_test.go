@@ -15,9 +15,9 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/requestlog"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/requestlog"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // requireKafkaVersion is labtest.RequireKafka for another release than the

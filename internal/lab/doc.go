@@ -9,7 +9,7 @@
 // Everything a broker owns lives in its Dir: server.properties, the
 // logging config (log4j2.xml or log4j.properties), broker.out
 // (stdout/stderr), broker.json (state for Attach), the data dirs and, with
-// RequestLog, kafka-request.log (parsed by package internal/lab/requestlog).
+// RequestLog, kafka-request.log (parsed by package internal/testkit/requestlog).
 //
 // StartCluster runs N such nodes as one cluster (a static controller
 // quorum of all of them), node i in Dir/node-<i>, recorded in

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kscope-dev/kscope/internal/checkout"
 )
 
 // KafkaVersion is the Kafka release the lab runs by default. It must match
@@ -85,7 +87,7 @@ func EnsureLibsVersion(ctx context.Context, version string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("lab: %s %s: %w: %s", script, version, err, LastLines(stderr.String(), 15))
+		return "", fmt.Errorf("lab: %s %s: %w: %s", script, version, err, checkout.LastLines(stderr.String(), 15))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	dir := strings.TrimSpace(lines[len(lines)-1])
@@ -95,45 +97,9 @@ func EnsureLibsVersion(ctx context.Context, version string) (string, error) {
 	return dir, nil
 }
 
-// LastLines trims s to its last n lines (a failing tool's output is long;
-// the reason is at the end).
-func LastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// FindScript locates scripts/NAME of the kscope checkout that the working
-// dir, or else the running executable, is in.
-func FindScript(name string) (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for {
-			script := filepath.Join(dir, "scripts", name)
-			if fileExists(script) && fileExists(filepath.Join(dir, "go.mod")) {
-				return script, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", fmt.Errorf("scripts/%s not found (run from a kscope checkout)", name)
-}
-
 // findJarsScript locates scripts/kafka-jars.sh with the pom it uses.
 func findJarsScript() (string, error) {
-	script, err := FindScript("kafka-jars.sh")
+	script, err := checkout.FindScript("kafka-jars.sh")
 	if err == nil && !fileExists(filepath.Join(filepath.Dir(filepath.Dir(script)), "lab", "kafka", "pom.xml")) {
 		err = errors.New("lab/kafka/pom.xml missing next to it")
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 // startSecure starts a broker with Security in dir and stops it in

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 

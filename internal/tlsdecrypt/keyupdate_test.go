@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // serverTap logs what a server reads and writes, as the capture would see

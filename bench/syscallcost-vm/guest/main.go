@@ -31,7 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/iotrace"
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 const (

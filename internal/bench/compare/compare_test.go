@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/bench"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // base is a 60-second run at 2000 msgs/s with log-normal latencies

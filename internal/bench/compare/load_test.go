@@ -15,7 +15,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 func small(seed uint64) *bench.Result {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/bench"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 // tailBase is a 20-second run at 2000 msgs/s, 400 latencies sampled a

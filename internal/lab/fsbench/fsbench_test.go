@@ -14,7 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
-	"github.com/kscope-dev/kscope/internal/bench/compare/comparetest"
+	"github.com/kscope-dev/kscope/internal/testkit/comparetest"
 )
 
 func compareResult(na, nb int, u float64) compare.MannWhitneyResult {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/iotrace"
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 const (

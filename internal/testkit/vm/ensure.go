@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/checkout"
 )
 
 // EnsureKernel runs scripts/vm-kernel.sh of the kscope checkout (found by
@@ -17,7 +17,7 @@ import (
 // uses when missing (as root) and fetches the kernel on its first run, and
 // returns the kernel dir it prints: Config.KernelDir.
 func EnsureKernel(ctx context.Context) (string, error) {
-	script, err := lab.FindScript("vm-kernel.sh")
+	script, err := checkout.FindScript("vm-kernel.sh")
 	if err != nil {
 		return "", err
 	}
@@ -25,7 +25,7 @@ func EnsureKernel(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", script)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("vm: %s: %w: %s", script, err, lab.LastLines(stderr.String(), 15))
+		return "", fmt.Errorf("vm: %s: %w: %s", script, err, checkout.LastLines(stderr.String(), 15))
 	}
 	dir := strings.TrimSpace(stdout.String())
 	if _, err := os.Stat(filepath.Join(dir, ".kscope-complete")); err != nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 // TestBoot boots testdata/guest on the VM kernel with an ext4 and an xfs

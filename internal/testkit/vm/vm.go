@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 // Disk is a file system made on the host and attached to the VM as a

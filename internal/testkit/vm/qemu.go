@@ -15,8 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kscope-dev/kscope/internal/checkout"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 // bootSpec is what boot hands qemu.
@@ -209,9 +210,9 @@ wait:
 	}
 	msg := fmt.Sprintf("vm: the guest reported no exit code (%s, accel %s)", why, res.Accel)
 	if e := strings.TrimSpace(stderr.String()); e != "" {
-		msg += "\nqemu stderr:\n" + lab.LastLines(e, 20)
+		msg += "\nqemu stderr:\n" + checkout.LastLines(e, 20)
 	}
-	return res, fmt.Errorf("%s\nconsole tail:\n%s", msg, lab.LastLines(tail, 40))
+	return res, fmt.Errorf("%s\nconsole tail:\n%s", msg, checkout.LastLines(tail, 40))
 }
 
 // prefixOf is the part of the exit marker that does not depend on the

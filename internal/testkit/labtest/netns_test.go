@@ -18,8 +18,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
 	"github.com/kscope-dev/kscope/internal/source"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 

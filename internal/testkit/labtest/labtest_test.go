@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/lab"
-	"github.com/kscope-dev/kscope/internal/lab/labtest"
-	"github.com/kscope-dev/kscope/internal/lab/traffic"
+	"github.com/kscope-dev/kscope/internal/testkit/labtest"
+	"github.com/kscope-dev/kscope/internal/testkit/traffic"
 )
 
 func TestCaptureBrokerTraffic(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kscope-dev/kscope/internal/lab/vm/guest"
+	"github.com/kscope-dev/kscope/internal/testkit/vm/guest"
 )
 
 type report struct {
