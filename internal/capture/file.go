@@ -93,9 +93,9 @@ func newFile(path string, r io.Reader) (*File, error) {
 	magic, err := br.Peek(4)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: %w (%d bytes: shorter than a header; a pipe with no writer reads as empty)", output.Escape(path), ErrNotCapture, len(magic))
+			return nil, fmt.Errorf("%s: %w (%d bytes: shorter than a header; a pipe with no writer reads as empty)", path, ErrNotCapture, len(magic))
 		}
-		return nil, fmt.Errorf("%s: %w", output.Escape(path), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	cf := &File{Path: path}
 	switch binary.LittleEndian.Uint32(magic) {
@@ -107,7 +107,7 @@ func newFile(path string, r io.Reader) (*File, error) {
 		err = fmt.Errorf("%w (magic %#08x)", ErrNotCapture, binary.BigEndian.Uint32(magic))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", output.Escape(path), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cf, nil
 }

@@ -432,7 +432,7 @@ func runSegmentLookup(stdout, stderr io.Writer, file string, o *segmentLookupOpt
 		fmt.Fprintf(stderr, "kscope: %s: position %d: %s\n", output.Escape(file), res.Damaged[i].Start, output.Escape(res.Damaged[i].Error()))
 	}
 	if len(res.Damaged) > 0 {
-		return fmt.Errorf("%s: %d damaged byte ranges before position %d, read past", output.Escape(file), len(res.Damaged), o.position)
+		return fmt.Errorf("%s: %d damaged byte ranges before position %d, read past", file, len(res.Damaged), o.position)
 	}
 	return nil
 }

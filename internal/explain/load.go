@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/kscope-dev/kscope/internal/clockalign"
-	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -36,7 +35,7 @@ type Recording struct {
 func LoadRecording(dir string, only *RequestID) (*Recording, error) {
 	meta, err := recording.ReadMeta(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a kscope recording: %w", output.Escape(dir), err)
+		return nil, fmt.Errorf("%s is not a kscope recording: %w", dir, err)
 	}
 	rec := &Recording{Dir: dir, Meta: meta, Index: NewIndex(), NodeID: -1, Tally: &recording.Tally{}}
 	rd := recording.Reader{Window: meta.Window(), Tally: rec.Tally}

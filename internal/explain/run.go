@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/records"
 	"github.com/kscope-dev/kscope/internal/safefile"
@@ -493,7 +492,7 @@ func (r *slowRun) all(limit float64) error {
 func (r *slowRun) only() error {
 	s := r.scan
 	if s.onlyPos < 0 {
-		return fmt.Errorf("request %s/%d is not in %s", output.Escape(s.only.Client), s.only.CorrelationID, output.Escape(s.path))
+		return fmt.Errorf("request %s/%d is not in %s", s.only.Client, s.only.CorrelationID, s.path)
 	}
 	i := int32(-1)
 	for k, c := range s.cands {

@@ -481,7 +481,7 @@ func ReadMeta(dir string) (*Meta, error) {
 		return nil, metaError(path, err)
 	}
 	if m.Version != FormatVersion {
-		return nil, fmt.Errorf("%s: format version %d, this kscope reads %d", output.Escape(path), m.Version, FormatVersion)
+		return nil, fmt.Errorf("%s: format version %d, this kscope reads %d", path, m.Version, FormatVersion)
 	}
 	return &m, nil
 }
@@ -489,7 +489,7 @@ func ReadMeta(dir string) (*Meta, error) {
 // metaError is meta.json's decoding error, one line: where in the file
 // when the decoder says, and any value it quotes cut short.
 func metaError(path string, err error) error {
-	where := output.Escape(path)
+	where := path
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

@@ -15,7 +15,6 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench"
-	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
@@ -52,7 +51,7 @@ func Load(path string) (*bench.Result, error) {
 	}
 	r, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", output.Escape(path), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
