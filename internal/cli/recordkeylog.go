@@ -21,11 +21,3 @@ func checkFollowedKeyLog(path string) error {
 	return in.Close()
 }
 
-// maxKeyLogCopy bounds the key log record copies into the recording
-// (read into memory): about 300 000 TLS 1.3 sessions.
-const maxKeyLogCopy = 256 << 20
-
-// readKeyLogCopy reads the key log record copies into the recording.
-func readKeyLogCopy(path string) ([]byte, error) {
-	return safefile.ReadAll(path, maxKeyLogCopy)
-}

@@ -15,7 +15,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/output"
-	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/use"
 )
 
@@ -162,27 +161,3 @@ func logDirDevices(pid int, dirs []string) ([]string, []string) {
 	return devs, notes
 }
 
-// recordUse samples USE every second into the recording's use.jsonl
-// until ctx ends, for `kscope record`. A sampler that cannot start or
-// fails is reported, and the recording goes on without it.
-func recordUse(ctx context.Context, stderr io.Writer, quiet bool, pid int, logDirs []recording.LogDir, rec *recording.Writer) {
-	var devs []string
-	for _, ld := range logDirs {
-		if ld.Device != "" && !strings.HasPrefix(ld.Device, "0:") {
-			devs = append(devs, ld.Device)
-		}
-	}
-	s, err := use.NewSampler(use.Config{PID: pid, Devices: devs})
-	if err != nil {
-		fmt.Fprintf(stderr, "record: no USE figures: %s\n", output.Escape(err.Error()))
-		return
-	}
-	if !quiet {
-		for _, n := range s.Notes() {
-			fmt.Fprintf(stderr, "record: use: %s\n", output.Escape(n))
-		}
-	}
-	if err := use.Run(ctx, s, time.Second, rec.Use); err != nil {
-		fmt.Fprintf(stderr, "record: USE sampling stopped: %s\n", output.Escape(err.Error()))
-	}
-}

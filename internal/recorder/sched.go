@@ -1,9 +1,7 @@
-package cli
+package recorder
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -37,7 +35,8 @@ type schedSources struct {
 // logging of its GC and safepoint pauses into the recording. A source
 // that cannot start is noted (on stderr and in the counters), never
 // fatal: the recording is still worth having without it.
-func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid int, out string, throttle, jvmPauses bool, jfrPath string, rec *recording.Writer) *schedSources {
+func startSchedSources(ctx context.Context, o *Options, jfrPath string, rec *recording.Writer) *schedSources {
+	pid, throttle, jvmPauses := o.PID, o.Sched, o.JVMPauses
 	s := &schedSources{counters: &recording.SchedCounters{}, throttleDone: make(chan struct{})}
 	go func() {
 		defer close(s.throttleDone)
@@ -48,15 +47,13 @@ func startSchedSources(ctx context.Context, stderr io.Writer, quiet bool, pid in
 	if !jvmPauses || jfrPath != "" {
 		return s
 	}
-	s.vmlogPath = filepath.Join(out, recording.JVMLogFile)
+	s.vmlogPath = filepath.Join(o.Out, recording.JVMLogFile)
 	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	sess, err := jvmlog.Start(jctx, pid, s.vmlogPath)
 	if err != nil {
 		s.counters.JVMPauseError = err.Error()
-		if !quiet {
-			fmt.Fprintf(stderr, "record: no JVM pauses: %s\n", output.Escape(err.Error()))
-		}
+		o.notef("no JVM pauses: %s", output.Escape(err.Error()))
 		return s
 	}
 	s.vmlog = sess
