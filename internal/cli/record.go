@@ -208,4 +208,3 @@ func tlsKeysWay(s string) error {
 	}
 	return nil
 }
-

@@ -20,4 +20,3 @@ func checkFollowedKeyLog(path string) error {
 	}
 	return in.Close()
 }
-

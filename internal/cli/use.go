@@ -160,4 +160,3 @@ func logDirDevices(pid int, dirs []string) ([]string, []string) {
 	}
 	return devs, notes
 }
-

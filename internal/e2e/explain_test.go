@@ -223,26 +223,58 @@ func explainBroker(t *testing.T, mkfsArgs ...string) (b *lab.Broker, mnt, dev, l
 func recordScenario(ctx context.Context, t *testing.T, b *lab.Broker, logDir, dir, topic string, inject func(context.Context) []freezeWindow, recordArgs ...string) []freezeWindow {
 	t.Helper()
 	port := b.Addr()[strings.LastIndexByte(b.Addr(), ':')+1:]
-	var rec *iotCLI
+	load := startScenarioLoad(ctx, t, b.Addr(), topic)
+	defer load.cancel()
+	rec := startCLI(ctx, t, "record: broker pid", append([]string{"record", "--pid", strconv.Itoa(b.PID()), "--log-dirs", logDir,
+		"--iface", "lo", "--port", port, "--out", dir}, recordArgs...)...)
+	close(load.start)
+	time.Sleep(500 * time.Millisecond)
+	windows := inject(load.ctx)
+	produced := load.stop(t)
+	time.Sleep(200 * time.Millisecond) // the last responses reach the capture
+	if err := rec.stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("kscope record ended with %v on SIGINT: %s", err, rec.errOut())
+	}
+	t.Logf("produced %d records; kscope record: %s", produced, strings.TrimSpace(rec.errOut()))
+	return windows
+}
 
-	// Enough connections and requests in flight (franz-go's idempotent
-	// producer pipelines up to 5 per connection) that a freeze holds up
-	// more than 1% of the requests: the p99 threshold then falls among
-	// them.
-	const clients, perClient = 4, 6
-	lctx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	var produced, failed atomic.Int64
-	errs := make(chan error, clients*perClient)
+// scenarioLoad is the explain scenarios' produce load: enough
+// connections and requests in flight (franz-go's idempotent producer
+// pipelines up to 5 per connection) that a freeze holds up more than 1%
+// of the requests: the p99 threshold then falls among them.
+type scenarioLoad struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	start    chan struct{} // closed: the producers start
+	wg       sync.WaitGroup
+	produced atomic.Int64
+	errs     chan error
+	clients  []*kgo.Client
+}
+
+// startScenarioLoad connects four clients to addr, writes every partition
+// of topic once, and readies six producers per client, each producing one
+// record with a message-id header every 20 ms once start is closed.
+func startScenarioLoad(ctx context.Context, t *testing.T, addr, topic string) *scenarioLoad {
+	t.Helper()
+	return startLoad(ctx, t, addr, topic, 4, 6)
+}
+
+// startLoad is startScenarioLoad with clients clients of perClient
+// producers each.
+func startLoad(ctx context.Context, t *testing.T, addr, topic string, clients, perClient int) *scenarioLoad {
+	t.Helper()
+	l := &scenarioLoad{start: make(chan struct{}), errs: make(chan error, clients*perClient)}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	t.Cleanup(l.closeClients)
 	for c := range clients {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0), kgo.ClientID(fmt.Sprintf("explain-%d", c)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cl.Close()
+		l.clients = append(l.clients, cl)
 		// Every partition exists and has been written before recording.
 		for p := range 4 {
 			r := &kgo.Record{Value: []byte("warm-up"), Partition: int32(p)}
@@ -251,44 +283,49 @@ func recordScenario(ctx context.Context, t *testing.T, b *lab.Broker, logDir, di
 			}
 		}
 		for g := range perClient {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for i := 0; i < 100000 && lctx.Err() == nil; i++ {
-					id := fmt.Sprintf("c%d-g%d-%d", c, g, i)
-					r := &kgo.Record{Value: []byte("explain value " + id), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
-					if err := cl.ProduceSync(lctx, r).FirstErr(); err != nil {
-						if lctx.Err() == nil {
-							failed.Add(1)
-							errs <- err
-							return
-						}
-						return
-					}
-					produced.Add(1)
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
+			l.wg.Add(1)
+			go l.produce(cl, fmt.Sprintf("c%d-g%d", c, g))
 		}
 	}
-	rec = startCLI(ctx, t, "record: broker pid", append([]string{"record", "--pid", strconv.Itoa(b.PID()), "--log-dirs", logDir,
-		"--iface", "lo", "--port", port, "--out", dir}, recordArgs...)...)
-	close(start)
-	time.Sleep(500 * time.Millisecond)
-	windows := inject(lctx)
-	stopLoad()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	return l
+}
+
+func (l *scenarioLoad) produce(cl *kgo.Client, name string) {
+	defer l.wg.Done()
+	<-l.start
+	for i := 0; i < 100000 && l.ctx.Err() == nil; i++ {
+		id := fmt.Sprintf("%s-%d", name, i)
+		r := &kgo.Record{Value: []byte("explain value " + id), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
+		if err := cl.ProduceSync(l.ctx, r).FirstErr(); err != nil {
+			if l.ctx.Err() == nil {
+				l.errs <- err
+			}
+			return
+		}
+		l.produced.Add(1)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop ends the load, reports the producers' errors and returns how many
+// records were produced.
+func (l *scenarioLoad) stop(t *testing.T) int64 {
+	t.Helper()
+	l.cancel()
+	l.wg.Wait()
+	close(l.errs)
+	for err := range l.errs {
 		t.Errorf("producing: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond) // the last responses reach the capture
-	if err := rec.stop(t, syscall.SIGINT); err != nil {
-		t.Fatalf("kscope record ended with %v on SIGINT: %s", err, rec.errOut())
+	l.closeClients()
+	return l.produced.Load()
+}
+
+func (l *scenarioLoad) closeClients() {
+	for _, cl := range l.clients {
+		cl.Close()
 	}
-	t.Logf("produced %d records; kscope record: %s", produced.Load(), strings.TrimSpace(rec.errOut()))
-	return windows
+	l.clients = nil
 }
 
 func runExplain(t *testing.T, dir string, args ...string) ([]*explain.Finding, *explain.Summary) {

@@ -244,3 +244,16 @@ func CauseHelp(indent string, width int) string {
 	}
 	return b.String()
 }
+
+// CauseMeaning is what cause means, in one line (CauseHelp's text
+// without its line breaks); "" for a name explain does not give.
+func CauseMeaning(cause string) string {
+	if cause == CauseUnexplained {
+		return "no cause kscope measures accounts for most of their latency"
+	}
+	c := registered().named(cause)
+	if c == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(c.help), " ")
+}

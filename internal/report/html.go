@@ -35,6 +35,8 @@ type page struct {
 	Stalls         []explain.Stall
 	Devices        []devicePage
 	Use            *usePage
+	// AlarmMs is the findings' alarm threshold.
+	AlarmMs float64
 }
 
 type devicePage struct {
@@ -48,7 +50,7 @@ type devicePage struct {
 
 // WriteHTML writes d as one self-contained HTML page.
 func WriteHTML(w io.Writer, d *Data) error {
-	p := page{Data: d, Ramp: HeatColors, ProduceMax: d.Produce.MaxCount(), ProduceStep: d.Produce.Step.String()}
+	p := page{Data: d, Ramp: HeatColors, ProduceMax: d.Produce.MaxCount(), ProduceStep: d.Produce.Step.String(), AlarmMs: d.AlarmMs}
 	start, end := d.Start, d.End
 	if !end.After(start) {
 		start, end = time.Unix(0, 0), time.Unix(1, 0)

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/findings"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
@@ -200,6 +202,9 @@ type Options struct {
 	MaxCols int
 	// Title is the page's title (default: the recording's host and start).
 	Title string
+	// AlarmMs is the latency from which slow requests are cause for
+	// alarm in the findings (0: findings.DefaultAlarmMs).
+	AlarmMs float64
 }
 
 // Inputs are the files a report is drawn from: a recording's
@@ -246,7 +251,12 @@ type Data struct {
 	Commits     []event.JournalCommit
 	CommitsSeen int64
 	Use         *UsePanel // nil without use.jsonl
-	Start, End  time.Time
+	// Latency is the produce latency's distribution; Findings what
+	// the findings' checks made of it all, ranked (package findings).
+	Latency    findings.Latency
+	Findings   []findings.Finding
+	AlarmMs    float64
+	Start, End time.Time
 	// LeftOut says, one line each, what was left out of which input: a
 	// last line cut short by a crash, lines whose values cannot be true
 	// (none of the charts or statistics has them).
@@ -354,7 +364,33 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 	}
 	d.span()
 	d.LeftOut = b.rd.Tally.Warnings()
+	d.Latency = b.latency()
+	d.AlarmMs = cmp.Or(b.o.AlarmMs, findings.DefaultAlarmMs)
+	d.Findings = findings.Collect(b.evidence())
 	return d, nil
+}
+
+// latency is the produce latency's distribution, from the requests read.
+func (b *builder) latency() findings.Latency {
+	h := b.produceUs
+	if h == nil || h.TotalCount() == 0 {
+		return findings.Latency{}
+	}
+	ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
+	return findings.Latency{Requests: h.TotalCount(), P50: ms(50), P99: ms(99), P999: ms(99.9), Max: float64(h.Max()) / 1000}
+}
+
+// evidence is what the findings' checks look at.
+func (b *builder) evidence() *findings.Evidence {
+	d := b.d
+	e := &findings.Evidence{Dir: d.Dir, Meta: d.Meta, Summary: d.Summary, Slowest: d.Slowest, Latency: d.Latency, AlarmMs: b.o.AlarmMs}
+	if u := d.Use; u != nil {
+		e.Use = &findings.Use{Intervals: u.Samples}
+		for _, f := range u.Findings {
+			e.Use.Verdicts = append(e.Use.Verdicts, findings.UseVerdict{Resource: f.Resource, Kind: f.Kind, Intervals: f.Intervals, Reason: f.Reason})
+		}
+	}
+	return e
 }
 
 // builder aggregates one report: the data, the time axis all its charts
@@ -369,6 +405,8 @@ type builder struct {
 	// ioRd reads the I/O files: a recording's are regular files, but
 	// --io beside captures may be a pipe, read once.
 	ioRd recording.Reader
+	// produceUs is the produce latencies' histogram, in microseconds.
+	produceUs *hdrhistogram.Histogram
 }
 
 func newBuilder(in Inputs, o Options) *builder {
@@ -401,8 +439,12 @@ func newBuilder(in Inputs, o Options) *builder {
 		b.step = b.step.Round(time.Millisecond) + time.Millisecond
 	}
 	d.Produce = b.heatmap(HeatScale)
+	b.produceUs = hdrhistogram.New(1, maxLatencyUs, 3)
 	return b
 }
+
+// maxLatencyUs bounds the latency histogram: an hour.
+const maxLatencyUs = int64(time.Hour / time.Microsecond)
 
 // defaultTitle names the recording's host, else the capture files.
 func defaultTitle(in Inputs) string {
@@ -453,6 +495,7 @@ func (b *builder) readRequests(path string) error {
 		}
 		if req.APIKey == 0 {
 			d.Produce.Add(req.Arrival, req.LatencyMs)
+			b.produceUs.RecordValue(min(max(int64(req.LatencyMs*1000), 1), maxLatencyUs))
 		}
 		s := apis[req.API]
 		if s == nil {
