@@ -50,4 +50,3 @@ func ListenerPID(port int) int {
 	}
 	return 0
 }
-
