@@ -164,9 +164,10 @@ func (o *reportOptions) inputs(stderr io.Writer, args []string) (in report.Input
 		in = report.Inputs{Requests: dec.path, IO: o.ioFiles, Captures: o.pcaps, Start: dec.start, End: dec.end}
 		cleanup = done
 	}
-	// --jfr replaces the recording's lock waits, as in explain.
+	// --jfr is read instead of the recording's broker.jfr and besides
+	// its lockwaits.jsonl, as in explain.
 	if o.jfrFile != "" {
-		in.LockWaits, in.JFR = "", o.jfrFile
+		in.JFR = o.jfrFile
 	}
 	return in, logDirs, cleanup, nil
 }
