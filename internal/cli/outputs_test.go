@@ -350,6 +350,9 @@ func TestOutputDirsRefused(t *testing.T) {
 		// recording directory is made.
 		{"record", "--pid", idleProcess(t), "--log-dirs", dir, "--duration", "1s", "--out"},
 		{"agent", "--pid", idleProcess(t), "--listen", "127.0.0.1:0", "--no-trace", "--duration", "1s", "--out"},
+		// doctor refuses an existing file or a directory that is not
+		// empty before it looks for the broker.
+		{"doctor", "--pid", idleProcess(t), "--duration", "5s", "--out"},
 	} {
 		for _, target := range targets {
 			t.Run(cmd[0]+" "+target.name, func(t *testing.T) {
