@@ -151,9 +151,35 @@ func (t *tableWriter) Broker(nodeID int32, dir string) error {
 	return nil
 }
 
-// WriteSummaryTable prints the summary: causes, stalls, worst partitions,
-// devices and journal commits.
+// WriteSummaryTable prints the summary: what was judged and on what
+// evidence, then the tables (causes, followers, stalls, worst partitions,
+// devices, slow appends and journal commits), each only when it has rows.
 func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
+	writeSummaryHead(w, s)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, table := range []func(io.Writer, *tabwriter.Writer, *explain.Summary) error{
+		writeCauses,
+		writeFollowers,
+		writeStalls,
+		writeWorstPartitions,
+		writeWorstDevices,
+		writeSlowAppends,
+		writeWorstCommits,
+	} {
+		if err := table(w, tw, s); err != nil {
+			return err
+		}
+	}
+	if s.IDLookupErrors > 0 {
+		fmt.Fprintf(w, "\n%d of %d segment lookups failed (matched by bytes and time instead); first: %s\n",
+			s.IDLookupErrors, s.IDLookups, output.Escape(s.FirstLookupError))
+	}
+	return nil
+}
+
+// writeSummaryHead prints what was judged (the slow requests and their
+// threshold) and the evidence there was and was not, then a blank line.
+func writeSummaryHead(w io.Writer, s *explain.Summary) {
 	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
 	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n",
@@ -166,7 +192,20 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		fmt.Fprintf(w, "missing: %s\n", output.Escape(m))
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// writeTitledTable prints title after a blank line, then header and the
+// rows rows prints through tw, flushed.
+func writeTitledTable(w io.Writer, tw *tabwriter.Writer, title, header string, rows func()) error {
+	fmt.Fprintf(w, "\n%s\n", title)
+	fmt.Fprintln(tw, header)
+	rows()
+	return tw.Flush()
+}
+
+// writeCauses prints the causes with requests, and the slow requests whose
+// root was the journal.
+func writeCauses(_ io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
 	fmt.Fprintln(tw, "CAUSE\tREQUESTS\tSHARE\tLATENCY SUM\tEXPLAINED")
 	for _, c := range s.Causes {
 		if c.Requests == 0 {
@@ -177,54 +216,68 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 	if s.Journal > 0 {
 		fmt.Fprintf(tw, "  of which root journal\t%d\t%.1f%%\t\t\n", s.Journal, 100*float64(s.Journal)/float64(max(s.Slow, 1)))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// writeFollowers prints what the followers' recordings say their part of
+// replication went to.
+func writeFollowers(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Followers) == 0 {
+		return nil
 	}
-	if len(s.Followers) > 0 {
-		fmt.Fprintln(w, "\nREPLICATION BY FOLLOWER (its recording read too)")
-		fmt.Fprintln(tw, "FOLLOWER\tFOLLOWER CAUSE\tREQUESTS")
+	return writeTitledTable(w, tw, "REPLICATION BY FOLLOWER (its recording read too)", "FOLLOWER\tFOLLOWER CAUSE\tREQUESTS", func() {
 		for _, f := range s.Followers {
 			fmt.Fprintf(tw, "broker %d\t%s\t%d\n", f.Broker, f.Cause, f.Requests)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeStalls prints the stalls: writes that hung, per device.
+func writeStalls(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Stalls) == 0 {
+		return nil
 	}
-	if len(s.Stalls) > 0 {
-		fmt.Fprintln(w, "\nSTALLS (writes that hung)")
-		fmt.Fprintln(tw, "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS")
+	return writeTitledTable(w, tw, "STALLS (writes that hung)", "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS", func() {
 		for _, st := range s.Stalls {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f ms\t%d\t%d\t%s\n", output.Escape(st.Dev), st.Start.Local().Format(clock), st.End.Local().Format(clock),
 				st.DurationMs, st.Writes, st.Requests, output.Escape(abbreviate(st.Partitions, 6)))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstPartitions prints the partitions with the most slow latency.
+func writeWorstPartitions(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Partitions) == 0 {
+		return nil
 	}
-	if len(s.Partitions) > 0 {
-		fmt.Fprintln(w, "\nWORST PARTITIONS")
-		fmt.Fprintln(tw, "PARTITION\tSLOW REQUESTS\tLATENCY SUM\tMAX WRITE")
+	return writeTitledTable(w, tw, "WORST PARTITIONS", "PARTITION\tSLOW REQUESTS\tLATENCY SUM\tMAX WRITE", func() {
 		for _, p := range s.Partitions {
 			fmt.Fprintf(tw, "%s\t%d\t%.1f s\t%.1f ms\n", output.Escape(p.Partition), p.Requests, p.LatencyMs/1000, p.MaxWriteMs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstDevices prints the devices under the most slow requests.
+func writeWorstDevices(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Devices) == 0 {
+		return nil
 	}
-	if len(s.Devices) > 0 {
-		fmt.Fprintln(w, "\nWORST DEVICES")
-		fmt.Fprintln(tw, "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE")
+	return writeTitledTable(w, tw, "WORST DEVICES", "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE", func() {
 		for _, d := range s.Devices {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f ms\n", output.Escape(d.Dev), d.Requests, d.Writes, d.MaxWriteMs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeSlowAppends prints the slowest appends with the journal commits
+// that overlapped them.
+func writeSlowAppends(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if s.SlowWritesTotal <= 0 {
+		return nil
 	}
-	if s.SlowWritesTotal > 0 {
-		fmt.Fprintf(w, "\nSLOW APPENDS: %d, %d of them while a journal commit was pending or running; the slowest:\n",
-			s.SlowWritesTotal, s.SlowWritesUnderCommit)
-		fmt.Fprintln(tw, "START TIME\tEND TIME\tLATENCY\tTID\tBYTES\tOFF_KB\tFILE\tJOURNAL COMMITS")
+	title := fmt.Sprintf("SLOW APPENDS: %d, %d of them while a journal commit was pending or running; the slowest:",
+		s.SlowWritesTotal, s.SlowWritesUnderCommit)
+	return writeTitledTable(w, tw, title, "START TIME\tEND TIME\tLATENCY\tTID\tBYTES\tOFF_KB\tFILE\tJOURNAL COMMITS", func() {
 		for _, sw := range s.SlowWrites {
 			commits := "-"
 			if len(sw.Commits) > 0 {
@@ -237,25 +290,20 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 			fmt.Fprintf(tw, "%s\t%s\t%.1f ms\t%d\t%d\t%d\t%s\t%s\n", sw.Start.Local().Format(clock), sw.End.Local().Format(clock),
 				sw.LatencyMs, sw.TID, sw.Bytes, sw.Offset/1024, output.Escape(sw.File), commits)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstCommits prints the slowest journal commits under slow
+// requests.
+func writeWorstCommits(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.WorstCommits) == 0 {
+		return nil
 	}
-	if len(s.WorstCommits) > 0 {
-		fmt.Fprintln(w, "\nWORST JOURNAL COMMITS (under slow requests)")
-		fmt.Fprintln(tw, "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS")
+	return writeTitledTable(w, tw, "WORST JOURNAL COMMITS (under slow requests)", "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS", func() {
 		for _, c := range s.WorstCommits {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f ms\t%d\n", output.Escape(c.Dev), output.Escape(c.Kind), c.Start.Local().Format(clock), c.End.Local().Format(clock), c.LatencyMs, c.Requests)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if s.IDLookupErrors > 0 {
-		fmt.Fprintf(w, "\n%d of %d segment lookups failed (matched by bytes and time instead); first: %s\n",
-			s.IDLookupErrors, s.IDLookups, output.Escape(s.FirstLookupError))
-	}
-	return nil
+	})
 }
 
 func matchedBy(m map[string]int64) string {
