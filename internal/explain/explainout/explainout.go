@@ -388,79 +388,9 @@ type step struct {
 
 // WriteTimeline prints one request's timeline: arrival, waits, writes
 // (its own and those it waited for), lock waits, journal commits, and the
-// response, with times relative to arrival.
+// response, with times relative to arrival; then its cause.
 func WriteTimeline(w io.Writer, f *explain.Finding) error {
-	var steps []step
-	add := func(at time.Time, format string, args ...any) {
-		steps = append(steps, step{at, fmt.Sprintf(format, args...)})
-	}
-	add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
-	if f.QueuedMs > 0 {
-		add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
-	}
-	for _, p := range f.Partitions {
-		for _, b := range p.Blocking {
-			add(b.Start, "  other append to %s-%d starts: tid %d %s, %d bytes at %s:%d", output.Escape(p.Topic), p.Partition, b.TID, output.Escape(b.Thread), b.Bytes, output.Escape(b.File), b.Offset)
-			add(b.End, "  other append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, b.LatencyMs)
-		}
-		if ow := p.Write; ow != nil {
-			add(ow.Start, "own append to %s-%d starts: tid %d %s, %d bytes at %s:%d (matched by %s)", output.Escape(p.Topic), p.Partition, ow.TID, output.Escape(ow.Thread), ow.Bytes, output.Escape(ow.File), ow.Offset, ow.MatchedBy)
-			add(ow.End, "own append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, ow.LatencyMs)
-		} else {
-			add(f.Arrival, "  (no append to %s-%d found)", output.Escape(p.Topic), p.Partition)
-		}
-	}
-	for _, l := range f.LockWaits {
-		add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
-		add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
-	}
-	for _, k := range f.KernelWaits {
-		add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
-		add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
-	}
-	if n := f.NetworkThread; n != nil {
-		add(f.Arrival, "  its connection is served by network thread tid %d %s", n.TID, output.Escape(n.Thread))
-	}
-	for _, d := range f.RunDelays {
-		how := "woken"
-		if d.Preempted {
-			how = "preempted"
-		}
-		add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
-		add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
-	}
-	for _, p := range f.ParkWaits {
-		on := ""
-		if p.Blocker != "" {
-			on = " parked on " + output.Escape(p.Blocker)
-		}
-		add(p.Start, "  %stid %d %s sleeps%s", strings.Repeat("  ", p.Depth), p.TID, output.Escape(p.Thread), on)
-		if p.WakerTID != 0 {
-			add(p.End, "  %stid %d woken by tid %d %s after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.WakerTID, output.Escape(p.WakerThread), p.LatencyMs)
-		} else {
-			add(p.End, "  %stid %d unparked after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.LatencyMs)
-		}
-	}
-	for _, p := range f.Pauses {
-		add(p.Start, "  the JVM stops: %s %s", output.Escape(p.Type), output.Escape(p.Name))
-		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
-	}
-	for _, rf := range f.Replication {
-		replicaSteps(add, rf, "the request's")
-	}
-	if qb := f.QueuedBehind; qb != nil {
-		for _, rf := range qb.Replication {
-			replicaSteps(add, rf, fmt.Sprintf("request %d's", qb.CorrelationID))
-		}
-	}
-	for _, c := range f.Commits {
-		add(c.Start, "  %s on %s starts", output.Escape(c.Kind), output.Escape(c.Dev))
-		add(c.End, "  %s on %s ends after %.1f ms", output.Escape(c.Kind), output.Escape(c.Dev), c.LatencyMs)
-	}
-	if f.ResponseMs > 0 {
-		add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")
-	}
-	add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
+	steps := timelineSteps(f)
 	slices.SortStableFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\t+MS\tEVENT")
@@ -479,18 +409,119 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 	return err
 }
 
-// replicaSteps adds a follower's fetch that passed a request's last
-// offset (whose: "the request's" or the request ahead's), and the
-// follower's fetch before it.
-func replicaSteps(add func(time.Time, string, ...any), rf explain.ReplicaFetch, whose string) {
+// timeline collects a request's steps in the order they are found (the
+// order of steps at the same time).
+type timeline struct{ steps []step }
+
+func (t *timeline) add(at time.Time, format string, args ...any) {
+	t.steps = append(t.steps, step{at, fmt.Sprintf(format, args...)})
+}
+
+// timelineSteps lists the steps of f's timeline, unsorted: the request's
+// own, then each kind of evidence found for it.
+func timelineSteps(f *explain.Finding) []step {
+	var t timeline
+	t.add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
+	if f.QueuedMs > 0 {
+		t.add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
+	}
+	t.appends(f)
+	t.threadWaits(f)
+	t.parkWaits(f)
+	for _, p := range f.Pauses {
+		t.add(p.Start, "  the JVM stops: %s %s", output.Escape(p.Type), output.Escape(p.Name))
+		t.add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
+	}
+	for _, rf := range f.Replication {
+		t.replica(rf, "the request's")
+	}
+	if qb := f.QueuedBehind; qb != nil {
+		for _, rf := range qb.Replication {
+			t.replica(rf, fmt.Sprintf("request %d's", qb.CorrelationID))
+		}
+	}
+	for _, c := range f.Commits {
+		t.add(c.Start, "  %s on %s starts", output.Escape(c.Kind), output.Escape(c.Dev))
+		t.add(c.End, "  %s on %s ends after %.1f ms", output.Escape(c.Kind), output.Escape(c.Dev), c.LatencyMs)
+	}
+	if f.ResponseMs > 0 {
+		t.add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")
+	}
+	t.add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
+	return t.steps
+}
+
+// appends adds, per partition of f, the other appends it waited for and
+// its own append (or that none was found).
+func (t *timeline) appends(f *explain.Finding) {
+	for _, p := range f.Partitions {
+		for _, b := range p.Blocking {
+			t.add(b.Start, "  other append to %s-%d starts: tid %d %s, %d bytes at %s:%d", output.Escape(p.Topic), p.Partition, b.TID, output.Escape(b.Thread), b.Bytes, output.Escape(b.File), b.Offset)
+			t.add(b.End, "  other append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, b.LatencyMs)
+		}
+		if ow := p.Write; ow != nil {
+			t.add(ow.Start, "own append to %s-%d starts: tid %d %s, %d bytes at %s:%d (matched by %s)", output.Escape(p.Topic), p.Partition, ow.TID, output.Escape(ow.Thread), ow.Bytes, output.Escape(ow.File), ow.Offset, ow.MatchedBy)
+			t.add(ow.End, "own append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, ow.LatencyMs)
+		} else {
+			t.add(f.Arrival, "  (no append to %s-%d found)", output.Escape(p.Topic), p.Partition)
+		}
+	}
+}
+
+// threadWaits adds where the threads carrying f waited: on monitors
+// (JFR), in the kernel, for a CPU; and which network thread serves its
+// connection.
+func (t *timeline) threadWaits(f *explain.Finding) {
+	for _, l := range f.LockWaits {
+		t.add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
+		t.add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
+	}
+	for _, k := range f.KernelWaits {
+		t.add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
+		t.add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
+	}
+	if n := f.NetworkThread; n != nil {
+		t.add(f.Arrival, "  its connection is served by network thread tid %d %s", n.TID, output.Escape(n.Thread))
+	}
+	for _, d := range f.RunDelays {
+		how := "woken"
+		if d.Preempted {
+			how = "preempted"
+		}
+		t.add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
+		t.add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
+	}
+}
+
+// parkWaits adds the sleeps of f's handler and of the threads it waited
+// for (indented by depth), and who woke each.
+func (t *timeline) parkWaits(f *explain.Finding) {
+	for _, p := range f.ParkWaits {
+		on := ""
+		if p.Blocker != "" {
+			on = " parked on " + output.Escape(p.Blocker)
+		}
+		t.add(p.Start, "  %stid %d %s sleeps%s", strings.Repeat("  ", p.Depth), p.TID, output.Escape(p.Thread), on)
+		if p.WakerTID != 0 {
+			t.add(p.End, "  %stid %d woken by tid %d %s after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.WakerTID, output.Escape(p.WakerThread), p.LatencyMs)
+		} else {
+			t.add(p.End, "  %stid %d unparked after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.LatencyMs)
+		}
+	}
+}
+
+// replica adds a follower's fetch that passed a request's last offset
+// (whose: "the request's" or the request ahead's), and the follower's
+// fetch before it.
+func (t *timeline) replica(rf explain.ReplicaFetch, whose string) {
 	if rf.PrevFetchArrival != nil {
-		add(*rf.PrevFetchArrival, "  follower %d's previous fetch", rf.Replica)
+		t.add(*rf.PrevFetchArrival, "  follower %d's previous fetch", rf.Replica)
 	}
 	last := ""
 	if rf.Decisive {
 		last = ", the last needed: the high watermark moves past it"
 	}
-	add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
+	t.add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
 		rf.Replica, output.Escape(rf.Topic), rf.Partition, rf.FetchOffset, whose, rf.LastOffset, rf.LateMs, rf.SilentMs, last)
 }
 
