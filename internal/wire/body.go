@@ -22,79 +22,92 @@ type BatchSummarizer interface {
 // (which is what rejects a false start after resynchronisation). It
 // reports whether a response is expected and whether the body decoded.
 func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok bool) {
-	ev := p.ev
 	switch p.header.key {
 	case 0:
-		req := &d.produceReq
-		*req = kmsg.ProduceRequest{Topics: req.Topics[:0]}
-		req.SetVersion(p.header.version)
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return true, false
-		}
-		ev.Acks = d.int16s.one(req.Acks)
-		if ev.Partitions == nil {
-			ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
-		}
-		header := d.cfg.MessageIDHeader
-		if d.holdsIDs() {
-			header = "" // counted from the batch headers; ids if slow
-			if req.Acks != 0 {
-				p.held = d.holdProduceRecords(req)
-			}
-		}
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			topic := d.names.intern(t.Topic)
-			for j := range t.Partitions {
-				tp := &t.Partitions[j]
-				part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
-				d.topics.resolve(&part, t.TopicID)
-				d.summarize(&part, tp.Records, header)
-				if d.cfg.BatchStats {
-					d.batchStats(&part, tp.Records)
-				}
-				ev.Partitions = append(ev.Partitions, part)
-			}
-		}
-		return req.Acks != 0, true
+		return d.decodeProduceRequest(p, body)
 	case 1:
-		req := &d.fetchReq
-		*req = kmsg.FetchRequest{Topics: req.Topics[:0]}
-		req.SetVersion(p.header.version)
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return true, false
-		}
-		// v15+ moved the fetching replica's id into a tagged field
-		// (KIP-903); readFrom defaults both to -1 (a consumer).
-		replica := req.ReplicaID
-		if req.Version >= 15 {
-			replica = req.ReplicaState.ID
-		}
-		ev.ReplicaID = d.int32s.one(replica)
-		n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
-		offsets := d.int64s.take(n)
-		if ev.Partitions == nil {
-			ev.Partitions = make([]event.Partition, 0, n)
-		}
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			topic := d.names.intern(t.Topic)
-			for j := range t.Partitions {
-				tp := &t.Partitions[j]
-				offsets = append(offsets, tp.FetchOffset)
-				part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
-				d.topics.resolve(&part, t.TopicID)
-				ev.Partitions = append(ev.Partitions, part)
-			}
-		}
-		return true, true
-	}
-	if p.header.key == 18 {
+		return true, d.decodeFetchRequest(p, body)
+	case 18:
 		return true, true
 	}
 	req := kmsg.RequestForKey(p.header.key)
 	req.SetVersion(p.header.version)
 	return true, req.ReadFrom(body) == nil
+}
+
+// decodeProduceRequest takes a produce request's acks and, per partition,
+// its bytes, record count, message ids (or holds its records for them)
+// and batch statistics. A response is expected unless acks=0.
+func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse, ok bool) {
+	ev := p.ev
+	req := &d.produceReq
+	*req = kmsg.ProduceRequest{Topics: req.Topics[:0]}
+	req.SetVersion(p.header.version)
+	if err := req.UnsafeReadFrom(body); err != nil {
+		return true, false
+	}
+	ev.Acks = d.int16s.one(req.Acks)
+	if ev.Partitions == nil {
+		ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
+	}
+	header := d.cfg.MessageIDHeader
+	if d.holdsIDs() {
+		header = "" // counted from the batch headers; ids if slow
+		if req.Acks != 0 {
+			p.held = d.holdProduceRecords(req)
+		}
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		topic := d.names.intern(t.Topic)
+		for j := range t.Partitions {
+			tp := &t.Partitions[j]
+			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
+			d.topics.resolve(&part, t.TopicID)
+			d.summarize(&part, tp.Records, header)
+			if d.cfg.BatchStats {
+				d.batchStats(&part, tp.Records)
+			}
+			ev.Partitions = append(ev.Partitions, part)
+		}
+	}
+	return req.Acks != 0, true
+}
+
+// decodeFetchRequest takes a fetch request's replica id (a follower's
+// fetch, or -1 for a consumer's) and each partition's fetch offset.
+func (d *Decoder) decodeFetchRequest(p *pending, body []byte) bool {
+	ev := p.ev
+	req := &d.fetchReq
+	*req = kmsg.FetchRequest{Topics: req.Topics[:0]}
+	req.SetVersion(p.header.version)
+	if err := req.UnsafeReadFrom(body); err != nil {
+		return false
+	}
+	// v15+ moved the fetching replica's id into a tagged field
+	// (KIP-903); readFrom defaults both to -1 (a consumer).
+	replica := req.ReplicaID
+	if req.Version >= 15 {
+		replica = req.ReplicaState.ID
+	}
+	ev.ReplicaID = d.int32s.one(replica)
+	n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
+	offsets := d.int64s.take(n)
+	if ev.Partitions == nil {
+		ev.Partitions = make([]event.Partition, 0, n)
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		topic := d.names.intern(t.Topic)
+		for j := range t.Partitions {
+			tp := &t.Partitions[j]
+			offsets = append(offsets, tp.FetchOffset)
+			part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
+			d.topics.resolve(&part, t.TopicID)
+			ev.Partitions = append(ev.Partitions, part)
+		}
+	}
+	return true
 }
 
 // requestPartitions counts the partitions of decoded topics: the
