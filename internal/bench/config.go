@@ -117,59 +117,92 @@ type settings struct {
 	ackSet bool // acks != 0: produce requests are answered
 }
 
-// validate checks cfg, fills defaults and parses the specs.
+// validate checks cfg, fills defaults and parses the specs, one part of
+// the config after the other in the order of the rules below; the first
+// problem found is the error.
 func (cfg Config) validate() (settings, error) {
 	s := settings{Config: cfg}
+	for _, rule := range []func(*settings) error{
+		(*settings).checkTarget,
+		(*settings).checkLoad,
+		(*settings).checkMessages,
+		(*settings).checkClient,
+		(*settings).checkBounds,
+	} {
+		if err := rule(&s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// checkTarget checks where the load goes: the bootstrap servers and the
+// topics (valid Kafka names, each once) and how they are created.
+func (s *settings) checkTarget() error {
 	c := &s.Config
 	if len(c.Bootstrap) == 0 {
-		return s, inputErr("no bootstrap servers (--bootstrap HOST:PORT)")
+		return inputErr("no bootstrap servers (--bootstrap HOST:PORT)")
 	}
 	if len(c.Topics) == 0 {
-		return s, inputErr("no topic (--topic NAME)")
+		return inputErr("no topic (--topic NAME)")
 	}
 	seen := map[string]bool{}
 	for _, t := range c.Topics {
 		if t == "" || len(t) > 249 || strings.Trim(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" || t == "." || t == ".." {
-			return s, inputErr("invalid topic name %q (letters, digits, '.', '_', '-'; at most 249)", t)
+			return inputErr("invalid topic name %q (letters, digits, '.', '_', '-'; at most 249)", t)
 		}
 		if seen[t] {
-			return s, inputErr("topic %q given twice", t)
+			return inputErr("topic %q given twice", t)
 		}
 		seen[t] = true
 	}
 	if c.Partitions < 0 {
-		return s, inputErr("--partitions must be positive (0: the broker's default)")
+		return inputErr("--partitions must be positive (0: the broker's default)")
 	}
 	if c.ReplicationFactor < 0 {
-		return s, inputErr("--replication-factor must be positive (0: the broker's default)")
+		return inputErr("--replication-factor must be positive (0: the broker's default)")
 	}
+	return nil
+}
+
+// checkLoad checks the shape of the load: the clients, the rate (fixed
+// or max) and how long it runs.
+func (s *settings) checkLoad() error {
+	c := &s.Config
 	if c.Producers < 1 || c.Producers > maxProducers {
-		return s, inputErr("--producers must be 1..%d, not %d", maxProducers, c.Producers)
+		return inputErr("--producers must be 1..%d, not %d", maxProducers, c.Producers)
 	}
 	if c.Consumers < 0 || c.Consumers > maxProducers {
-		return s, inputErr("--consumers must be 0..%d, not %d", maxProducers, c.Consumers)
+		return inputErr("--consumers must be 0..%d, not %d", maxProducers, c.Consumers)
 	}
 	switch {
 	case c.RateMax && c.Rate != 0:
-		return s, inputErr("give either a rate or max, not both")
+		return inputErr("give either a rate or max, not both")
 	case !c.RateMax && !(c.Rate > 0):
-		return s, inputErr("--rate must be a positive number of messages per second or max")
+		return inputErr("--rate must be a positive number of messages per second or max")
 	case c.Rate > 1e8:
-		return s, inputErr("--rate %g is beyond what one process can send", c.Rate)
+		return inputErr("--rate %g is beyond what one process can send", c.Rate)
 	}
 	s.timed = !c.RateMax
 	if c.Duration <= 0 {
-		return s, inputErr("--duration must be positive")
+		return inputErr("--duration must be positive")
 	}
 	if c.Warmup < 0 {
-		return s, inputErr("--warmup must not be negative")
+		return inputErr("--warmup must not be negative")
 	}
+	return nil
+}
+
+// checkMessages checks and parses what each message is made of: its
+// size, its key, how compressible it is and its headers.
+func (s *settings) checkMessages() error {
+	c := &s.Config
 	var err error
 	if c.MessageSize == "" {
 		c.MessageSize = "1024"
 	}
 	if s.size, err = parseSize(c.MessageSize); err != nil {
-		return s, &InputError{Err: err}
+		return &InputError{Err: err}
 	}
 	if c.Keys == "" {
 		c.Keys = "none"
@@ -178,17 +211,24 @@ func (cfg Config) validate() (settings, error) {
 		c.KeySpace = 1024
 	}
 	if c.KeySpace < 1 || c.KeySpace > maxKeySpace {
-		return s, inputErr("--key-space must be 1..%d", maxKeySpace)
+		return inputErr("--key-space must be 1..%d", maxKeySpace)
 	}
 	if s.keys, err = parseKeys(c.Keys, c.KeySpace); err != nil {
-		return s, &InputError{Err: err}
+		return &InputError{Err: err}
 	}
 	if !(c.Compressibility >= 0 && c.Compressibility <= 1) {
-		return s, inputErr("--compressibility must be between 0 and 1, not %g", c.Compressibility)
+		return inputErr("--compressibility must be between 0 and 1, not %g", c.Compressibility)
 	}
 	if c.Headers < 0 || c.Headers > maxHeaders {
-		return s, inputErr("--headers must be 0..%d", maxHeaders)
+		return inputErr("--headers must be 0..%d", maxHeaders)
 	}
+	return nil
+}
+
+// checkClient checks the producer client's settings (acks, compression,
+// batching, requests in flight) and that they go together.
+func (s *settings) checkClient() error {
+	c := &s.Config
 	if c.Acks == "" {
 		c.Acks = "all"
 	}
@@ -200,36 +240,44 @@ func (cfg Config) validate() (settings, error) {
 	case "0":
 		s.acks = kgo.NoAck()
 	default:
-		return s, inputErr("--acks must be all, 1 or 0, not %q", c.Acks)
+		return inputErr("--acks must be all, 1 or 0, not %q", c.Acks)
 	}
 	s.ackSet = c.Acks != "0"
 	if c.Compression == "" {
 		c.Compression = "none"
 	}
+	var err error
 	if s.codec, err = parseCodec(c.Compression); err != nil {
-		return s, &InputError{Err: err}
+		return &InputError{Err: err}
 	}
 	if c.Linger < 0 {
-		return s, inputErr("--linger must not be negative")
+		return inputErr("--linger must not be negative")
 	}
 	if c.BatchBytes == 0 {
 		c.BatchBytes = 1000012
 	}
 	if c.BatchBytes < 1024 || c.BatchBytes > 1<<30 {
-		return s, inputErr("--batch-bytes must be 1024..%d", 1<<30)
+		return inputErr("--batch-bytes must be 1024..%d", 1<<30)
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 5
 	}
 	if c.MaxInFlight < 1 {
-		return s, inputErr("--max-in-flight must be at least 1")
+		return inputErr("--max-in-flight must be at least 1")
 	}
 	if c.Idempotent && c.Acks != "all" {
-		return s, inputErr("--idempotent needs --acks all (give --idempotent=false with --acks %s)", c.Acks)
+		return inputErr("--idempotent needs --acks all (give --idempotent=false with --acks %s)", c.Acks)
 	}
 	if c.Idempotent && c.MaxInFlight > 5 {
-		return s, inputErr("--idempotent allows at most 5 requests in flight, not %d", c.MaxInFlight)
+		return inputErr("--idempotent allows at most 5 requests in flight, not %d", c.MaxInFlight)
 	}
+	return nil
+}
+
+// checkBounds checks the run's time bounds and defaults where its
+// progress lines go.
+func (s *settings) checkBounds() error {
+	c := &s.Config
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 15 * time.Second
 	}
@@ -237,12 +285,12 @@ func (cfg Config) validate() (settings, error) {
 		c.DrainTimeout = 30 * time.Second
 	}
 	if c.ConnectTimeout < 0 || c.DrainTimeout < 0 {
-		return s, inputErr("timeouts must not be negative")
+		return inputErr("timeouts must not be negative")
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
-	return s, nil
+	return nil
 }
 
 // sizeDist is a message size distribution: uniform over [min, max]

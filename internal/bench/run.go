@@ -571,16 +571,27 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// finish fills the result once every goroutine has stopped.
+// finish fills the result once every goroutine has stopped: what ran,
+// the totals, the latencies and the per-second series.
 func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float64) {
-	s := &r.s
 	end := r.clk.now()
 	res.End = time.Unix(0, end)
 	res.Interrupted = r.interrupted.Load()
 	windowEnd := r.windowEnd.Load()
 	measured := max(windowEnd-r.measureStart, 0)
-	warmup := min(int64(s.Warmup), max(windowEnd-r.t0, 0))
+	warmup := min(int64(r.s.Warmup), max(windowEnd-r.t0, 0))
 
+	r.describe(res, infos, measured, warmup)
+	res.Environment = env
+	recs := r.totals(&res.Totals, measured, cpu0)
+	res.Latency = r.latencies(recs)
+	res.Series = r.perSecond(measured)
+}
+
+// describe fills what the run was: its workload as it ran (the measured
+// and warm-up durations, the topics' layout) and the client's settings.
+func (r *run) describe(res *Result, infos []topicInfo, measured, warmup int64) {
+	s := &r.s
 	res.Workload = Workload{
 		Topics: r.topics, Producers: s.Producers, Consumers: s.Consumers,
 		Rate: s.Rate, RateMax: s.RateMax, Sync: s.Sync,
@@ -599,13 +610,16 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 		Acks: s.Acks, Compression: s.Compression, LingerMs: float64(s.Linger) / 1e6,
 		BatchBytes: s.BatchBytes, MaxInFlight: inFlight, Idempotent: s.Idempotent, Library: franzVersion(),
 	}
-	res.Environment = env
+}
 
-	// Totals and the ledger.
-	t := &res.Totals
+// totals sums the producers' and consumers' counts into t, reconciles
+// the ledger (lost and duplicated messages), and derives the rates over
+// the measured part and the client's CPU. It prints the first failure
+// and returns every recorder, whose histograms the latencies merge.
+func (r *run) totals(t *Totals, measured int64, cpu0 float64) []*recorder {
 	var ackedInWindow, bytesInWindow int64
 	var firstErr error
-	totals := make([]*recorder, 0, len(r.producers)+len(r.consumers))
+	recs := make([]*recorder, 0, len(r.producers)+len(r.consumers))
 	acked := make([]bitset, len(r.producers))
 	sent := make([]uint64, len(r.producers))
 	for i, p := range r.producers {
@@ -625,12 +639,12 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 		for sec, n := range p.sentSec {
 			r.secs.merge(sec, &secAgg{sent: n})
 		}
-		totals = append(totals, p.rec)
+		recs = append(recs, p.rec)
 	}
 	for _, c := range r.consumers {
 		rec := c.rec.Load()
 		rec.flush()
-		totals = append(totals, rec)
+		recs = append(recs, rec)
 	}
 	if firstErr != nil {
 		// The error may carry the broker's own message: escaped.
@@ -653,13 +667,17 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 	if t.Acked > 0 {
 		t.ClientCPUPerMsgUs = t.ClientCPUSeconds / float64(t.Acked) * 1e6
 	}
+	return recs
+}
 
-	// Latencies: the recorders' histograms merged per series.
-	res.Latency = map[string]*Latency{}
+// latencies merges the recorders' histograms per series; a series no
+// recorder has is left out.
+func (r *run) latencies(recs []*recorder) map[string]*Latency {
+	out := map[string]*Latency{}
 	for i := 0; i < nSeries; i++ {
 		h := newHist()
 		used := false
-		for _, rec := range totals {
+		for _, rec := range recs {
 			if rec.total[i] != nil {
 				h.Merge(rec.total[i])
 				used = true
@@ -673,11 +691,14 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 			fmt.Fprintf(r.out, "bench: %v\n", err)
 			continue
 		}
-		res.Latency[seriesNames[i]] = l
+		out[seriesNames[i]] = l
 	}
+	return out
+}
 
-	// The per-second series: whole seconds of the measured part, and the
-	// last partial one if it is at least half a second long.
+// perSecond is the per-second series: whole seconds of the measured
+// part, and the last partial one if it is at least half a second long.
+func (r *run) perSecond(measured int64) []Second {
 	n, lastLen := int(measured/1e9), measured%1e9
 	if lastLen >= 5e8 {
 		n++
@@ -688,7 +709,7 @@ func (r *run) finish(res *Result, infos []topicInfo, env Environment, cpu0 float
 	if err != nil {
 		fmt.Fprintf(r.out, "bench: %v\n", err)
 	}
-	res.Series = series
+	return series
 }
 
 // cpuSeconds is the user+system CPU time of this process so far.

@@ -69,21 +69,44 @@ const (
 // such packets are handed to user space, which decodes them properly.
 var ip6ExtHeaders = []uint32{0, 43, 44, 50, 51, 60, 135, 139, 140, 253, 254}
 
+// The labels of the filter's jump targets.
+const (
+	lAccept = "accept"
+	lDrop   = "drop"
+	lStart  = "start"
+	lFrame  = "frame"
+	lIP4    = "ip4"
+	lIP6    = "ip6"
+	lTCP6   = "tcp6"
+)
+
 // buildFilter returns the classic BPF program for spec: TCP over IPv4 or
 // IPv6 with a port in spec.ports on either side, truncated to snapLen;
 // anything the filter cannot judge (non-first IPv4 fragments, IPv6
-// extension headers, VLAN tags the NIC did not strip) passes.
+// extension headers, VLAN tags the NIC did not strip) passes. The program
+// is laid out in the order of its checks: the packet's interface, its
+// network layer, then TCP and the ports over IPv4 and over IPv6.
 func buildFilter(spec filterSpec) ([]bpf.Instruction, error) {
 	var p prog
-	const (
-		lAccept = "accept"
-		lDrop   = "drop"
-		lStart  = "start"
-		lFrame  = "frame"
-		lIP4    = "ip4"
-		lIP6    = "ip6"
-		lTCP6   = "tcp6"
-	)
+	p.interfaceChecks(spec)
+	nh, err := p.networkLayer(spec.framing)
+	if err != nil {
+		return nil, err
+	}
+	p.tcp4(nh, spec.ports)
+	p.tcp6(nh, spec.ports)
+	p.label(lAccept)
+	p.ins(bpf.RetConstant{Val: spec.snapLen})
+	p.label(lDrop)
+	p.ins(bpf.RetConstant{Val: 0})
+	return p.resolve()
+}
+
+// interfaceChecks drops the leaving copy of loopback packets (on a
+// loopback socket, or on the loopback interfaces of a socket on all of
+// them) and, with ethernetOnly, packets of interfaces without Ethernet
+// framing. It ends at lFrame.
+func (p *prog) interfaceChecks(spec filterSpec) {
 	switch {
 	case spec.dropOutgoing:
 		p.ins(bpf.LoadExtension{Num: bpf.ExtType})
@@ -103,45 +126,56 @@ func buildFilter(spec filterSpec) ([]bpf.Instruction, error) {
 		p.jeq(arphrdLoopback, lFrame, lDrop)
 	}
 	p.label(lFrame)
-	var nh uint32 // offset of the network header
-	switch spec.framing {
+}
+
+// networkLayer jumps to lIP4 or lIP6 by the packet's network protocol
+// (VLAN-tagged frames pass, anything else is dropped) and returns the
+// offset of the network header for the given framing.
+func (p *prog) networkLayer(f framing) (nh uint32, err error) {
+	switch f {
 	case framingEthernet:
-		nh = ethHdrLen
 		p.ins(bpf.LoadAbsolute{Off: ethTypeOff, Size: 2})
 		p.jeq(etherTypeIPv4, lIP4, "")
 		p.jeq(etherTypeIPv6, lIP6, "")
 		p.jeq(etherTypeVLAN, lAccept, "")
 		p.jeq(etherTypeQinQ, lAccept, lDrop)
+		return ethHdrLen, nil
 	case framingRawIP:
-		nh = 0
 		p.ins(bpf.LoadAbsolute{Off: 0, Size: 1})
 		p.ins(bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: 4})
 		p.jeq(4, lIP4, "")
 		p.jeq(6, lIP6, lDrop)
+		return 0, nil
 	default:
-		return nil, fmt.Errorf("capture: unknown framing %d", spec.framing)
+		return 0, fmt.Errorf("capture: unknown framing %d", f)
 	}
+}
 
-	// IPv4: TCP, then the ports behind a header of any length (IHL).
+// tcp4 is the IPv4 part, at lIP4: TCP, then the ports behind a header of
+// any length (IHL).
+func (p *prog) tcp4(nh uint32, ports []uint16) {
 	p.label(lIP4)
 	p.ins(bpf.LoadAbsolute{Off: nh + ip4ProtoOff, Size: 1})
 	p.jeq(ipProtoTCP, "", lDrop)
 	p.ins(bpf.LoadAbsolute{Off: nh + ip4FragOff, Size: 2})
 	p.jset(ip4FragMask, lAccept, "") // a later fragment: no TCP header to judge
-	if len(spec.ports) == 0 {
+	if len(ports) == 0 {
 		p.ja(lAccept)
-	} else {
-		p.ins(bpf.LoadMemShift{Off: nh})
-		for _, off := range []uint32{0, 2} { // source, destination port
-			p.ins(bpf.LoadIndirect{Off: nh + off, Size: 2})
-			for _, port := range spec.ports {
-				p.jeq(uint32(port), lAccept, "")
-			}
-		}
-		p.ja(lDrop)
+		return
 	}
+	p.ins(bpf.LoadMemShift{Off: nh})
+	for _, off := range []uint32{0, 2} { // source, destination port
+		p.ins(bpf.LoadIndirect{Off: nh + off, Size: 2})
+		for _, port := range ports {
+			p.jeq(uint32(port), lAccept, "")
+		}
+	}
+	p.ja(lDrop)
+}
 
-	// IPv6: TCP right after the fixed header; extension headers pass.
+// tcp6 is the IPv6 part, at lIP6: TCP right after the fixed header, then
+// the ports; extension headers pass.
+func (p *prog) tcp6(nh uint32, ports []uint16) {
 	p.label(lIP6)
 	p.ins(bpf.LoadAbsolute{Off: nh + ip6NextOff, Size: 1})
 	p.jeq(ipProtoTCP, lTCP6, "")
@@ -153,21 +187,16 @@ func buildFilter(spec filterSpec) ([]bpf.Instruction, error) {
 		p.jeq(h, lAccept, next)
 	}
 	p.label(lTCP6)
-	if len(spec.ports) > 0 {
-		for _, off := range []uint32{0, 2} {
-			p.ins(bpf.LoadAbsolute{Off: nh + ip6HdrLen + off, Size: 2})
-			for _, port := range spec.ports {
-				p.jeq(uint32(port), lAccept, "")
-			}
-		}
-		p.ja(lDrop)
+	if len(ports) == 0 {
+		return
 	}
-
-	p.label(lAccept)
-	p.ins(bpf.RetConstant{Val: spec.snapLen})
-	p.label(lDrop)
-	p.ins(bpf.RetConstant{Val: 0})
-	return p.resolve()
+	for _, off := range []uint32{0, 2} {
+		p.ins(bpf.LoadAbsolute{Off: nh + ip6HdrLen + off, Size: 2})
+		for _, port := range ports {
+			p.jeq(uint32(port), lAccept, "")
+		}
+	}
+	p.ja(lDrop)
 }
 
 // prog is a tiny assembler with labels for jump targets.

@@ -18,6 +18,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,55 +159,89 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	spec := filterSpec{ports: cfg.Ports, snapLen: uint32(snap)}
 	blockTimeout := cmp.Or(cfg.BlockTimeout, DefaultBlockTimeout)
 	l := &Live{name: cfg.Interface, onWait: cfg.OnWait, pollTimeout: max(LivePollTimeout, blockTimeout*3/2)}
-	ifindex := 0
-	if cfg.Interface == "" || cfg.Interface == "any" {
+	ifindex, err := l.chooseInterface(cfg.Interface, &spec)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := socketFilter(spec)
+	if err != nil {
+		return nil, err
+	}
+	block, blocks := ringBlocks(snap, bufBytes, cfg.BlockBytes)
+	tp, err := l.openRing(ifaceOpt(cfg.Interface), block, blocks, blockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.attachFilter(tp, filter, spec.dropOutgoing, ifindex); err != nil {
+		tp.Close()
+		return nil, err
+	}
+	l.tp = tp
+	if tpacketHasFD {
+		if err := l.openWait(); err != nil {
+			tp.Close()
+			return nil, fmt.Errorf("capture: AF_PACKET socket on %s: %w", l.name, err)
+		}
+	}
+	return l, nil
+}
+
+// chooseInterface resolves the interface to capture on ("" or "any":
+// every Ethernet-framed one) and sets the link type of l and the framing
+// the filter expects, with the loopback interfaces whose duplicates it
+// drops. It returns the interface's index, 0 for any.
+func (l *Live) chooseInterface(name string, spec *filterSpec) (ifindex int, err error) {
+	if name == "" || name == "any" {
 		l.name = "any"
 		l.link = layers.LinkTypeEthernet
 		spec.framing, spec.ethernetOnly = framingEthernet, true
 		ifs, err := net.Interfaces()
 		if err != nil {
-			return nil, fmt.Errorf("capture: list interfaces: %w", err)
+			return 0, fmt.Errorf("capture: list interfaces: %w", err)
 		}
 		for _, ifc := range ifs {
 			if ifc.Flags&net.FlagLoopback != 0 {
 				spec.loopbackIfindex = append(spec.loopbackIfindex, ifc.Index)
 			}
 		}
-	} else {
-		ifc, err := net.InterfaceByName(cfg.Interface)
-		if err != nil {
-			return nil, fmt.Errorf("capture: interface %q: %w", cfg.Interface, err)
-		}
-		ifindex = ifc.Index
-		hatype, err := interfaceType(ifc.Name)
-		if err != nil {
-			return nil, fmt.Errorf("capture: interface %s: %w", ifc.Name, err)
-		}
-		switch hatype {
-		case arphrdEther, arphrdLoopback:
-			l.link, spec.framing = layers.LinkTypeEthernet, framingEthernet
-		case arphrdNone:
-			l.link, spec.framing = layers.LinkTypeRaw, framingRawIP
-		default:
-			return nil, fmt.Errorf("capture: interface %s: link type ARPHRD %d is not supported (Ethernet, loopback and raw-IP interfaces are)", ifc.Name, hatype)
-		}
-		spec.dropOutgoing = hatype == arphrdLoopback || ifc.Flags&net.FlagLoopback != 0
+		return 0, nil
 	}
-	filter, err := socketFilter(spec)
+	ifc, err := net.InterfaceByName(name)
 	if err != nil {
-		return nil, err
+		return 0, fmt.Errorf("capture: interface %q: %w", name, err)
 	}
+	hatype, err := interfaceType(ifc.Name)
+	if err != nil {
+		return 0, fmt.Errorf("capture: interface %s: %w", ifc.Name, err)
+	}
+	switch hatype {
+	case arphrdEther, arphrdLoopback:
+		l.link, spec.framing = layers.LinkTypeEthernet, framingEthernet
+	case arphrdNone:
+		l.link, spec.framing = layers.LinkTypeRaw, framingRawIP
+	default:
+		return 0, fmt.Errorf("capture: interface %s: link type ARPHRD %d is not supported (Ethernet, loopback and raw-IP interfaces are)", ifc.Name, hatype)
+	}
+	spec.dropOutgoing = hatype == arphrdLoopback || ifc.Flags&net.FlagLoopback != 0
+	return ifc.Index, nil
+}
 
-	// A block holds whole packets: at least one of snap bytes.
-	block := liveMinBlock
-	for block < snap+4096 || block < cfg.BlockBytes {
+// ringBlocks sizes the kernel ring: blocks that each hold a whole packet
+// of snap bytes (and are at least blockBytes), as many as fit in
+// bufBytes, at least two.
+func ringBlocks(snap, bufBytes, blockBytes int) (block, blocks int) {
+	block = liveMinBlock
+	for block < snap+4096 || block < blockBytes {
 		block *= 2
 	}
-	blocks := max(bufBytes/block, 2)
+	return block, max(bufBytes/block, 2)
+}
 
-	// Bound to protocol 0 the socket receives nothing; it is bound to
-	// every protocol only once the filter is attached, so no unfiltered
-	// packet (or loopback duplicate) reaches the ring first.
+// openRing opens the AF_PACKET socket with its TPACKET_V3 ring. Where
+// afpacket's socket can be reached (tpacketHasFD), it is bound to
+// protocol 0, so it receives nothing until attachFilter binds it, and
+// Next waits in Go's poller rather than afpacket's poll.
+func (l *Live) openRing(iface string, block, blocks int, blockTimeout time.Duration) (*afpacket.TPacket, error) {
 	proto := afpacket.OptProtocol(unix.ETH_P_ALL)
 	pollTimeout := l.pollTimeout
 	if tpacketHasFD {
@@ -214,7 +249,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		pollTimeout = 0 // afpacket only checks; Next waits in the poller
 	}
 	tp, err := afpacket.NewTPacket(
-		afpacket.OptInterface(ifaceOpt(cfg.Interface)),
+		afpacket.OptInterface(iface),
 		proto,
 		afpacket.TPacketVersion3,
 		afpacket.OptFrameSize(liveFrameSize),
@@ -226,36 +261,35 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture: AF_PACKET socket on %s (%d blocks of %d bytes): %w", l.name, blocks, block, err)
 	}
+	return tp, nil
+}
+
+// attachFilter attaches the socket filter to tp and only then, where the
+// socket can be reached, binds it to every protocol on ifindex: no
+// unfiltered packet (or loopback duplicate) reaches the ring first.
+func (l *Live) attachFilter(tp *afpacket.TPacket, filter []bpf.RawInstruction, dropOutgoing bool, ifindex int) error {
 	if err := tp.SetBPF(filter); err != nil {
-		tp.Close()
-		return nil, fmt.Errorf("capture: attach socket filter on %s: %w", l.name, err)
+		return fmt.Errorf("capture: attach socket filter on %s: %w", l.name, err)
 	}
-	if tpacketHasFD {
-		if spec.dropOutgoing {
-			// The filter drops the leaving copy of each loopback packet,
-			// but only after the kernel cloned the packet for this socket
-			// and ran the filter, in the sender's context, for every
-			// packet on the interface: on lo at the broker's maximum,
-			// 1.5-2% of a core taken from the broker and its clients
-			// (perf, bench/agent-results.md). Ignoring outgoing packets
-			// (Linux 4.20) skips both. Older kernels refuse the option;
-			// the filter's check stays for them.
-			_ = unix.SetsockoptInt(tpacketFD(tp), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
-		}
-		sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
-		if err := unix.Bind(tpacketFD(tp), sa); err != nil {
-			tp.Close()
-			return nil, fmt.Errorf("capture: bind AF_PACKET socket to %s: %w", l.name, err)
-		}
+	if !tpacketHasFD {
+		return nil
 	}
-	l.tp = tp
-	if tpacketHasFD {
-		if err := l.openWait(); err != nil {
-			tp.Close()
-			return nil, fmt.Errorf("capture: AF_PACKET socket on %s: %w", l.name, err)
-		}
+	if dropOutgoing {
+		// The filter drops the leaving copy of each loopback packet,
+		// but only after the kernel cloned the packet for this socket
+		// and ran the filter, in the sender's context, for every
+		// packet on the interface: on lo at the broker's maximum,
+		// 1.5-2% of a core taken from the broker and its clients
+		// (perf, bench/agent-results.md). Ignoring outgoing packets
+		// (Linux 4.20) skips both. Older kernels refuse the option;
+		// the filter's check stays for them.
+		_ = unix.SetsockoptInt(tpacketFD(tp), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
 	}
-	return l, nil
+	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
+	if err := unix.Bind(tpacketFD(tp), sa); err != nil {
+		return fmt.Errorf("capture: bind AF_PACKET socket to %s: %w", l.name, err)
+	}
+	return nil
 }
 
 // openWait registers a duplicate of the socket with Go's network poller.

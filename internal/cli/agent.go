@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kscope-dev/kscope/internal/agent"
 	"github.com/kscope-dev/kscope/internal/iotrace"
@@ -98,7 +99,12 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 			return runAgent(ctx, cmd.ErrOrStderr(), &o)
 		},
 	}
-	f := cmd.Flags()
+	agentFlags(&o, cmd.Flags())
+	return cmd
+}
+
+// agentFlags defines the agent's flags on f, with their checks.
+func agentFlags(o *agentOptions, f *pflag.FlagSet) {
 	f.UintSliceVar(&o.ports, "port", []uint{9092}, "broker port (repeatable)")
 	f.StringVar(&o.iface, "iface", "any", "interface to capture on (any: all)")
 	f.StringVar(&o.pid, "pid", "auto", "the broker's pid, or auto: the one JVM running kafka.Kafka, followed across restarts")
@@ -146,7 +152,6 @@ again every second). Needs root (or CAP_NET_RAW, CAP_BPF, CAP_PERFMON).`,
 	check(f, "runq-min", &o.runqMin, positive)
 	check(f, "duration", &o.duration, nonNegative)
 	check(f, "tls-keys", &o.tlsKeys, tlsKeysWay)
-	return cmd
 }
 
 // slowAPIs is --slow-api: known APIs, or all alone.
@@ -172,21 +177,37 @@ func apiNames(apis []string) []string {
 }
 
 func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
-	cfg, err := wireConfig(o.ports, o.messageIDHeader)
+	ac, err := agentConfig(o, stderr)
 	if err != nil {
 		return err
+	}
+	a, err := agent.New(ac)
+	if err != nil {
+		return badInput(err)
+	}
+	ctx, release := untilStopped(ctx, o.duration)
+	defer release()
+	return serveAndRunAgent(ctx, a, o.listen, stderr)
+}
+
+// agentConfig checks what the flags name (the pid, the --out directory,
+// the key log to attach with) and makes the agent's configuration.
+func agentConfig(o *agentOptions, stderr io.Writer) (agent.Config, error) {
+	cfg, err := wireConfig(o.ports, o.messageIDHeader)
+	if err != nil {
+		return agent.Config{}, err
 	}
 	pid := 0
 	if o.pid != "auto" && o.pid != "" {
 		if pid, err = strconv.Atoi(o.pid); err != nil || pid <= 0 {
-			return badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
+			return agent.Config{}, badInput(fmt.Errorf("--pid %q: want a process id or auto", o.pid))
 		}
 	}
 	// A file, a device or a FIFO where the slow-request log's directory
 	// goes is refused before anything starts.
 	if o.out != "" {
 		if err := safefile.OutputDir(o.out); err != nil {
-			return badInput(fmt.Errorf("--out: %w", err))
+			return agent.Config{}, badInput(fmt.Errorf("--out: %w", err))
 		}
 	}
 	switch {
@@ -194,11 +215,11 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 		// Each JVM's own key log there, shared with record.
 		o.tlsKeyLog = keylogagent.HostDir
 		if err := keylogagent.EnsureHostDir(); err != nil {
-			return err
+			return agent.Config{}, err
 		}
 	case o.tlsKeys == "attach":
 		if err := createKeyLog(o.tlsKeyLog); err != nil {
-			return err
+			return agent.Config{}, err
 		}
 	}
 	ac := agent.Config{
@@ -219,22 +240,20 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	if !o.quiet {
 		ac.Log = stderr
 	}
-	a, err := agent.New(ac)
-	if err != nil {
-		return badInput(err)
-	}
+	return ac, nil
+}
 
-	ctx, release := untilStopped(ctx, o.duration)
-	defer release()
-	// The listener first: a port in use ends the command before anything
-	// is traced.
+// serveAndRunAgent serves /metrics and /healthz on listen, then runs the
+// agent until ctx ends. The listener comes first: a port in use ends the
+// command (bad input) before anything is traced.
+func serveAndRunAgent(ctx context.Context, a *agent.Agent, listen string, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	listening := make(chan error, 1)
 	var serveErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		serveErr = a.Serve(ctx, o.listen, func(addr net.Addr) {
+		serveErr = a.Serve(ctx, listen, func(addr net.Addr) {
 			fmt.Fprintf(stderr, "agent: serving http://%s/metrics and /healthz\n", addr)
 			listening <- nil
 		})
@@ -245,7 +264,7 @@ func runAgent(ctx context.Context, stderr io.Writer, o *agentOptions) error {
 	})
 	if err := <-listening; err != nil {
 		wg.Wait()
-		return badInput(fmt.Errorf("--listen %s: %w", o.listen, err))
+		return badInput(fmt.Errorf("--listen %s: %w", listen, err))
 	}
 	runErr := a.Run(ctx)
 	cancel()

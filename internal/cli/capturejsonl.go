@@ -1,16 +1,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/source"
-	"github.com/kscope-dev/kscope/internal/wire"
 )
 
 // captureInput is how explain and report are told about capture files
@@ -62,15 +61,9 @@ func decodeToJSONL(w io.Writer, in captureInput, stderr io.Writer, quiet bool) (
 	if err != nil {
 		return d, err
 	}
-	topics := wire.NewTopicNames()
-	if len(in.logDirs) > 0 {
-		ids, err := logdir.TopicIDs(in.logDirs...)
-		if err != nil {
-			return d, badInput(fmt.Errorf("--log-dirs: %w", err))
-		}
-		for id, name := range ids {
-			topics.Add(id, name)
-		}
+	topics, err := topicNames(context.Background(), in.logDirs, nil)
+	if err != nil {
+		return d, err
 	}
 	j := output.NewJSONLines(w)
 	var writeErr error

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/output"
@@ -93,92 +94,107 @@ only in DIR/tls and never printed. See docs/lab.md.`,
 	return cmd
 }
 
+// labBrokerStartOptions are the flags of 'kscope lab broker start'.
+type labBrokerStartOptions struct {
+	port       int
+	brokers    int
+	version    string
+	requestLog bool
+	heapMB     int
+	netns      bool
+	fsType     string
+	fsSizeMB   int
+	tlsOn      bool
+	sslPort    int
+	saslPort   int
+}
+
 // newLabBrokerStartCmd is `kscope lab broker start`; dir is the parent's
 // --dir.
 func newLabBrokerStartCmd(dir *string) *cobra.Command {
-	var (
-		port       int
-		brokers    int
-		version    string
-		requestLog bool
-		heapMB     int
-		netns      bool
-		fsType     string
-		fsSizeMB   int
-		tlsOn      bool
-		sslPort    int
-		saslPort   int
-	)
+	var o labBrokerStartOptions
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start a broker (or --brokers N of them) that keeps running after this command exits",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c, err := lab.AttachCluster(*dir); err == nil {
-				return fmt.Errorf("a cluster already runs for %s: %s", *dir, c.Bootstrap())
-			}
-			// A restart keeps the namespaces and file systems the cluster
-			// was started with unless told otherwise (which then fails).
-			if rec, err := lab.RecordedClusterConfig(*dir); err == nil {
-				if !cmd.Flags().Changed("netns") {
-					netns = rec.Netns
-				}
-				if !cmd.Flags().Changed("fs") {
-					fsType = rec.FS
-				}
-				if !cmd.Flags().Changed("tls") {
-					tlsOn = rec.Security != nil
-				}
-			}
-			var security *lab.SecurityConfig
-			if tlsOn {
-				security = &lab.SecurityConfig{SSLPort: sslPort, SASLSSLPort: saslPort}
-			} else if cmd.Flags().Changed("ssl-port") || cmd.Flags().Changed("sasl-ssl-port") {
-				return badInput(errors.New("--ssl-port and --sasl-ssl-port need --tls"))
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			c, err := lab.StartCluster(ctx, lab.ClusterConfig{
-				Dir:        *dir,
-				Brokers:    brokers,
-				Port:       port,
-				Version:    version,
-				RequestLog: requestLog,
-				HeapMB:     heapMB,
-				Detach:     true,
-				Netns:      netns,
-				FS:         fsType,
-				FSSizeMB:   fsSizeMB,
-				Security:   security,
-			})
-			if err != nil {
-				return err
-			}
-			printCluster(cmd, c)
-			return nil
+			return runLabBrokerStart(cmd, *dir, &o)
 		},
 	}
-	start.Flags().IntVar(&port, "port", 9092, "PLAINTEXT port on 127.0.0.1 of node 1; node i gets PORT+i-1 (0: any free ports); with --netns every node's port, at its own address")
-	start.Flags().IntVar(&brokers, "brokers", 0, "number of nodes (default: as many as the cluster in --dir has, else 1)")
-	start.Flags().StringVar(&version, "version", "", "Apache Kafka release, e.g. 3.9.1 or 4.1.1 (default: the one in --dir, else "+lab.KafkaVersion+")")
-	start.Flags().BoolVar(&requestLog, "request-log", false, "log every completed request as JSON to NODEDIR/kafka-request.log (kafka.request.logger at DEBUG)")
-	start.Flags().IntVar(&heapMB, "heap-mb", 0, "JVM heap per node in MiB (default 512 for one node, 256 each for more)")
-	start.Flags().BoolVar(&netns, "netns", false, "run every node in a network namespace of its own behind a bridge, at 10.X.Y.(10+id):PORT (root; default: as the cluster in --dir was started)")
-	start.Flags().StringVar(&fsType, "fs", "", "put every node's log dir on a file system of its own, ext4 or xfs, on a loop device (root; default: as the cluster in --dir was started)")
-	start.Flags().IntVar(&fsSizeMB, "fs-size", lab.DefaultFSSizeMB, "size in MiB of each node's sparse image with --fs (when it is made)")
-	start.Flags().BoolVar(&tlsOn, "tls", false, "also give every node an SSL and a SASL_SSL (PLAIN, SCRAM-SHA-512) listener, certificates and users in DIR/tls (Kafka 3.5 or later; default: as the cluster in --dir was started)")
-	start.Flags().IntVar(&sslPort, "ssl-port", 0, "with --tls, SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9094)")
-	start.Flags().IntVar(&saslPort, "sasl-ssl-port", 0, "with --tls, SASL_SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9095)")
-	f := start.Flags()
-	check(f, "port", &port, portOrAny)
-	check(f, "brokers", &brokers, nonNegative) // 0: as many as the cluster in --dir has
-	check(f, "version", &version, optional(lab.CheckVersion))
-	check(f, "heap-mb", &heapMB, nonNegative)
-	check(f, "fs", &fsType, optional(oneOf("ext4", "xfs")))
-	check(f, "fs-size", &fsSizeMB, positive)
-	check(f, "ssl-port", &sslPort, portOrAny)
-	check(f, "sasl-ssl-port", &saslPort, portOrAny)
+	labBrokerStartFlags(&o, start.Flags())
 	return start
+}
+
+// labBrokerStartFlags defines the flags of 'kscope lab broker start' on
+// f, with their checks.
+func labBrokerStartFlags(o *labBrokerStartOptions, f *pflag.FlagSet) {
+	f.IntVar(&o.port, "port", 9092, "PLAINTEXT port on 127.0.0.1 of node 1; node i gets PORT+i-1 (0: any free ports); with --netns every node's port, at its own address")
+	f.IntVar(&o.brokers, "brokers", 0, "number of nodes (default: as many as the cluster in --dir has, else 1)")
+	f.StringVar(&o.version, "version", "", "Apache Kafka release, e.g. 3.9.1 or 4.1.1 (default: the one in --dir, else "+lab.KafkaVersion+")")
+	f.BoolVar(&o.requestLog, "request-log", false, "log every completed request as JSON to NODEDIR/kafka-request.log (kafka.request.logger at DEBUG)")
+	f.IntVar(&o.heapMB, "heap-mb", 0, "JVM heap per node in MiB (default 512 for one node, 256 each for more)")
+	f.BoolVar(&o.netns, "netns", false, "run every node in a network namespace of its own behind a bridge, at 10.X.Y.(10+id):PORT (root; default: as the cluster in --dir was started)")
+	f.StringVar(&o.fsType, "fs", "", "put every node's log dir on a file system of its own, ext4 or xfs, on a loop device (root; default: as the cluster in --dir was started)")
+	f.IntVar(&o.fsSizeMB, "fs-size", lab.DefaultFSSizeMB, "size in MiB of each node's sparse image with --fs (when it is made)")
+	f.BoolVar(&o.tlsOn, "tls", false, "also give every node an SSL and a SASL_SSL (PLAIN, SCRAM-SHA-512) listener, certificates and users in DIR/tls (Kafka 3.5 or later; default: as the cluster in --dir was started)")
+	f.IntVar(&o.sslPort, "ssl-port", 0, "with --tls, SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9094)")
+	f.IntVar(&o.saslPort, "sasl-ssl-port", 0, "with --tls, SASL_SSL port of node 1; node i gets PORT+i-1 (0: free ports, kept across restarts; with --netns 9095)")
+	check(f, "port", &o.port, portOrAny)
+	check(f, "brokers", &o.brokers, nonNegative) // 0: as many as the cluster in --dir has
+	check(f, "version", &o.version, optional(lab.CheckVersion))
+	check(f, "heap-mb", &o.heapMB, nonNegative)
+	check(f, "fs", &o.fsType, optional(oneOf("ext4", "xfs")))
+	check(f, "fs-size", &o.fsSizeMB, positive)
+	check(f, "ssl-port", &o.sslPort, portOrAny)
+	check(f, "sasl-ssl-port", &o.saslPort, portOrAny)
+}
+
+// runLabBrokerStart starts the cluster of dir, detached, unless one runs
+// already, and prints it.
+func runLabBrokerStart(cmd *cobra.Command, dir string, o *labBrokerStartOptions) error {
+	if c, err := lab.AttachCluster(dir); err == nil {
+		return fmt.Errorf("a cluster already runs for %s: %s", dir, c.Bootstrap())
+	}
+	changed := cmd.Flags().Changed
+	// A restart keeps the namespaces and file systems the cluster was
+	// started with unless told otherwise (which then fails).
+	if rec, err := lab.RecordedClusterConfig(dir); err == nil {
+		if !changed("netns") {
+			o.netns = rec.Netns
+		}
+		if !changed("fs") {
+			o.fsType = rec.FS
+		}
+		if !changed("tls") {
+			o.tlsOn = rec.Security != nil
+		}
+	}
+	var security *lab.SecurityConfig
+	if o.tlsOn {
+		security = &lab.SecurityConfig{SSLPort: o.sslPort, SASLSSLPort: o.saslPort}
+	} else if changed("ssl-port") || changed("sasl-ssl-port") {
+		return badInput(errors.New("--ssl-port and --sasl-ssl-port need --tls"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := lab.StartCluster(ctx, lab.ClusterConfig{
+		Dir:        dir,
+		Brokers:    o.brokers,
+		Port:       o.port,
+		Version:    o.version,
+		RequestLog: o.requestLog,
+		HeapMB:     o.heapMB,
+		Detach:     true,
+		Netns:      o.netns,
+		FS:         o.fsType,
+		FSSizeMB:   o.fsSizeMB,
+		Security:   security,
+	})
+	if err != nil {
+		return err
+	}
+	printCluster(cmd, c)
+	return nil
 }
 
 // printCluster prints key/value lines about the cluster, then one line per

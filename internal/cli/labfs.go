@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -113,26 +111,9 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 		}
 		return err
 	}
-	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
-		HeapMB: o.heapMB, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
-	var err error
-	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
-		return badInput(fmt.Errorf("--variants: %w", err))
-	}
-	cfg.Workload = fsbench.DefaultWorkload()
-	if o.workload != "" {
-		if cfg.Workload, err = fsbench.LoadWorkload(o.workload); err != nil {
-			return badInput(err)
-		}
-	}
-	if cfg.Noise, err = fsbench.ParseNoise(o.noise); err != nil {
-		return badInput(err)
-	}
-	if cfg.Stall, err = fsbench.ParseStall(o.stall); err != nil {
-		return badInput(err)
-	}
-	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
-		return badInput(fmt.Errorf("--image-size: %w", err))
+	cfg, err := labFSConfig(o, stderr)
+	if err != nil {
+		return err
 	}
 	// Refused before anything is started: brokers, loop devices, mounts.
 	target := safefile.Target{Path: o.out, DefaultName: labFSDefaultName, Inputs: o.inputPaths()}
@@ -144,49 +125,73 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 	if os.Geteuid() != 0 {
 		return badInput(errors.New("lab fs needs root: loop devices, mount, fsfreeze and eBPF"))
 	}
-	if o.verbose {
-		cfg.BenchProgress = stderr
-	}
-	// Signals keep being caught while the run cleans up: a second Ctrl-C
-	// must not leave mounts behind. (SIGKILL does; the next run or
-	// --cleanup removes them.)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case sig := <-sigs:
-			fmt.Fprintf(stderr, "lab fs: %v: stopping, and removing what the run made\n", sig)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, stop := stopOnSignal(ctx, stderr, "lab fs")
+	defer stop()
 	res, runErr := fsbench.Run(ctx, cfg)
 	if res == nil {
 		return runErr
 	}
 	if len(res.Runs) > 0 {
-		switch o.format {
-		case "json":
-			if err := fsbench.WriteJSON(stdout, res); err != nil {
-				return errors.Join(runErr, err)
-			}
-		default:
-			if err := fsbench.WriteTable(stdout, res); err != nil {
-				return errors.Join(runErr, err)
-			}
-		}
-		if o.out != "" {
-			written, err := writeOutput("-o", target, func(w io.Writer) error { return fsbench.WriteHTML(w, res) })
-			if err != nil {
-				return errors.Join(runErr, err)
-			}
-			fmt.Fprintf(stderr, "lab fs: report written to %s\n", output.Escape(written))
+		if err := writeLabFSResult(stdout, stderr, o, target, res); err != nil {
+			return errors.Join(runErr, err)
 		}
 	}
 	return runErr
+}
+
+// labFSConfig is the run the flags ask for: the variants, the workload
+// (a file, or the default), the noise, the stalls and the image size
+// parsed; the progress on stderr.
+func labFSConfig(o *labFSOptions, stderr io.Writer) (fsbench.Config, error) {
+	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
+		HeapMB: o.heapMB, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
+	var err error
+	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
+		return cfg, badInput(fmt.Errorf("--variants: %w", err))
+	}
+	cfg.Workload = fsbench.DefaultWorkload()
+	if o.workload != "" {
+		if cfg.Workload, err = fsbench.LoadWorkload(o.workload); err != nil {
+			return cfg, badInput(err)
+		}
+	}
+	if cfg.Noise, err = fsbench.ParseNoise(o.noise); err != nil {
+		return cfg, badInput(err)
+	}
+	if cfg.Stall, err = fsbench.ParseStall(o.stall); err != nil {
+		return cfg, badInput(err)
+	}
+	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
+		return cfg, badInput(fmt.Errorf("--image-size: %w", err))
+	}
+	if o.verbose {
+		cfg.BenchProgress = stderr
+	}
+	return cfg, nil
+}
+
+// writeLabFSResult prints the result in --format and writes the HTML
+// page to -o when asked.
+func writeLabFSResult(stdout, stderr io.Writer, o *labFSOptions, target safefile.Target, res *fsbench.Result) error {
+	switch o.format {
+	case "json":
+		if err := fsbench.WriteJSON(stdout, res); err != nil {
+			return err
+		}
+	default:
+		if err := fsbench.WriteTable(stdout, res); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		return nil
+	}
+	written, err := writeOutput("-o", target, func(w io.Writer) error { return fsbench.WriteHTML(w, res) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "lab fs: report written to %s\n", output.Escape(written))
+	return nil
 }
 
 // inputPaths are the files and directories the run reads, which its page

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/cluster"
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/latency"
 	"github.com/kscope-dev/kscope/internal/logdir"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/source"
@@ -96,81 +95,33 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		return err
 	}
 	cfg.MaxKeepBytes = min(cfg.MaxKeepBytes, o.maxFrame)
-
-	topics := wire.NewTopicNames()
-	if len(o.logDirs) > 0 {
-		ids, err := logdir.TopicIDs(o.logDirs...)
-		if err != nil {
-			return badInput(fmt.Errorf("--log-dirs: %w", err))
-		}
-		for id, name := range ids {
-			topics.Add(id, name)
-		}
+	topics, err := topicNames(ctx, o.logDirs, o.bootstrap)
+	if err != nil {
+		return err
 	}
-	if len(o.bootstrap) > 0 {
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		ids, err := cluster.TopicIDs(cctx, o.bootstrap...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("--bootstrap: %w", err)
-		}
-		for id, name := range ids {
-			topics.Add(id, name)
-		}
-	}
-
-	filter := event.RequestFilter{APIs: o.apis, Topics: o.topics, Slow: o.slow, Clients: o.clients}
-	var (
-		writer  output.RequestWriter
-		summary *latency.Summary
-	)
+	summaryTop := 0
 	if o.summary {
-		summary = latency.NewSummary(o.top)
-	} else if writer, err = output.NewRequestWriter(stdout, o.format); err != nil {
+		summaryTop = o.top
+	}
+	filter := event.RequestFilter{APIs: o.apis, Topics: o.topics, Slow: o.slow, Clients: o.clients}
+	sink, err := output.NewRequestSink(stdout, o.format, filter, summaryTop)
+	if err != nil {
 		return badInput(err)
 	}
-	var writeErr error
-	emit := func(r *event.Request) {
-		if !filter.Match(r) {
-			return
-		}
-		filter.KeepTopics(r)
-		if summary != nil {
-			summary.Add(r)
-			return
-		}
-		if writeErr == nil {
-			writeErr = writer.Write(r)
-		}
-	}
 	opts := source.Options{Wire: cfg, Topics: topics, TLSKeyLog: o.tlsKeyLog}
-	var bar *progressbar.ProgressBar
+	var finishBar func()
 	if !o.quiet && isTerminal(stderr) {
-		opts.Progress = func(file string, done, total int64) {
-			if bar == nil || bar.GetMax64() != total {
-				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription(output.Escape(file)), progressbar.OptionShowBytes(true),
-					progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
-			}
-			bar.Set64(done)
-		}
+		opts.Progress, finishBar = progressBar(stderr)
 	}
-	res, err := source.ReadFiles(files, opts, emit)
-	if bar != nil {
-		bar.Finish()
+	res, err := source.ReadFiles(files, opts, sink.Add)
+	if finishBar != nil {
+		finishBar()
 	}
 	if err != nil {
 		// ReadFiles fails only on files it cannot use as captures.
 		return badInput(err)
 	}
-	if summary != nil {
-		writeErr = output.WriteSummary(stdout, summary)
-	} else if ferr := writer.Flush(); writeErr == nil {
-		writeErr = ferr
-	}
+	writeErr := sink.Close()
 	if !o.quiet {
 		printCaptureWarnings(stderr, res)
 		printFooter(stderr, res)
@@ -179,6 +130,58 @@ func runRequests(ctx context.Context, stdout, stderr io.Writer, files []string, 
 		return fmt.Errorf("writing output: %w", writeErr)
 	}
 	return nil
+}
+
+// topicNames names topics by id, for the requests that give ids only
+// (Produce and Fetch v13+): from the partition.metadata files of the
+// broker log dirs (--log-dirs: unreadable ones are bad input) and by
+// asking the cluster (--bootstrap).
+func topicNames(ctx context.Context, logDirs, bootstrap []string) (*wire.TopicNames, error) {
+	topics := wire.NewTopicNames()
+	if len(logDirs) > 0 {
+		ids, err := logdir.TopicIDs(logDirs...)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("--log-dirs: %w", err))
+		}
+		for id, name := range ids {
+			topics.Add(id, name)
+		}
+	}
+	if len(bootstrap) > 0 {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		ids, err := cluster.TopicIDs(cctx, bootstrap...)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("--bootstrap: %w", err)
+		}
+		for id, name := range ids {
+			topics.Add(id, name)
+		}
+	}
+	return topics, nil
+}
+
+// progressBar is a progress bar on the terminal stderr for the capture
+// files read, and the function that finishes it.
+func progressBar(stderr io.Writer) (progress func(file string, done, total int64), finish func()) {
+	var bar *progressbar.ProgressBar
+	progress = func(file string, done, total int64) {
+		if bar == nil || bar.GetMax64() != total {
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription(output.Escape(file)), progressbar.OptionShowBytes(true),
+				progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
+		}
+		bar.Set64(done)
+	}
+	finish = func() {
+		if bar != nil {
+			bar.Finish()
+		}
+	}
+	return progress, finish
 }
 
 // wireConfig is the wire decoder's default configuration with the

@@ -438,55 +438,62 @@ func (c *profChunk) others(chunk []byte) error {
 	return nil
 }
 
+// otherFields are the fields decodeOther reads; each event type it takes
+// has some of them.
+type otherFields struct {
+	start, dur, sum, longest uint64
+	thread                   types.ThreadRef
+	stack                    types.StackTraceRef
+	user, system             float64
+	jvmUser, jvmSystem, mach float64
+	hasJVM, hasMach          bool
+	name                     string
+	nameOK                   bool
+	value, hasBool           bool
+	hasStart, hasThread      bool
+}
+
+// set takes one decoded field by its name and kind (a field of another
+// kind than expected is ignored); names are resolved in c's constant pool.
+func (v *otherFields) set(c *profChunk, f *def.Field, x value) {
+	switch {
+	case f.Name == "startTime" && x.kind == vInt:
+		v.start, v.hasStart = x.u, true
+	case f.Name == "duration" && x.kind == vInt:
+		v.dur = x.u
+	case (f.Name == "sampledThread" || f.Name == "eventThread") && x.kind == vRef && !v.hasThread:
+		v.thread, v.hasThread = types.ThreadRef(x.u), true
+	case f.Name == "stackTrace" && x.kind == vRef:
+		v.stack = types.StackTraceRef(x.u)
+	case f.Name == "user" && x.kind == vFloat:
+		v.user = x.f
+	case f.Name == "system" && x.kind == vFloat:
+		v.system = x.f
+	case f.Name == "jvmUser" && x.kind == vFloat:
+		v.jvmUser, v.hasJVM = x.f, true
+	case f.Name == "jvmSystem" && x.kind == vFloat:
+		v.jvmSystem = x.f
+	case f.Name == "machineTotal" && x.kind == vFloat:
+		v.mach, v.hasMach = x.f, true
+	case f.Name == "sumOfPauses" && x.kind == vInt:
+		v.sum = x.u
+	case f.Name == "longestPause" && x.kind == vInt:
+		v.longest = x.u
+	case f.Name == "name" && x.kind == vString:
+		v.name, v.nameOK = x.s, true
+	case f.Name == "name" && x.kind == vStringRef:
+		if i, ok := c.p.Strings.IDMap[types.StringRef(x.u)]; ok && int(i) < len(c.p.Strings.String) {
+			v.name, v.nameOK = c.p.Strings.String[i].String, true
+		}
+	case f.Name == "value" && x.kind == vBool:
+		v.value, v.hasBool = x.u != 0, true
+	}
+}
+
 // decodeOther decodes one event of cl and adds it to the profile.
 func (c *profChunk) decodeOther(d *decoder, cl *def.Class) error {
-	var v struct {
-		start, dur, sum, longest uint64
-		thread                   types.ThreadRef
-		stack                    types.StackTraceRef
-		user, system             float64
-		jvmUser, jvmSystem, mach float64
-		hasJVM, hasMach          bool
-		name                     string
-		nameOK                   bool
-		value, hasBool           bool
-		hasStart, hasThread      bool
-	}
-	err := d.event(cl.Fields, func(f *def.Field, x value) {
-		switch {
-		case f.Name == "startTime" && x.kind == vInt:
-			v.start, v.hasStart = x.u, true
-		case f.Name == "duration" && x.kind == vInt:
-			v.dur = x.u
-		case (f.Name == "sampledThread" || f.Name == "eventThread") && x.kind == vRef && !v.hasThread:
-			v.thread, v.hasThread = types.ThreadRef(x.u), true
-		case f.Name == "stackTrace" && x.kind == vRef:
-			v.stack = types.StackTraceRef(x.u)
-		case f.Name == "user" && x.kind == vFloat:
-			v.user = x.f
-		case f.Name == "system" && x.kind == vFloat:
-			v.system = x.f
-		case f.Name == "jvmUser" && x.kind == vFloat:
-			v.jvmUser, v.hasJVM = x.f, true
-		case f.Name == "jvmSystem" && x.kind == vFloat:
-			v.jvmSystem = x.f
-		case f.Name == "machineTotal" && x.kind == vFloat:
-			v.mach, v.hasMach = x.f, true
-		case f.Name == "sumOfPauses" && x.kind == vInt:
-			v.sum = x.u
-		case f.Name == "longestPause" && x.kind == vInt:
-			v.longest = x.u
-		case f.Name == "name" && x.kind == vString:
-			v.name, v.nameOK = x.s, true
-		case f.Name == "name" && x.kind == vStringRef:
-			if i, ok := c.p.Strings.IDMap[types.StringRef(x.u)]; ok && int(i) < len(c.p.Strings.String) {
-				v.name, v.nameOK = c.p.Strings.String[i].String, true
-			}
-		case f.Name == "value" && x.kind == vBool:
-			v.value, v.hasBool = x.u != 0, true
-		}
-	})
-	if err != nil {
+	var v otherFields
+	if err := d.event(cl.Fields, func(f *def.Field, x value) { v.set(c, f, x) }); err != nil {
 		return err
 	}
 	if !v.hasStart {
@@ -497,8 +504,16 @@ func (c *profChunk) decodeOther(d *decoder, cl *def.Class) error {
 		c.pr.Stats.Skipped++
 		return nil
 	}
-	at := time.Unix(0, ns).UTC()
-	switch cl.Name {
+	c.addOther(cl.Name, &v, time.Unix(0, ns).UTC())
+	return nil
+}
+
+// addOther adds an event of the named type, at at, to the profile: a
+// native sample, a thread's CPU load, the JVM's and the machine's, a GC,
+// or a boolean JVM flag. Events that lack what they need are skipped
+// (counted where the profile's figures would miss them).
+func (c *profChunk) addOther(eventType string, v *otherFields, at time.Time) {
+	switch eventType {
 	case evNativeSample:
 		if v.hasThread {
 			c.sample(v.start, v.thread, v.stack, true)
@@ -507,7 +522,7 @@ func (c *profChunk) decodeOther(d *decoder, cl *def.Class) error {
 		t := c.javaThread(v.thread)
 		if !v.hasThread || t == nil {
 			c.pr.Stats.Skipped++
-			return nil
+			return
 		}
 		c.pr.ThreadCPU = append(c.pr.ThreadCPU, ThreadCPU{Time: at, Thread: *t, User: load(v.user), System: load(v.system)})
 	case evCPULoad:
@@ -524,7 +539,6 @@ func (c *profChunk) decodeOther(d *decoder, cl *def.Class) error {
 			c.pr.Flags[c.in.get(v.name)] = v.value
 		}
 	}
-	return nil
 }
 
 // load keeps a CPU share in 0..1 (NaN and the like from a crafted file

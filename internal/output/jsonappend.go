@@ -82,10 +82,61 @@ func AppendRequestJSON(b []byte, r *event.Request) ([]byte, error) {
 	return append(b[:start], m...), nil
 }
 
+// appendRequest appends r field by field in event.Request's order; ok is
+// false when a value needs encoding/json (its caller then uses it).
 func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
-	num := func(b []byte, key string, v int64) []byte {
-		return strconv.AppendInt(append(b, key...), v, 10)
+	if b, ok = appendTimings(b, r); !ok {
+		return b, false
 	}
+	b = AppendJSONString(append(b, `,"client":`...), r.Client)
+	b = AppendJSONString(append(b, `,"broker":`...), r.Broker)
+	b = AppendJSONString(append(b, `,"api":`...), r.API)
+	b = appendJSONInt(b, `,"api_key":`, int64(r.APIKey))
+	b = appendJSONInt(b, `,"api_version":`, int64(r.APIVersion))
+	b = appendJSONInt(b, `,"correlation_id":`, int64(r.CorrelationID))
+	b = AppendJSONString(append(b, `,"client_id":`...), r.ClientID)
+	b = appendJSONInt(b, `,"request_bytes":`, int64(r.RequestBytes))
+	b = appendJSONInt(b, `,"response_bytes":`, int64(r.ResponseBytes))
+	b = appendJSONInt(b, `,"throttle_ms":`, int64(r.ThrottleMs))
+	if r.ErrorCode != nil {
+		b = appendJSONInt(b, `,"error_code":`, int64(*r.ErrorCode))
+	}
+	if r.Acks != nil {
+		b = appendJSONInt(b, `,"acks":`, int64(*r.Acks))
+	}
+	if r.ReplicaID != nil {
+		b = appendJSONInt(b, `,"replica_id":`, int64(*r.ReplicaID))
+	}
+	if b, ok = appendTCPSignals(b, r); !ok {
+		return b, false
+	}
+	if b, ok = appendPartitions(b, r.Partitions); !ok {
+		return b, false
+	}
+	if r.SASLMechanism != "" {
+		b = AppendJSONString(append(b, `,"sasl_mechanism":`...), r.SASLMechanism)
+	}
+	if r.Principal != "" {
+		b = AppendJSONString(append(b, `,"principal":`...), r.Principal)
+	}
+	b = strconv.AppendBool(append(b, `,"answered":`...), r.Answered)
+	if r.Partial {
+		b = append(b, `,"partial":true`...)
+	}
+	if r.ClockStep {
+		b = append(b, `,"clock_step":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONInt appends key (with its leading comma and colon) and v.
+func appendJSONInt(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendTimings opens the object with the request's times and the four
+// parts of its latency.
+func appendTimings(b []byte, r *event.Request) (_ []byte, ok bool) {
 	b = append(b, `{"arrival":`...)
 	if b, ok = appendJSONTime(b, r.Arrival); !ok {
 		return b, false
@@ -104,95 +155,81 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
-	b = AppendJSONString(append(b, `,"client":`...), r.Client)
-	b = AppendJSONString(append(b, `,"broker":`...), r.Broker)
-	b = AppendJSONString(append(b, `,"api":`...), r.API)
-	b = num(b, `,"api_key":`, int64(r.APIKey))
-	b = num(b, `,"api_version":`, int64(r.APIVersion))
-	b = num(b, `,"correlation_id":`, int64(r.CorrelationID))
-	b = AppendJSONString(append(b, `,"client_id":`...), r.ClientID)
-	b = num(b, `,"request_bytes":`, int64(r.RequestBytes))
-	b = num(b, `,"response_bytes":`, int64(r.ResponseBytes))
-	b = num(b, `,"throttle_ms":`, int64(r.ThrottleMs))
-	if r.ErrorCode != nil {
-		b = num(b, `,"error_code":`, int64(*r.ErrorCode))
-	}
-	if r.Acks != nil {
-		b = num(b, `,"acks":`, int64(*r.Acks))
-	}
-	if r.ReplicaID != nil {
-		b = num(b, `,"replica_id":`, int64(*r.ReplicaID))
-	}
+	return b, true
+}
+
+// appendTCPSignals appends the capture's TCP evidence of the request, the
+// fields that are not zero.
+func appendTCPSignals(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.Retransmits != 0 {
-		b = num(b, `,"retransmits":`, int64(r.Retransmits))
+		b = appendJSONInt(b, `,"retransmits":`, int64(r.Retransmits))
 	}
 	if r.ResponseRetransmits != 0 {
-		b = num(b, `,"response_retransmits":`, int64(r.ResponseRetransmits))
+		b = appendJSONInt(b, `,"response_retransmits":`, int64(r.ResponseRetransmits))
 	}
 	if r.ZeroWindows != 0 {
-		b = num(b, `,"zero_windows":`, int64(r.ZeroWindows))
+		b = appendJSONInt(b, `,"zero_windows":`, int64(r.ZeroWindows))
 	}
 	if r.BrokerZeroWindows != 0 {
-		b = num(b, `,"broker_zero_windows":`, int64(r.BrokerZeroWindows))
+		b = appendJSONInt(b, `,"broker_zero_windows":`, int64(r.BrokerZeroWindows))
 	}
 	if r.ResponseAckWaitMs != 0 {
 		if b, ok = appendJSONFloat(append(b, `,"response_ack_wait_ms":`...), r.ResponseAckWaitMs); !ok {
 			return b, false
 		}
 	}
-	if len(r.Partitions) > 0 {
-		b = append(b, `,"partitions":[`...)
-		for i := range r.Partitions {
-			p := &r.Partitions[i]
-			if p.BatchStats != nil {
-				return b, false // rare (wire.Config.BatchStats): encoding/json
-			}
-			if i > 0 {
+	return b, true
+}
+
+// appendPartitions appends the "partitions" array, when there are any;
+// ok is false for one with batch statistics (rare: wire.Config.BatchStats),
+// left to encoding/json.
+func appendPartitions(b []byte, parts []event.Partition) (_ []byte, ok bool) {
+	if len(parts) == 0 {
+		return b, true
+	}
+	b = append(b, `,"partitions":[`...)
+	for i := range parts {
+		p := &parts[i]
+		if p.BatchStats != nil {
+			return b, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendPartition(b, p)
+	}
+	return append(b, ']'), true
+}
+
+// appendPartition appends one partition object (without batch statistics).
+func appendPartition(b []byte, p *event.Partition) []byte {
+	b = AppendJSONString(append(b, `{"topic":`...), p.Topic)
+	if p.TopicID != "" {
+		b = AppendJSONString(append(b, `,"topic_id":`...), p.TopicID)
+	}
+	b = appendJSONInt(b, `,"partition":`, int64(p.Partition))
+	b = appendJSONInt(b, `,"records":`, int64(p.Records))
+	b = appendJSONInt(b, `,"bytes":`, int64(p.Bytes))
+	if len(p.MessageIDs) > 0 {
+		b = append(b, `,"message_ids":[`...)
+		for j, id := range p.MessageIDs {
+			if j > 0 {
 				b = append(b, ',')
 			}
-			b = AppendJSONString(append(b, `{"topic":`...), p.Topic)
-			if p.TopicID != "" {
-				b = AppendJSONString(append(b, `,"topic_id":`...), p.TopicID)
-			}
-			b = num(b, `,"partition":`, int64(p.Partition))
-			b = num(b, `,"records":`, int64(p.Records))
-			b = num(b, `,"bytes":`, int64(p.Bytes))
-			if len(p.MessageIDs) > 0 {
-				b = append(b, `,"message_ids":[`...)
-				for j, id := range p.MessageIDs {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = AppendJSONString(b, id)
-				}
-				b = append(b, ']')
-			}
-			b = num(b, `,"error_code":`, int64(p.ErrorCode))
-			if p.FetchOffset != nil {
-				b = num(b, `,"fetch_offset":`, *p.FetchOffset)
-			}
-			if p.BaseOffset != nil {
-				b = num(b, `,"base_offset":`, *p.BaseOffset)
-			}
-			if p.HighWatermark != nil {
-				b = num(b, `,"high_watermark":`, *p.HighWatermark)
-			}
-			b = append(b, '}')
+			b = AppendJSONString(b, id)
 		}
 		b = append(b, ']')
 	}
-	if r.SASLMechanism != "" {
-		b = AppendJSONString(append(b, `,"sasl_mechanism":`...), r.SASLMechanism)
+	b = appendJSONInt(b, `,"error_code":`, int64(p.ErrorCode))
+	if p.FetchOffset != nil {
+		b = appendJSONInt(b, `,"fetch_offset":`, *p.FetchOffset)
 	}
-	if r.Principal != "" {
-		b = AppendJSONString(append(b, `,"principal":`...), r.Principal)
+	if p.BaseOffset != nil {
+		b = appendJSONInt(b, `,"base_offset":`, *p.BaseOffset)
 	}
-	b = strconv.AppendBool(append(b, `,"answered":`...), r.Answered)
-	if r.Partial {
-		b = append(b, `,"partial":true`...)
+	if p.HighWatermark != nil {
+		b = appendJSONInt(b, `,"high_watermark":`, *p.HighWatermark)
 	}
-	if r.ClockStep {
-		b = append(b, `,"clock_step":true`...)
-	}
-	return append(b, '}'), true
+	return append(b, '}')
 }

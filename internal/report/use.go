@@ -125,87 +125,130 @@ const maxUseSeries = 16
 
 // readUse fills the USE panel from a use.jsonl file.
 func (b *builder) readUse(path string) error {
-	p := &UsePanel{}
-	ser := func() *Series { return newSeries(b.origin, b.step, b.o.MaxCols) }
-	p.CPUUtil, p.CPUPSI, p.RunQueue, p.IOPSI, p.TCPRetrans = ser(), ser(), ser(), ser(), ser()
-	named := func(list *[]NamedSeries, name string) *Series {
-		for _, n := range *list {
-			if n.Name == name {
-				return n.Series
-			}
-		}
-		if len(*list) >= maxUseSeries {
-			return nil
-		}
-		s := ser()
-		*list = append(*list, NamedSeries{Name: name, Series: s})
-		return s
-	}
-	nics := map[string]bool{}
-	finds := map[[2]string]*UseFinding{}
-	err := b.rd.ReadUse(path, func(s *use.Sample) error {
-		p.Samples++
-		t := s.Time
-		p.CPUs = max(p.CPUs, s.CPU.CPUs)
-		p.CPUUtil.Add(t, s.CPU.UtilPct)
-		if s.CPU.PSI != nil {
-			p.CPUPSI.Add(t, s.CPU.PSI.SomePct)
-		}
-		if s.CPU.CPUs > 0 {
-			p.RunQueue.Add(t, 100*s.CPU.RunQueue/float64(s.CPU.CPUs))
-		}
-		if s.IOPSI != nil && s.IOPSI.FullPct != nil {
-			p.IOPSI.Add(t, *s.IOPSI.FullPct)
-		}
-		for _, d := range s.Disks {
-			if sr := named(&p.Disks, d.Name); sr != nil {
-				sr.Add(t, d.UtilPct)
-			}
-			for _, th := range d.Throttles {
-				if sr := named(&p.Throttles, d.Name+" "+th.Limit+" "+th.Cgroup); sr != nil {
-					sr.Add(t, th.Pct)
-				}
-			}
-		}
-		for _, n := range s.NICs {
-			nics[n.Name] = true
-			bad := n.RxDrops + n.TxDrops + n.RxErrors + n.TxErrors
-			if n.QdiscDrops != nil {
-				bad += *n.QdiscDrops
-			}
-			// Only interfaces that ever dropped are drawn.
-			if bad > 0 || slices.ContainsFunc(p.NICDrops, func(x NamedSeries) bool { return x.Name == n.Name }) {
-				if sr := named(&p.NICDrops, n.Name); sr != nil && s.IntervalS > 0 {
-					sr.Add(t, float64(bad)/s.IntervalS)
-				}
-			}
-		}
-		if s.TCP != nil && s.TCP.RetransPct != nil {
-			p.TCPRetrans.Add(t, *s.TCP.RetransPct)
-		}
-		if len(s.Verdict.Saturated()) > 0 {
-			p.Saturated++
-		}
-		for _, f := range s.Verdict.Findings {
-			k := [2]string{f.Resource, f.Kind}
-			uf := finds[k]
-			if uf == nil {
-				if len(finds) >= 4*maxUseSeries {
-					continue
-				}
-				uf = &UseFinding{Resource: f.Resource, Kind: f.Kind, First: t, Reason: f.Reason}
-				finds[k] = uf
-			}
-			uf.Intervals++
-			uf.Last = t
-		}
-		return nil
-	})
-	if err != nil {
+	u := newUsePanelBuilder(func() *Series { return newSeries(b.origin, b.step, b.o.MaxCols) })
+	if err := b.rd.ReadUse(path, u.add); err != nil {
 		return fmt.Errorf("reading the USE samples: %w", err)
 	}
-	p.NICs = len(nics)
-	for _, f := range finds {
+	b.d.Use = u.panel()
+	return nil
+}
+
+// usePanelBuilder accumulates USE samples into a UsePanel: the host's
+// series, a series per disk, throttle and dropping NIC (at most
+// maxUseSeries of each), and the verdicts' findings.
+type usePanelBuilder struct {
+	p     *UsePanel
+	ser   func() *Series // a new series on the report's time axis
+	nics  map[string]bool
+	finds map[[2]string]*UseFinding // by resource and kind
+}
+
+func newUsePanelBuilder(ser func() *Series) *usePanelBuilder {
+	p := &UsePanel{}
+	p.CPUUtil, p.CPUPSI, p.RunQueue, p.IOPSI, p.TCPRetrans = ser(), ser(), ser(), ser(), ser()
+	return &usePanelBuilder{p: p, ser: ser, nics: map[string]bool{}, finds: map[[2]string]*UseFinding{}}
+}
+
+// named returns list's series called name, added if there is room; nil
+// once the list holds maxUseSeries.
+func (u *usePanelBuilder) named(list *[]NamedSeries, name string) *Series {
+	for _, n := range *list {
+		if n.Name == name {
+			return n.Series
+		}
+	}
+	if len(*list) >= maxUseSeries {
+		return nil
+	}
+	s := u.ser()
+	*list = append(*list, NamedSeries{Name: name, Series: s})
+	return s
+}
+
+// add takes one sample.
+func (u *usePanelBuilder) add(s *use.Sample) error {
+	p := u.p
+	p.Samples++
+	t := s.Time
+	p.CPUs = max(p.CPUs, s.CPU.CPUs)
+	p.CPUUtil.Add(t, s.CPU.UtilPct)
+	if s.CPU.PSI != nil {
+		p.CPUPSI.Add(t, s.CPU.PSI.SomePct)
+	}
+	if s.CPU.CPUs > 0 {
+		p.RunQueue.Add(t, 100*s.CPU.RunQueue/float64(s.CPU.CPUs))
+	}
+	if s.IOPSI != nil && s.IOPSI.FullPct != nil {
+		p.IOPSI.Add(t, *s.IOPSI.FullPct)
+	}
+	u.addDisks(t, s.Disks)
+	u.addNICs(t, s)
+	if s.TCP != nil && s.TCP.RetransPct != nil {
+		p.TCPRetrans.Add(t, *s.TCP.RetransPct)
+	}
+	if len(s.Verdict.Saturated()) > 0 {
+		p.Saturated++
+	}
+	u.addFindings(t, s.Verdict.Findings)
+	return nil
+}
+
+// addDisks adds each disk's utilization and each of its cgroup I/O
+// limits' use.
+func (u *usePanelBuilder) addDisks(t time.Time, disks []use.Disk) {
+	for _, d := range disks {
+		if sr := u.named(&u.p.Disks, d.Name); sr != nil {
+			sr.Add(t, d.UtilPct)
+		}
+		for _, th := range d.Throttles {
+			if sr := u.named(&u.p.Throttles, d.Name+" "+th.Limit+" "+th.Cgroup); sr != nil {
+				sr.Add(t, th.Pct)
+			}
+		}
+	}
+}
+
+// addNICs counts the interfaces and adds the drops and errors per second
+// of those that ever dropped (only they are drawn).
+func (u *usePanelBuilder) addNICs(t time.Time, s *use.Sample) {
+	for _, n := range s.NICs {
+		u.nics[n.Name] = true
+		bad := n.RxDrops + n.TxDrops + n.RxErrors + n.TxErrors
+		if n.QdiscDrops != nil {
+			bad += *n.QdiscDrops
+		}
+		if bad > 0 || slices.ContainsFunc(u.p.NICDrops, func(x NamedSeries) bool { return x.Name == n.Name }) {
+			if sr := u.named(&u.p.NICDrops, n.Name); sr != nil && s.IntervalS > 0 {
+				sr.Add(t, float64(bad)/s.IntervalS)
+			}
+		}
+	}
+}
+
+// addFindings counts the intervals of each (resource, kind) finding, with
+// its first and last time, at most 4*maxUseSeries of them.
+func (u *usePanelBuilder) addFindings(t time.Time, findings []use.Finding) {
+	for _, f := range findings {
+		k := [2]string{f.Resource, f.Kind}
+		uf := u.finds[k]
+		if uf == nil {
+			if len(u.finds) >= 4*maxUseSeries {
+				continue
+			}
+			uf = &UseFinding{Resource: f.Resource, Kind: f.Kind, First: t, Reason: f.Reason}
+			u.finds[k] = uf
+		}
+		uf.Intervals++
+		uf.Last = t
+	}
+}
+
+// panel is the panel of the samples added: findings by kind (saturation
+// first), then by how long they lasted; named series by name.
+func (u *usePanelBuilder) panel() *UsePanel {
+	p := u.p
+	p.NICs = len(u.nics)
+	for _, f := range u.finds {
 		p.Findings = append(p.Findings, *f)
 	}
 	kindOrder := map[string]int{use.KindSaturation: 0, use.KindErrors: 1, use.KindUtilization: 2}
@@ -215,8 +258,7 @@ func (b *builder) readUse(path string) error {
 	for _, l := range [][]NamedSeries{p.Disks, p.Throttles, p.NICDrops} {
 		slices.SortFunc(l, func(a, b NamedSeries) int { return cmp.Compare(a.Name, b.Name) })
 	}
-	b.d.Use = p
-	return nil
+	return p
 }
 
 // spanSeries are the panel's series, for the common time axis.

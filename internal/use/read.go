@@ -153,81 +153,13 @@ func (r *Reader) ReadRunQueue() (int64, error) {
 // that is there but does not parse is an error.
 func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 	s := &Snapshot{Time: now, psi: map[string]*psi{}, sysctl: map[string]int64{}}
-	var err error
-	if s.stat, err = r.readStat(); err != nil {
+	if err := r.readRequired(s); err != nil {
 		return nil, err
 	}
-	if s.load, err = parsed(r.proc("loadavg"), parseLoadAvg); err != nil {
-		return nil, err
-	}
-	if s.mem, err = parsed(r.proc("meminfo"), func(b []byte) (map[string]int64, error) { return parseKeyValues(b, ":") }); err != nil {
-		return nil, err
-	}
-	all, err := parsed(r.proc("diskstats"), parseDiskstats)
-	if err != nil {
-		return nil, err
-	}
-	s.disks = r.selectDisks(all, s)
-
-	// optional parses path when it is there: a file that is missing or
-	// refused (PSI compiled in but off gives EOPNOTSUPP) is a note saying
-	// which figures (what) are missing, one that does not parse an error.
-	optional := func(path, what string, parse func([]byte) error) error {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				s.missing = append(s.missing, fmt.Sprintf("no %s (%s: %v)", what, path, pe.Err))
-				return nil
-			}
-			return err
-		}
-		if err := parse(b); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return nil
-	}
-	if err := optional(r.proc("schedstat"), "per-CPU run-queue wait, a kernel without schedstats", func(b []byte) (err error) { s.sched, err = parseSchedstat(b); return err }); err != nil {
-		return nil, err
-	}
-	for _, res := range []string{"cpu", "memory", "io"} {
-		err := optional(r.proc("pressure", res), res+" pressure stall figures", func(b []byte) error {
-			p, err := parsePSI(b)
-			s.psi[res] = p
-			return err
-		})
-		if err != nil {
+	for _, src := range r.optionalSources() {
+		if err := src.read(s); err != nil {
 			return nil, err
 		}
-	}
-	if err := optional(r.proc("vmstat"), "swapping, direct reclaim and OOM kills", func(b []byte) (err error) { s.vm, err = parseKeyValues(b, " "); return err }); err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes"} {
-		err := optional(r.proc("sys", "vm", k), "the page cache's dirty limits", func(b []byte) error {
-			v, err := parseUint(b)
-			s.sysctl[k] = int64(min(v, 1<<62))
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := optional(r.proc("sys", "fs", "file-nr"), "open files against the system limit", func(b []byte) (err error) {
-		s.fileOpen, s.fileMax, err = parseFileNr(b)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	netDir := r.proc("net")
-	if r.cfg.PID > 0 {
-		netDir = r.proc(strconv.Itoa(r.cfg.PID), "net")
-	}
-	if err := optional(filepath.Join(netDir, "snmp"), "TCP segments and retransmissions", func(b []byte) (err error) { s.snmp, err = parseSNMP(b); return err }); err != nil {
-		return nil, err
-	}
-	if err := optional(filepath.Join(netDir, "netstat"), "listen queue overflows", func(b []byte) (err error) { s.net, err = parseSNMP(b); return err }); err != nil {
-		return nil, err
 	}
 	if err := r.readNICs(s); err != nil {
 		return nil, err
@@ -243,6 +175,93 @@ func (r *Reader) Read(now time.Time) (*Snapshot, error) {
 	}
 	s.throttles = readThrottles(r.cfg.SysRoot, devs)
 	return s, nil
+}
+
+// readRequired reads the files every snapshot needs: CPU time, load,
+// memory and the disks' counters.
+func (r *Reader) readRequired(s *Snapshot) error {
+	var err error
+	if s.stat, err = r.readStat(); err != nil {
+		return err
+	}
+	if s.load, err = parsed(r.proc("loadavg"), parseLoadAvg); err != nil {
+		return err
+	}
+	if s.mem, err = parsed(r.proc("meminfo"), func(b []byte) (map[string]int64, error) { return parseKeyValues(b, ":") }); err != nil {
+		return err
+	}
+	all, err := parsed(r.proc("diskstats"), parseDiskstats)
+	if err != nil {
+		return err
+	}
+	s.disks = r.selectDisks(all, s)
+	return nil
+}
+
+// optionalSource is a file whose absence only makes some figures n/a.
+type optionalSource struct {
+	path  string
+	what  string // the figures missing without it, for the note
+	parse func(s *Snapshot, b []byte) error
+}
+
+// optionalSources are the optional files, in the order they are read:
+// a new figure from another file is one more entry.
+func (r *Reader) optionalSources() []optionalSource {
+	srcs := []optionalSource{
+		{r.proc("schedstat"), "per-CPU run-queue wait, a kernel without schedstats",
+			func(s *Snapshot, b []byte) (err error) { s.sched, err = parseSchedstat(b); return err }},
+	}
+	for _, res := range []string{"cpu", "memory", "io"} {
+		srcs = append(srcs, optionalSource{r.proc("pressure", res), res + " pressure stall figures",
+			func(s *Snapshot, b []byte) error {
+				p, err := parsePSI(b)
+				s.psi[res] = p
+				return err
+			}})
+	}
+	srcs = append(srcs, optionalSource{r.proc("vmstat"), "swapping, direct reclaim and OOM kills",
+		func(s *Snapshot, b []byte) (err error) { s.vm, err = parseKeyValues(b, " "); return err }})
+	for _, k := range []string{"dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes"} {
+		srcs = append(srcs, optionalSource{r.proc("sys", "vm", k), "the page cache's dirty limits",
+			func(s *Snapshot, b []byte) error {
+				v, err := parseUint(b)
+				s.sysctl[k] = int64(min(v, 1<<62))
+				return err
+			}})
+	}
+	srcs = append(srcs, optionalSource{r.proc("sys", "fs", "file-nr"), "open files against the system limit",
+		func(s *Snapshot, b []byte) (err error) { s.fileOpen, s.fileMax, err = parseFileNr(b); return err }})
+	// TCP of the broker's network namespace, when there is a broker.
+	netDir := r.proc("net")
+	if r.cfg.PID > 0 {
+		netDir = r.proc(strconv.Itoa(r.cfg.PID), "net")
+	}
+	return append(srcs,
+		optionalSource{filepath.Join(netDir, "snmp"), "TCP segments and retransmissions",
+			func(s *Snapshot, b []byte) (err error) { s.snmp, err = parseSNMP(b); return err }},
+		optionalSource{filepath.Join(netDir, "netstat"), "listen queue overflows",
+			func(s *Snapshot, b []byte) (err error) { s.net, err = parseSNMP(b); return err }},
+	)
+}
+
+// read parses the source into s when it is there: a file that is missing
+// or refused (PSI compiled in but off gives EOPNOTSUPP) is a note saying
+// which figures are missing, one that does not parse an error.
+func (src optionalSource) read(s *Snapshot) error {
+	b, err := os.ReadFile(src.path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			s.missing = append(s.missing, fmt.Sprintf("no %s (%s: %v)", src.what, src.path, pe.Err))
+			return nil
+		}
+		return err
+	}
+	if err := src.parse(s, b); err != nil {
+		return fmt.Errorf("%s: %w", src.path, err)
+	}
+	return nil
 }
 
 // selectDisks keeps the configured devices, or every whole disk that has

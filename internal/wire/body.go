@@ -22,79 +22,92 @@ type BatchSummarizer interface {
 // (which is what rejects a false start after resynchronisation). It
 // reports whether a response is expected and whether the body decoded.
 func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok bool) {
-	ev := p.ev
 	switch p.header.key {
 	case 0:
-		req := &d.produceReq
-		*req = kmsg.ProduceRequest{Topics: req.Topics[:0]}
-		req.SetVersion(p.header.version)
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return true, false
-		}
-		ev.Acks = d.int16s.one(req.Acks)
-		if ev.Partitions == nil {
-			ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
-		}
-		header := d.cfg.MessageIDHeader
-		if d.holdsIDs() {
-			header = "" // counted from the batch headers; ids if slow
-			if req.Acks != 0 {
-				p.held = d.holdProduceRecords(req)
-			}
-		}
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			topic := d.names.intern(t.Topic)
-			for j := range t.Partitions {
-				tp := &t.Partitions[j]
-				part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
-				d.topics.resolve(&part, t.TopicID)
-				d.summarize(&part, tp.Records, header)
-				if d.cfg.BatchStats {
-					d.batchStats(&part, tp.Records)
-				}
-				ev.Partitions = append(ev.Partitions, part)
-			}
-		}
-		return req.Acks != 0, true
+		return d.decodeProduceRequest(p, body)
 	case 1:
-		req := &d.fetchReq
-		*req = kmsg.FetchRequest{Topics: req.Topics[:0]}
-		req.SetVersion(p.header.version)
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return true, false
-		}
-		// v15+ moved the fetching replica's id into a tagged field
-		// (KIP-903); readFrom defaults both to -1 (a consumer).
-		replica := req.ReplicaID
-		if req.Version >= 15 {
-			replica = req.ReplicaState.ID
-		}
-		ev.ReplicaID = d.int32s.one(replica)
-		n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
-		offsets := d.int64s.take(n)
-		if ev.Partitions == nil {
-			ev.Partitions = make([]event.Partition, 0, n)
-		}
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			topic := d.names.intern(t.Topic)
-			for j := range t.Partitions {
-				tp := &t.Partitions[j]
-				offsets = append(offsets, tp.FetchOffset)
-				part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
-				d.topics.resolve(&part, t.TopicID)
-				ev.Partitions = append(ev.Partitions, part)
-			}
-		}
-		return true, true
-	}
-	if p.header.key == 18 {
+		return true, d.decodeFetchRequest(p, body)
+	case 18:
 		return true, true
 	}
 	req := kmsg.RequestForKey(p.header.key)
 	req.SetVersion(p.header.version)
 	return true, req.ReadFrom(body) == nil
+}
+
+// decodeProduceRequest takes a produce request's acks and, per partition,
+// its bytes, record count, message ids (or holds its records for them)
+// and batch statistics. A response is expected unless acks=0.
+func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse, ok bool) {
+	ev := p.ev
+	req := &d.produceReq
+	*req = kmsg.ProduceRequest{Topics: req.Topics[:0]}
+	req.SetVersion(p.header.version)
+	if err := req.UnsafeReadFrom(body); err != nil {
+		return true, false
+	}
+	ev.Acks = d.int16s.one(req.Acks)
+	if ev.Partitions == nil {
+		ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
+	}
+	header := d.cfg.MessageIDHeader
+	if d.holdsIDs() {
+		header = "" // counted from the batch headers; ids if slow
+		if req.Acks != 0 {
+			p.held = d.holdProduceRecords(req)
+		}
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		topic := d.names.intern(t.Topic)
+		for j := range t.Partitions {
+			tp := &t.Partitions[j]
+			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
+			d.topics.resolve(&part, t.TopicID)
+			d.summarize(&part, tp.Records, header)
+			if d.cfg.BatchStats {
+				d.batchStats(&part, tp.Records)
+			}
+			ev.Partitions = append(ev.Partitions, part)
+		}
+	}
+	return req.Acks != 0, true
+}
+
+// decodeFetchRequest takes a fetch request's replica id (a follower's
+// fetch, or -1 for a consumer's) and each partition's fetch offset.
+func (d *Decoder) decodeFetchRequest(p *pending, body []byte) bool {
+	ev := p.ev
+	req := &d.fetchReq
+	*req = kmsg.FetchRequest{Topics: req.Topics[:0]}
+	req.SetVersion(p.header.version)
+	if err := req.UnsafeReadFrom(body); err != nil {
+		return false
+	}
+	// v15+ moved the fetching replica's id into a tagged field
+	// (KIP-903); readFrom defaults both to -1 (a consumer).
+	replica := req.ReplicaID
+	if req.Version >= 15 {
+		replica = req.ReplicaState.ID
+	}
+	ev.ReplicaID = d.int32s.one(replica)
+	n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
+	offsets := d.int64s.take(n)
+	if ev.Partitions == nil {
+		ev.Partitions = make([]event.Partition, 0, n)
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		topic := d.names.intern(t.Topic)
+		for j := range t.Partitions {
+			tp := &t.Partitions[j]
+			offsets = append(offsets, tp.FetchOffset)
+			part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
+			d.topics.resolve(&part, t.TopicID)
+			ev.Partitions = append(ev.Partitions, part)
+		}
+	}
+	return true
 }
 
 // requestPartitions counts the partitions of decoded topics: the
@@ -152,7 +165,8 @@ func (d *Decoder) batchStats(part *event.Partition, batches []byte) {
 }
 
 // decodeResponseBody decodes a response body and merges what it says into
-// the request event.
+// the request event: produce, fetch and metadata responses field by
+// field, any other through kmsg's generic response.
 func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 	if responseIsFlexible(&p.header) {
 		var ok bool
@@ -160,97 +174,130 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 			return false
 		}
 	}
-	ev := p.ev
 	switch p.header.key {
 	case 0:
-		resp := &d.produceResp
-		*resp = kmsg.ProduceResponse{Topics: resp.Topics[:0]}
-		resp.SetVersion(p.header.version)
-		if err := resp.UnsafeReadFrom(body); err != nil {
-			return false
-		}
-		ev.ThrottleMs = resp.ThrottleMillis
-		var offsets []int64 // the base offsets, from the slab
-		for i := range resp.Topics {
-			t := &resp.Topics[i]
-			for j := range t.Partitions {
-				rp := &t.Partitions[j]
-				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
-				if part == nil {
-					continue
-				}
-				part.ErrorCode = rp.ErrorCode
-				// A partition answered twice keeps its first offset.
-				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || part.BaseOffset != nil {
-					continue
-				}
-				if offsets == nil {
-					// Sized by the request's partitions, which bound the
-					// ones an offset is kept for, not by the response.
-					offsets = d.int64s.take(len(ev.Partitions))
-				}
-				offsets = append(offsets, rp.BaseOffset)
-				part.BaseOffset = &offsets[len(offsets)-1]
-			}
-		}
-		return true
+		return d.decodeProduceResponse(p, body)
 	case 1:
-		resp := &d.fetchResp
-		*resp = kmsg.FetchResponse{Topics: resp.Topics[:0]}
-		resp.SetVersion(p.header.version)
-		if err := resp.UnsafeReadFrom(body); err != nil {
-			return false
-		}
-		ev.ThrottleMs = resp.ThrottleMillis
-		if resp.Version >= 7 {
-			ev.ErrorCode = d.int16s.one(resp.ErrorCode)
-		}
-		// The high watermarks, from the slab, sized by the partitions
-		// kmsg decoded (not by a length the response claims).
-		var hws []int64
-		for i := range resp.Topics {
-			t := &resp.Topics[i]
-			for j := range t.Partitions {
-				rp := &t.Partitions[j]
-				part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
-				if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && hws == nil {
-					hws = d.int64s.take(requestPartitions(resp.Topics, func(t *kmsg.FetchResponseTopic) int { return len(t.Partitions) }))
-				}
-				if part == nil {
-					// Incremental fetch sessions answer for
-					// partitions the request did not list.
-					ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: rp.Partition})
-					part = &ev.Partitions[len(ev.Partitions)-1]
-					d.topics.resolve(part, t.TopicID)
-				}
-				part.ErrorCode = rp.ErrorCode
-				if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && part.HighWatermark == nil {
-					hws = append(hws, rp.HighWatermark)
-					part.HighWatermark = &hws[len(hws)-1]
-				}
-				part.Bytes = len(rp.RecordBatches)
-				header := d.cfg.MessageIDHeader
-				if d.cfg.ProduceIDsOnly {
-					header = ""
-				}
-				d.summarize(part, rp.RecordBatches, header)
-			}
-		}
-		return true
+		return d.decodeFetchResponse(p, body)
 	case 3:
-		var resp kmsg.MetadataResponse
-		resp.SetVersion(p.header.version)
-		if err := resp.ReadFrom(body); err != nil {
-			return false
-		}
-		ev.ThrottleMs = resp.ThrottleMillis
-		for i := range resp.Topics {
-			if t := &resp.Topics[i]; t.Topic != nil {
-				d.topics.Add(t.TopicID, *t.Topic)
-			}
-		}
-		return true
+		return d.decodeMetadataResponse(p, body)
 	}
+	return d.decodeOtherResponse(p, body)
+}
+
+// decodeProduceResponse merges a produce response into its request's
+// partitions: each one's error code and base offset.
+func (d *Decoder) decodeProduceResponse(p *pending, body []byte) bool {
+	ev := p.ev
+	resp := &d.produceResp
+	*resp = kmsg.ProduceResponse{Topics: resp.Topics[:0]}
+	resp.SetVersion(p.header.version)
+	if err := resp.UnsafeReadFrom(body); err != nil {
+		return false
+	}
+	ev.ThrottleMs = resp.ThrottleMillis
+	var offsets []int64 // the base offsets, from the slab
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			rp := &t.Partitions[j]
+			part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+			if part == nil {
+				continue
+			}
+			part.ErrorCode = rp.ErrorCode
+			// A partition answered twice keeps its first offset.
+			if rp.ErrorCode != 0 || rp.BaseOffset < 0 || part.BaseOffset != nil {
+				continue
+			}
+			if offsets == nil {
+				// Sized by the request's partitions, which bound the
+				// ones an offset is kept for, not by the response.
+				offsets = d.int64s.take(len(ev.Partitions))
+			}
+			offsets = append(offsets, rp.BaseOffset)
+			part.BaseOffset = &offsets[len(offsets)-1]
+		}
+	}
+	return true
+}
+
+// decodeFetchResponse merges a fetch response into its request: the
+// top-level error, and per partition what mergeFetchPartition takes.
+func (d *Decoder) decodeFetchResponse(p *pending, body []byte) bool {
+	ev := p.ev
+	resp := &d.fetchResp
+	*resp = kmsg.FetchResponse{Topics: resp.Topics[:0]}
+	resp.SetVersion(p.header.version)
+	if err := resp.UnsafeReadFrom(body); err != nil {
+		return false
+	}
+	ev.ThrottleMs = resp.ThrottleMillis
+	if resp.Version >= 7 {
+		ev.ErrorCode = d.int16s.one(resp.ErrorCode)
+	}
+	// The high watermarks, from the slab, sized by the partitions
+	// kmsg decoded (not by a length the response claims).
+	var hws []int64
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			hws = d.mergeFetchPartition(ev, resp.Topics, t, &t.Partitions[j], hws)
+		}
+	}
+	return true
+}
+
+// mergeFetchPartition merges one partition of a fetch response into ev
+// (adding the partition when the request did not list it): its error
+// code, high watermark (kept in hws, taken from the slab on first use and
+// returned), bytes, records and message ids.
+func (d *Decoder) mergeFetchPartition(ev *event.Request, topics []kmsg.FetchResponseTopic, t *kmsg.FetchResponseTopic, rp *kmsg.FetchResponseTopicPartition, hws []int64) []int64 {
+	part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+	if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && hws == nil {
+		hws = d.int64s.take(requestPartitions(topics, func(t *kmsg.FetchResponseTopic) int { return len(t.Partitions) }))
+	}
+	if part == nil {
+		// Incremental fetch sessions answer for
+		// partitions the request did not list.
+		ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: rp.Partition})
+		part = &ev.Partitions[len(ev.Partitions)-1]
+		d.topics.resolve(part, t.TopicID)
+	}
+	part.ErrorCode = rp.ErrorCode
+	if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && part.HighWatermark == nil {
+		hws = append(hws, rp.HighWatermark)
+		part.HighWatermark = &hws[len(hws)-1]
+	}
+	part.Bytes = len(rp.RecordBatches)
+	header := d.cfg.MessageIDHeader
+	if d.cfg.ProduceIDsOnly {
+		header = ""
+	}
+	d.summarize(part, rp.RecordBatches, header)
+	return hws
+}
+
+// decodeMetadataResponse learns the topic ids a metadata response names,
+// which later requests may give instead of topic names.
+func (d *Decoder) decodeMetadataResponse(p *pending, body []byte) bool {
+	var resp kmsg.MetadataResponse
+	resp.SetVersion(p.header.version)
+	if err := resp.ReadFrom(body); err != nil {
+		return false
+	}
+	p.ev.ThrottleMs = resp.ThrottleMillis
+	for i := range resp.Topics {
+		if t := &resp.Topics[i]; t.Topic != nil {
+			d.topics.Add(t.TopicID, *t.Topic)
+		}
+	}
+	return true
+}
+
+// decodeOtherResponse checks any other response against kmsg and takes
+// its throttle and top-level error code when it has them.
+func (d *Decoder) decodeOtherResponse(p *pending, body []byte) bool {
 	resp := kmsg.ResponseForKey(p.header.key)
 	resp.SetVersion(p.header.version)
 	err := resp.ReadFrom(body)
@@ -265,11 +312,11 @@ func (d *Decoder) decodeResponseBody(p *pending, body []byte) bool {
 	}
 	if t, ok := resp.(kmsg.ThrottleResponse); ok {
 		if ms, applies := t.Throttle(); applies || ms != 0 {
-			ev.ThrottleMs = ms
+			p.ev.ThrottleMs = ms
 		}
 	}
 	if code, ok := topLevelErrorCode(resp); ok {
-		ev.ErrorCode = &code
+		p.ev.ErrorCode = &code
 	}
 	return true
 }

@@ -151,9 +151,35 @@ func (t *tableWriter) Broker(nodeID int32, dir string) error {
 	return nil
 }
 
-// WriteSummaryTable prints the summary: causes, stalls, worst partitions,
-// devices and journal commits.
+// WriteSummaryTable prints the summary: what was judged and on what
+// evidence, then the tables (causes, followers, stalls, worst partitions,
+// devices, slow appends and journal commits), each only when it has rows.
 func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
+	writeSummaryHead(w, s)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, table := range []func(io.Writer, *tabwriter.Writer, *explain.Summary) error{
+		writeCauses,
+		writeFollowers,
+		writeStalls,
+		writeWorstPartitions,
+		writeWorstDevices,
+		writeSlowAppends,
+		writeWorstCommits,
+	} {
+		if err := table(w, tw, s); err != nil {
+			return err
+		}
+	}
+	if s.IDLookupErrors > 0 {
+		fmt.Fprintf(w, "\n%d of %d segment lookups failed (matched by bytes and time instead); first: %s\n",
+			s.IDLookupErrors, s.IDLookups, output.Escape(s.FirstLookupError))
+	}
+	return nil
+}
+
+// writeSummaryHead prints what was judged (the slow requests and their
+// threshold) and the evidence there was and was not, then a blank line.
+func writeSummaryHead(w io.Writer, s *explain.Summary) {
 	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
 	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n",
@@ -166,7 +192,20 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 		fmt.Fprintf(w, "missing: %s\n", output.Escape(m))
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// writeTitledTable prints title after a blank line, then header and the
+// rows rows prints through tw, flushed.
+func writeTitledTable(w io.Writer, tw *tabwriter.Writer, title, header string, rows func()) error {
+	fmt.Fprintf(w, "\n%s\n", title)
+	fmt.Fprintln(tw, header)
+	rows()
+	return tw.Flush()
+}
+
+// writeCauses prints the causes with requests, and the slow requests whose
+// root was the journal.
+func writeCauses(_ io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
 	fmt.Fprintln(tw, "CAUSE\tREQUESTS\tSHARE\tLATENCY SUM\tEXPLAINED")
 	for _, c := range s.Causes {
 		if c.Requests == 0 {
@@ -177,54 +216,68 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 	if s.Journal > 0 {
 		fmt.Fprintf(tw, "  of which root journal\t%d\t%.1f%%\t\t\n", s.Journal, 100*float64(s.Journal)/float64(max(s.Slow, 1)))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// writeFollowers prints what the followers' recordings say their part of
+// replication went to.
+func writeFollowers(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Followers) == 0 {
+		return nil
 	}
-	if len(s.Followers) > 0 {
-		fmt.Fprintln(w, "\nREPLICATION BY FOLLOWER (its recording read too)")
-		fmt.Fprintln(tw, "FOLLOWER\tFOLLOWER CAUSE\tREQUESTS")
+	return writeTitledTable(w, tw, "REPLICATION BY FOLLOWER (its recording read too)", "FOLLOWER\tFOLLOWER CAUSE\tREQUESTS", func() {
 		for _, f := range s.Followers {
 			fmt.Fprintf(tw, "broker %d\t%s\t%d\n", f.Broker, f.Cause, f.Requests)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeStalls prints the stalls: writes that hung, per device.
+func writeStalls(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Stalls) == 0 {
+		return nil
 	}
-	if len(s.Stalls) > 0 {
-		fmt.Fprintln(w, "\nSTALLS (writes that hung)")
-		fmt.Fprintln(tw, "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS")
+	return writeTitledTable(w, tw, "STALLS (writes that hung)", "DEVICE\tSTART\tEND\tDURATION\tWRITES\tSLOW REQUESTS\tPARTITIONS", func() {
 		for _, st := range s.Stalls {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f ms\t%d\t%d\t%s\n", output.Escape(st.Dev), st.Start.Local().Format(clock), st.End.Local().Format(clock),
 				st.DurationMs, st.Writes, st.Requests, output.Escape(abbreviate(st.Partitions, 6)))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstPartitions prints the partitions with the most slow latency.
+func writeWorstPartitions(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Partitions) == 0 {
+		return nil
 	}
-	if len(s.Partitions) > 0 {
-		fmt.Fprintln(w, "\nWORST PARTITIONS")
-		fmt.Fprintln(tw, "PARTITION\tSLOW REQUESTS\tLATENCY SUM\tMAX WRITE")
+	return writeTitledTable(w, tw, "WORST PARTITIONS", "PARTITION\tSLOW REQUESTS\tLATENCY SUM\tMAX WRITE", func() {
 		for _, p := range s.Partitions {
 			fmt.Fprintf(tw, "%s\t%d\t%.1f s\t%.1f ms\n", output.Escape(p.Partition), p.Requests, p.LatencyMs/1000, p.MaxWriteMs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstDevices prints the devices under the most slow requests.
+func writeWorstDevices(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.Devices) == 0 {
+		return nil
 	}
-	if len(s.Devices) > 0 {
-		fmt.Fprintln(w, "\nWORST DEVICES")
-		fmt.Fprintln(tw, "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE")
+	return writeTitledTable(w, tw, "WORST DEVICES", "DEVICE\tSLOW REQUESTS\tWRITES\tMAX WRITE", func() {
 		for _, d := range s.Devices {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f ms\n", output.Escape(d.Dev), d.Requests, d.Writes, d.MaxWriteMs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeSlowAppends prints the slowest appends with the journal commits
+// that overlapped them.
+func writeSlowAppends(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if s.SlowWritesTotal <= 0 {
+		return nil
 	}
-	if s.SlowWritesTotal > 0 {
-		fmt.Fprintf(w, "\nSLOW APPENDS: %d, %d of them while a journal commit was pending or running; the slowest:\n",
-			s.SlowWritesTotal, s.SlowWritesUnderCommit)
-		fmt.Fprintln(tw, "START TIME\tEND TIME\tLATENCY\tTID\tBYTES\tOFF_KB\tFILE\tJOURNAL COMMITS")
+	title := fmt.Sprintf("SLOW APPENDS: %d, %d of them while a journal commit was pending or running; the slowest:",
+		s.SlowWritesTotal, s.SlowWritesUnderCommit)
+	return writeTitledTable(w, tw, title, "START TIME\tEND TIME\tLATENCY\tTID\tBYTES\tOFF_KB\tFILE\tJOURNAL COMMITS", func() {
 		for _, sw := range s.SlowWrites {
 			commits := "-"
 			if len(sw.Commits) > 0 {
@@ -237,25 +290,20 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 			fmt.Fprintf(tw, "%s\t%s\t%.1f ms\t%d\t%d\t%d\t%s\t%s\n", sw.Start.Local().Format(clock), sw.End.Local().Format(clock),
 				sw.LatencyMs, sw.TID, sw.Bytes, sw.Offset/1024, output.Escape(sw.File), commits)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	})
+}
+
+// writeWorstCommits prints the slowest journal commits under slow
+// requests.
+func writeWorstCommits(w io.Writer, tw *tabwriter.Writer, s *explain.Summary) error {
+	if len(s.WorstCommits) == 0 {
+		return nil
 	}
-	if len(s.WorstCommits) > 0 {
-		fmt.Fprintln(w, "\nWORST JOURNAL COMMITS (under slow requests)")
-		fmt.Fprintln(tw, "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS")
+	return writeTitledTable(w, tw, "WORST JOURNAL COMMITS (under slow requests)", "DEVICE\tKIND\tSTART\tEND\tLATENCY\tSLOW REQUESTS", func() {
 		for _, c := range s.WorstCommits {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f ms\t%d\n", output.Escape(c.Dev), output.Escape(c.Kind), c.Start.Local().Format(clock), c.End.Local().Format(clock), c.LatencyMs, c.Requests)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if s.IDLookupErrors > 0 {
-		fmt.Fprintf(w, "\n%d of %d segment lookups failed (matched by bytes and time instead); first: %s\n",
-			s.IDLookupErrors, s.IDLookups, output.Escape(s.FirstLookupError))
-	}
-	return nil
+	})
 }
 
 func matchedBy(m map[string]int64) string {
@@ -340,79 +388,9 @@ type step struct {
 
 // WriteTimeline prints one request's timeline: arrival, waits, writes
 // (its own and those it waited for), lock waits, journal commits, and the
-// response, with times relative to arrival.
+// response, with times relative to arrival; then its cause.
 func WriteTimeline(w io.Writer, f *explain.Finding) error {
-	var steps []step
-	add := func(at time.Time, format string, args ...any) {
-		steps = append(steps, step{at, fmt.Sprintf(format, args...)})
-	}
-	add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
-	if f.QueuedMs > 0 {
-		add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
-	}
-	for _, p := range f.Partitions {
-		for _, b := range p.Blocking {
-			add(b.Start, "  other append to %s-%d starts: tid %d %s, %d bytes at %s:%d", output.Escape(p.Topic), p.Partition, b.TID, output.Escape(b.Thread), b.Bytes, output.Escape(b.File), b.Offset)
-			add(b.End, "  other append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, b.LatencyMs)
-		}
-		if ow := p.Write; ow != nil {
-			add(ow.Start, "own append to %s-%d starts: tid %d %s, %d bytes at %s:%d (matched by %s)", output.Escape(p.Topic), p.Partition, ow.TID, output.Escape(ow.Thread), ow.Bytes, output.Escape(ow.File), ow.Offset, ow.MatchedBy)
-			add(ow.End, "own append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, ow.LatencyMs)
-		} else {
-			add(f.Arrival, "  (no append to %s-%d found)", output.Escape(p.Topic), p.Partition)
-		}
-	}
-	for _, l := range f.LockWaits {
-		add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
-		add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
-	}
-	for _, k := range f.KernelWaits {
-		add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
-		add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
-	}
-	if n := f.NetworkThread; n != nil {
-		add(f.Arrival, "  its connection is served by network thread tid %d %s", n.TID, output.Escape(n.Thread))
-	}
-	for _, d := range f.RunDelays {
-		how := "woken"
-		if d.Preempted {
-			how = "preempted"
-		}
-		add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
-		add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
-	}
-	for _, p := range f.ParkWaits {
-		on := ""
-		if p.Blocker != "" {
-			on = " parked on " + output.Escape(p.Blocker)
-		}
-		add(p.Start, "  %stid %d %s sleeps%s", strings.Repeat("  ", p.Depth), p.TID, output.Escape(p.Thread), on)
-		if p.WakerTID != 0 {
-			add(p.End, "  %stid %d woken by tid %d %s after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.WakerTID, output.Escape(p.WakerThread), p.LatencyMs)
-		} else {
-			add(p.End, "  %stid %d unparked after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.LatencyMs)
-		}
-	}
-	for _, p := range f.Pauses {
-		add(p.Start, "  the JVM stops: %s %s", output.Escape(p.Type), output.Escape(p.Name))
-		add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
-	}
-	for _, rf := range f.Replication {
-		replicaSteps(add, rf, "the request's")
-	}
-	if qb := f.QueuedBehind; qb != nil {
-		for _, rf := range qb.Replication {
-			replicaSteps(add, rf, fmt.Sprintf("request %d's", qb.CorrelationID))
-		}
-	}
-	for _, c := range f.Commits {
-		add(c.Start, "  %s on %s starts", output.Escape(c.Kind), output.Escape(c.Dev))
-		add(c.End, "  %s on %s ends after %.1f ms", output.Escape(c.Kind), output.Escape(c.Dev), c.LatencyMs)
-	}
-	if f.ResponseMs > 0 {
-		add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")
-	}
-	add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
+	steps := timelineSteps(f)
 	slices.SortStableFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\t+MS\tEVENT")
@@ -431,18 +409,119 @@ func WriteTimeline(w io.Writer, f *explain.Finding) error {
 	return err
 }
 
-// replicaSteps adds a follower's fetch that passed a request's last
-// offset (whose: "the request's" or the request ahead's), and the
-// follower's fetch before it.
-func replicaSteps(add func(time.Time, string, ...any), rf explain.ReplicaFetch, whose string) {
+// timeline collects a request's steps in the order they are found (the
+// order of steps at the same time).
+type timeline struct{ steps []step }
+
+func (t *timeline) add(at time.Time, format string, args ...any) {
+	t.steps = append(t.steps, step{at, fmt.Sprintf(format, args...)})
+}
+
+// timelineSteps lists the steps of f's timeline, unsorted: the request's
+// own, then each kind of evidence found for it.
+func timelineSteps(f *explain.Finding) []step {
+	var t timeline
+	t.add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
+	if f.QueuedMs > 0 {
+		t.add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
+	}
+	t.appends(f)
+	t.threadWaits(f)
+	t.parkWaits(f)
+	for _, p := range f.Pauses {
+		t.add(p.Start, "  the JVM stops: %s %s", output.Escape(p.Type), output.Escape(p.Name))
+		t.add(p.End, "  the JVM resumes after %.1f ms", p.LatencyMs)
+	}
+	for _, rf := range f.Replication {
+		t.replica(rf, "the request's")
+	}
+	if qb := f.QueuedBehind; qb != nil {
+		for _, rf := range qb.Replication {
+			t.replica(rf, fmt.Sprintf("request %d's", qb.CorrelationID))
+		}
+	}
+	for _, c := range f.Commits {
+		t.add(c.Start, "  %s on %s starts", output.Escape(c.Kind), output.Escape(c.Dev))
+		t.add(c.End, "  %s on %s ends after %.1f ms", output.Escape(c.Kind), output.Escape(c.Dev), c.LatencyMs)
+	}
+	if f.ResponseMs > 0 {
+		t.add(f.End.Add(-ms(f.ResponseMs)), "response starts to leave")
+	}
+	t.add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
+	return t.steps
+}
+
+// appends adds, per partition of f, the other appends it waited for and
+// its own append (or that none was found).
+func (t *timeline) appends(f *explain.Finding) {
+	for _, p := range f.Partitions {
+		for _, b := range p.Blocking {
+			t.add(b.Start, "  other append to %s-%d starts: tid %d %s, %d bytes at %s:%d", output.Escape(p.Topic), p.Partition, b.TID, output.Escape(b.Thread), b.Bytes, output.Escape(b.File), b.Offset)
+			t.add(b.End, "  other append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, b.LatencyMs)
+		}
+		if ow := p.Write; ow != nil {
+			t.add(ow.Start, "own append to %s-%d starts: tid %d %s, %d bytes at %s:%d (matched by %s)", output.Escape(p.Topic), p.Partition, ow.TID, output.Escape(ow.Thread), ow.Bytes, output.Escape(ow.File), ow.Offset, ow.MatchedBy)
+			t.add(ow.End, "own append to %s-%d ends after %.1f ms", output.Escape(p.Topic), p.Partition, ow.LatencyMs)
+		} else {
+			t.add(f.Arrival, "  (no append to %s-%d found)", output.Escape(p.Topic), p.Partition)
+		}
+	}
+}
+
+// threadWaits adds where the threads carrying f waited: on monitors
+// (JFR), in the kernel, for a CPU; and which network thread serves its
+// connection.
+func (t *timeline) threadWaits(f *explain.Finding) {
+	for _, l := range f.LockWaits {
+		t.add(l.Start, "  tid %d waits for monitor %s (JFR)", l.TID, output.Escape(l.Monitor))
+		t.add(l.End, "  tid %d enters the monitor after %.1f ms", l.TID, l.LatencyMs)
+	}
+	for _, k := range f.KernelWaits {
+		t.add(k.Start, "  tid %d %s blocks in the kernel at %s", k.TID, output.Escape(k.Thread), output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 6)], " < ")))
+		t.add(k.End, "  tid %d runs again after %.1f ms", k.TID, k.LatencyMs)
+	}
+	if n := f.NetworkThread; n != nil {
+		t.add(f.Arrival, "  its connection is served by network thread tid %d %s", n.TID, output.Escape(n.Thread))
+	}
+	for _, d := range f.RunDelays {
+		how := "woken"
+		if d.Preempted {
+			how = "preempted"
+		}
+		t.add(d.Start, "  tid %d %s runnable (%s), waits for a CPU", d.TID, output.Escape(d.Thread), how)
+		t.add(d.End, "  tid %d runs on cpu%d after %.1f ms; the CPU had gone to %s (pid %d)", d.TID, d.CPU, d.LatencyMs, output.Escape(d.HolderComm), d.HolderPID)
+	}
+}
+
+// parkWaits adds the sleeps of f's handler and of the threads it waited
+// for (indented by depth), and who woke each.
+func (t *timeline) parkWaits(f *explain.Finding) {
+	for _, p := range f.ParkWaits {
+		on := ""
+		if p.Blocker != "" {
+			on = " parked on " + output.Escape(p.Blocker)
+		}
+		t.add(p.Start, "  %stid %d %s sleeps%s", strings.Repeat("  ", p.Depth), p.TID, output.Escape(p.Thread), on)
+		if p.WakerTID != 0 {
+			t.add(p.End, "  %stid %d woken by tid %d %s after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.WakerTID, output.Escape(p.WakerThread), p.LatencyMs)
+		} else {
+			t.add(p.End, "  %stid %d unparked after %.1f ms", strings.Repeat("  ", p.Depth), p.TID, p.LatencyMs)
+		}
+	}
+}
+
+// replica adds a follower's fetch that passed a request's last offset
+// (whose: "the request's" or the request ahead's), and the follower's
+// fetch before it.
+func (t *timeline) replica(rf explain.ReplicaFetch, whose string) {
 	if rf.PrevFetchArrival != nil {
-		add(*rf.PrevFetchArrival, "  follower %d's previous fetch", rf.Replica)
+		t.add(*rf.PrevFetchArrival, "  follower %d's previous fetch", rf.Replica)
 	}
 	last := ""
 	if rf.Decisive {
 		last = ", the last needed: the high watermark moves past it"
 	}
-	add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
+	t.add(rf.FetchArrival, "  follower %d fetches %s-%d from offset %d, past %s last offset %d, %.1f ms after the append (silent up to %.1f ms)%s",
 		rf.Replica, output.Escape(rf.Topic), rf.Partition, rf.FetchOffset, whose, rf.LastOffset, rf.LateMs, rf.SilentMs, last)
 }
 

@@ -276,41 +276,62 @@ func Cleanup(workDir string) (*Leftovers, error) {
 	return sweep(abs)
 }
 
-// sweep is Cleanup with the lock held.
+// sweep is Cleanup with the lock held: it undoes what the state file
+// lists and what is really under dir, in the order that can succeed
+// (thaw, brokers, mounts, loop devices, files), and carries on past
+// failures, which it returns together.
 func sweep(dir string) (*Leftovers, error) {
-	l := &Leftovers{}
+	s := &sweeper{dir: dir, l: &Leftovers{}}
 	st, stErr := readState(dir)
 	if stErr == nil {
-		l.PID = st.PID
+		s.l.PID = st.PID
 	} else if !errors.Is(stErr, os.ErrNotExist) {
-		stErr = fmt.Errorf("%w (ignored: looking under the dir instead)", stErr)
-	} else {
-		stErr = nil
+		s.errs = append(s.errs, fmt.Errorf("%w (ignored: looking under the dir instead)", stErr))
 	}
-	var errs []error
-	if stErr != nil {
-		errs = append(errs, stErr)
-	}
+	s.st = st
 	// What the state file lists, and what is really there.
 	mounts, err := mountsUnder(dir)
 	if err != nil {
-		return l, err
+		return s.l, err
 	}
 	for _, r := range st.Resources {
 		if r.Kind == kindFrozen && !slices.Contains(mounts, r.Path) && isMounted(r.Path) {
 			mounts = append(mounts, r.Path)
 		}
 	}
-	// 1. Thaw: a broker writing to a frozen file system cannot die, and
-	// a frozen one cannot be unmounted.
+	// Thaw first: a broker writing to a frozen file system cannot die,
+	// and a frozen one cannot be unmounted.
 	for _, m := range mounts {
 		if thaw(m) == nil {
-			l.Thawed = append(l.Thawed, m)
+			s.l.Thawed = append(s.l.Thawed, m)
 		}
 	}
-	// 2. Brokers.
-	pids := brokersUnder(dir)
-	for _, r := range st.Resources {
+	s.killBrokers()
+	s.unmount(mounts)
+	s.detachLoops()
+	// Files only once nothing is mounted under them.
+	if left, _ := mountsUnder(dir); len(left) > 0 {
+		s.errs = append(s.errs, fmt.Errorf("still mounted under %s: %s (files kept)", dir, strings.Join(left, ", ")))
+	} else {
+		s.removeFiles()
+	}
+	return s.l, errors.Join(s.errs...)
+}
+
+// sweeper is one sweep of a work dir: its state file, what it removed
+// and the failures so far.
+type sweeper struct {
+	dir  string
+	st   state
+	l    *Leftovers
+	errs []error
+}
+
+// killBrokers kills the brokers running from the dir and those the state
+// file lists that still are, and waits for them to be gone.
+func (s *sweeper) killBrokers() {
+	pids := brokersUnder(s.dir)
+	for _, r := range s.st.Resources {
 		if r.Kind == kindBroker && !slices.Contains(pids, r.PID) && isBrokerIn(r.PID, r.Path) {
 			pids = append(pids, r.PID)
 		}
@@ -318,59 +339,64 @@ func sweep(dir string) (*Leftovers, error) {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		if !lab.WaitGone(pid, 30*time.Second) {
-			errs = append(errs, fmt.Errorf("broker pid %d still alive after SIGKILL", pid))
+			s.errs = append(s.errs, fmt.Errorf("broker pid %d still alive after SIGKILL", pid))
 			continue
 		}
-		l.Brokers = append(l.Brokers, pid)
+		s.l.Brokers = append(s.l.Brokers, pid)
 	}
-	// 3. Mounts, the deepest first.
+}
+
+// unmount unmounts mounts, the deepest first.
+func (s *sweeper) unmount(mounts []string) {
 	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
 	for _, m := range mounts {
 		if err := unmount(m); err != nil {
-			errs = append(errs, err)
+			s.errs = append(s.errs, err)
 			continue
 		}
-		l.Mounts = append(l.Mounts, m)
+		s.l.Mounts = append(s.l.Mounts, m)
 	}
-	// 4. Loop devices backed by files in the dir.
-	loops, err := loopsBackedUnder(dir)
+}
+
+// detachLoops detaches the loop devices backed by files in the dir.
+func (s *sweeper) detachLoops() {
+	loops, err := loopsBackedUnder(s.dir)
 	if err != nil {
-		errs = append(errs, err)
+		s.errs = append(s.errs, err)
 	}
 	for _, dev := range loops {
 		if err := detachLoop(dev); err != nil {
-			errs = append(errs, err)
+			s.errs = append(s.errs, err)
 			continue
 		}
-		l.Loops = append(l.Loops, dev)
+		s.l.Loops = append(s.l.Loops, dev)
 	}
-	// 5. Files: only once nothing is mounted under them.
-	if left, _ := mountsUnder(dir); len(left) > 0 {
-		errs = append(errs, fmt.Errorf("still mounted under %s: %s (files kept)", dir, strings.Join(left, ", ")))
-	} else {
-		for _, r := range st.Resources {
-			if r.Kind == kindImage && within(dir, r.Path) {
-				if err := os.Remove(r.Path); err == nil {
-					l.Files = append(l.Files, r.Path)
-				}
+}
+
+// removeFiles removes the images the state file lists in the dir, what
+// is left in the run dir (an orderly run leaves it empty) and the state
+// file.
+func (s *sweeper) removeFiles() {
+	for _, r := range s.st.Resources {
+		if r.Kind == kindImage && within(s.dir, r.Path) {
+			if err := os.Remove(r.Path); err == nil {
+				s.l.Files = append(s.l.Files, r.Path)
 			}
 		}
-		// What is left in the run dir (an orderly run leaves it empty).
-		rd := filepath.Join(dir, runDir)
-		entries, _ := os.ReadDir(rd)
-		for _, e := range entries {
-			p := filepath.Join(rd, e.Name())
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
-			} else if !slices.Contains(l.Files, p) {
-				l.Files = append(l.Files, p)
-			}
-		}
-		if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	}
+	rd := filepath.Join(s.dir, runDir)
+	entries, _ := os.ReadDir(rd)
+	for _, e := range entries {
+		p := filepath.Join(rd, e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			s.errs = append(s.errs, err)
+		} else if !slices.Contains(s.l.Files, p) {
+			s.l.Files = append(s.l.Files, p)
 		}
 	}
-	return l, errors.Join(errs...)
+	if err := os.Remove(filepath.Join(s.dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.errs = append(s.errs, err)
+	}
 }
 
 // within reports whether path is dir or below it.

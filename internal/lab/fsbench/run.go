@@ -299,8 +299,9 @@ func (r *runner) task(name string, stop func() error) (*item, func() error) {
 	return it, f
 }
 
-// one runs variant v once: file system, broker, noise, tracing, load,
-// teardown (the unwinding of everything it pushed, on every path).
+// one runs variant v once: the file system under test, the broker on it,
+// the measured load, and the teardown (the unwinding of everything it
+// pushed, on every path).
 func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, err error) {
 	mark := r.st.depth()
 	defer func() {
@@ -308,57 +309,16 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 			err = errors.Join(err, uerr)
 		}
 	}()
-	cfg := r.cfg
 	tag := v.Name + "-" + strconv.Itoa(trial)
 	rr = &RunResult{Variant: v.Name, Trial: trial}
 
-	// The image: sparse, made fresh.
-	img := filepath.Join(r.dir, tag+".img")
-	if err := r.st.push(&item{Kind: kindImage, Path: img, undo: func() error { return removeFile(img) }}); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.Truncate(img, cfg.ImageSize); err != nil {
-		return nil, err
-	}
-
-	// The loop device.
-	out, err := run("losetup", "--find", "--show", "--direct-io=on", img)
+	dev, err := r.loopDevice(tag)
 	if err != nil {
-		// Not every backing file system takes direct I/O.
-		r.res.LoopDirectIO = false
-		if out, err = run("losetup", "--find", "--show", img); err != nil {
-			return nil, err
-		}
-	}
-	dev := strings.TrimSpace(out)
-	if err := r.st.push(&item{Kind: kindLoop, Dev: dev, Path: img, undo: func() error {
-		if loopBackingFile(dev) != img {
-			return nil // gone already
-		}
-		return detachLoop(dev)
-	}}); err != nil {
 		return nil, err
 	}
 	rr.Device = dev
-
-	// The file system.
-	if _, err := run(v.MkfsCommand(dev)...); err != nil {
-		return nil, err
-	}
-	mnt := filepath.Join(r.dir, tag)
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		return nil, err
-	}
-	if err := r.st.push(&item{Kind: kindMount, Path: mnt, Dev: dev, undo: func() error {
-		_ = thaw(mnt)
-		return unmount(mnt)
-	}}); err != nil {
-		return nil, err
-	}
-	if _, err := run(v.MountCommand(dev, mnt)...); err != nil {
+	mnt, err := r.fileSystem(v, dev, tag)
+	if err != nil {
 		return nil, err
 	}
 	rr.MountOptions = mountOptions(mnt)
@@ -369,14 +329,89 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 		return nil, ctx.Err()
 	}
 
-	// The broker, its log dir on the file system under test (its config
-	// and logs stay on the root disk).
 	logDir := filepath.Join(mnt, "kafka-logs")
+	ok := false // until set, the unwinding keeps the broker's output
+	b, err := r.broker(ctx, v, trial, tag, logDir, &ok)
+	if err != nil {
+		return nil, err
+	}
+	rr.BrokerPID = b.PID()
+	r.res.Kafka = b.Version()
+	logf(r.cfg.Progress, "%s trial %d: broker pid %d on %s, log dir %s on %s (%s %s)", v.Name, trial, b.PID(), b.Addr(), logDir, dev, v.FS, rr.MountOptions)
+
+	if err := r.measure(ctx, v, trial, b, logDir, mnt, rr); err != nil {
+		return nil, err
+	}
+	ok = true
+	return rr, nil
+}
+
+// loopDevice makes the run's sparse image, fresh, and attaches it to a
+// loop device (with direct I/O where the backing file system takes it);
+// both are on the stack. It returns the device.
+func (r *runner) loopDevice(tag string) (string, error) {
+	img := filepath.Join(r.dir, tag+".img")
+	if err := r.st.push(&item{Kind: kindImage, Path: img, undo: func() error { return removeFile(img) }}); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Truncate(img, r.cfg.ImageSize); err != nil {
+		return "", err
+	}
+	out, err := run("losetup", "--find", "--show", "--direct-io=on", img)
+	if err != nil {
+		// Not every backing file system takes direct I/O.
+		r.res.LoopDirectIO = false
+		if out, err = run("losetup", "--find", "--show", img); err != nil {
+			return "", err
+		}
+	}
+	dev := strings.TrimSpace(out)
+	if err := r.st.push(&item{Kind: kindLoop, Dev: dev, Path: img, undo: func() error {
+		if loopBackingFile(dev) != img {
+			return nil // gone already
+		}
+		return detachLoop(dev)
+	}}); err != nil {
+		return "", err
+	}
+	return dev, nil
+}
+
+// fileSystem makes v's file system on dev and mounts it on a fresh
+// directory, the mount on the stack. It returns the mount point.
+func (r *runner) fileSystem(v Variant, dev, tag string) (string, error) {
+	if _, err := run(v.MkfsCommand(dev)...); err != nil {
+		return "", err
+	}
+	mnt := filepath.Join(r.dir, tag)
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return "", err
+	}
+	if err := r.st.push(&item{Kind: kindMount, Path: mnt, Dev: dev, undo: func() error {
+		_ = thaw(mnt)
+		return unmount(mnt)
+	}}); err != nil {
+		return "", err
+	}
+	if _, err := run(v.MountCommand(dev, mnt)...); err != nil {
+		return "", err
+	}
+	return mnt, nil
+}
+
+// broker starts the run's broker with its log dir on the file system
+// under test (its config and logs stay on the root disk); its directory
+// and its process are on the stack. Unless *ok is set by then, the
+// unwinding keeps the broker's output of the failed run in the work dir
+// (the run dir goes).
+func (r *runner) broker(ctx context.Context, v Variant, trial int, tag, logDir string, ok *bool) (*lab.Broker, error) {
+	cfg := r.cfg
 	bdir := filepath.Join(r.dir, "broker-"+tag)
-	ok := false
 	if err := r.st.push(&item{Kind: kindDir, Path: bdir, undo: func() error {
-		if !ok && ctx.Err() == nil {
-			// Keep the broker's output of a failed run (the run dir goes).
+		if !*ok && ctx.Err() == nil {
 			if b, err := os.ReadFile(filepath.Join(bdir, lab.OutFile)); err == nil {
 				kept := filepath.Join(cfg.WorkDir, "failed-"+tag+"-"+lab.OutFile)
 				if os.WriteFile(kept, b, 0o644) == nil {
@@ -398,15 +433,17 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 	if err := r.st.push(&item{Kind: kindBroker, PID: b.PID(), Path: bdir, undo: b.Stop}); err != nil {
 		return nil, err
 	}
-	rr.BrokerPID = b.PID()
-	r.res.Kafka = b.Version()
-	logf(cfg.Progress, "%s trial %d: broker pid %d on %s, log dir %s on %s (%s %s)", v.Name, trial, b.PID(), b.Addr(), logDir, dev, v.FS, rr.MountOptions)
+	return b, nil
+}
 
-	// Tracing, then the noise, then the load (and the stalls with it).
+// measure runs the load on broker b with the tracing, then the noise,
+// started first and the stalls started with the load's measured part;
+// it stops them all and fills rr's figures.
+func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broker, logDir, mnt string, rr *RunResult) error {
 	win := &window{}
 	tr, err := startTracing(b.PID(), logDir, win)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var lost uint64
 	trItem, stopTrace := r.task("tracer", func() error {
@@ -415,83 +452,116 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 		return err
 	})
 	if err := r.st.push(trItem); err != nil {
-		return nil, err
+		return err
 	}
-	var noise *noiseStats
-	stopNoise := func() error { return nil }
-	if cfg.Noise != nil {
-		dir := filepath.Join(mnt, "noise")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, err
-		}
-		ns, stop, err := startNoise(ctx, cfg.Noise, dir, win)
-		if err != nil {
-			return nil, err
-		}
-		noise = ns
-		var it *item
-		it, stopNoise = r.task("noise", func() error { stop(); return nil })
-		if err := r.st.push(it); err != nil {
-			return nil, err
-		}
-	}
-	bc, err := cfg.Workload.BenchConfig(b.Addr())
+	noise, stopNoise, err := r.noise(ctx, mnt, win)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	bc.Progress = cfg.BenchProgress
-	var (
-		stMu      sync.Mutex
-		stl       *staller
-		stopStall = func() error { return nil }
-	)
+	bc, err := r.cfg.Workload.BenchConfig(b.Addr())
+	if err != nil {
+		return err
+	}
+	bc.Progress = r.cfg.BenchProgress
+	stalls := &runStalls{}
 	bc.OnStart = func(_, measureStart time.Time) {
 		win.set(measureStart, bc.Duration)
-		if cfg.Stall == nil {
-			return
-		}
-		stMu.Lock()
-		defer stMu.Unlock()
-		stl = startStaller(ctx, r.st, mnt, *cfg.Stall, measureStart.Add(cfg.Stall.Period/2))
-		var it *item
-		it, stopStall = r.task("stalls", stl.stop)
-		_ = r.st.push(it)
+		stalls.start(ctx, r, mnt, measureStart)
 	}
 	others := otherBrokers(b.PID())
 	br, berr := bench.Run(ctx, bc)
 	others = append(others, otherBrokers(b.PID())...)
-	stMu.Lock()
-	serr := stopStall()
-	stMu.Unlock()
+	serr := stalls.stop()
 	nerr := stopNoise()
 	terr := stopTrace()
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if berr != nil {
-		return nil, fmt.Errorf("load: %w", berr)
+		return fmt.Errorf("load: %w", berr)
 	}
 	if err := errors.Join(serr, nerr, terr); err != nil {
-		return nil, err
+		return err
 	}
 	if noise != nil && noise.err != nil {
-		return nil, noise.err
+		return noise.err
 	}
-	start, _ := win.get()
-	rr.Start = start
+	rr.Start, _ = win.get()
 	rr.TraceLost = lost
-	if stl != nil {
-		rr.Freezes = stl.freeze
-	}
+	rr.Freezes = stalls.freezes()
 	if err := r.figures(rr, br, tr, noise); err != nil {
-		return nil, err
+		return err
 	}
 	if len(others) > 0 {
 		slices.Sort(others)
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: other Kafka brokers ran on this machine during the load (pids %v): they compete for CPU and disk", v.Name, trial, slices.Compact(others)))
 	}
-	ok = true
-	return rr, nil
+	return nil
+}
+
+// noise starts the configured noise writer in a directory of the file
+// system under test, its stop on the stack. Without noise configured it
+// returns no stats and a stop that does nothing.
+func (r *runner) noise(ctx context.Context, mnt string, win *window) (*noiseStats, func() error, error) {
+	if r.cfg.Noise == nil {
+		return nil, func() error { return nil }, nil
+	}
+	dir := filepath.Join(mnt, "noise")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	ns, stop, err := startNoise(ctx, r.cfg.Noise, dir, win)
+	if err != nil {
+		return nil, nil, err
+	}
+	it, stopNoise := r.task("noise", func() error { stop(); return nil })
+	if err := r.st.push(it); err != nil {
+		return nil, nil, err
+	}
+	return ns, stopNoise, nil
+}
+
+// runStalls is a run's staller, started from the load's OnStart (on the
+// load's goroutine) when the measured part begins, when stalls are
+// configured, and stopped after the load.
+type runStalls struct {
+	mu    sync.Mutex
+	stl   *staller
+	stopF func() error // nil until started
+}
+
+// start starts freezing mnt half a period into the measured part, the
+// stalls on r's stack.
+func (s *runStalls) start(ctx context.Context, r *runner, mnt string, measureStart time.Time) {
+	if r.cfg.Stall == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stl = startStaller(ctx, r.st, mnt, *r.cfg.Stall, measureStart.Add(r.cfg.Stall.Period/2))
+	var it *item
+	it, s.stopF = r.task("stalls", s.stl.stop)
+	_ = r.st.push(it)
+}
+
+// stop stops the stalls if they started.
+func (s *runStalls) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopF == nil {
+		return nil
+	}
+	return s.stopF()
+}
+
+// freezes is the number of freezes made (0 without stalls).
+func (s *runStalls) freezes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stl == nil {
+		return 0
+	}
+	return s.stl.freeze
 }
 
 // figures fills rr from the load's result, the trace and the noise.
