@@ -253,7 +253,7 @@ func (u *usePanelBuilder) panel() *UsePanel {
 	}
 	kindOrder := map[string]int{use.KindSaturation: 0, use.KindErrors: 1, use.KindUtilization: 2}
 	slices.SortFunc(p.Findings, func(a, b UseFinding) int {
-		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(b.Intervals, a.Intervals), cmp.Compare(a.Resource, b.Resource))
+		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(b.Intervals, a.Intervals), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Kind, b.Kind))
 	})
 	for _, l := range [][]NamedSeries{p.Disks, p.Throttles, p.NICDrops} {
 		slices.SortFunc(l, func(a, b NamedSeries) int { return cmp.Compare(a.Name, b.Name) })
