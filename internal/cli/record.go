@@ -504,8 +504,7 @@ func startTrace(ctx context.Context, stderr io.Writer, quiet bool, fc iotrace.Fo
 	}
 	go func() {
 		defer close(t.done)
-		t.sessions, t.err = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal,
-			RunDelay: rec.RunDelay, Wakeup: rec.Wakeup, ConnThread: rec.ConnThread})
+		t.sessions, t.err = iotrace.Follow(ctx, fc, rec.Handlers())
 	}()
 	select {
 	case <-firstAttach:

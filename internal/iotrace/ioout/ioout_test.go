@@ -39,8 +39,9 @@ func TestFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			h := w.Handlers()
 			for _, e := range []*event.Write{sample(), &fsync} {
-				if err := w.Write(e); err != nil {
+				if err := h.Write(e); err != nil {
 					t.Fatal(err)
 				}
 			}
