@@ -1,6 +1,8 @@
 package iotrace
 
 import (
+	"slices"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -59,6 +61,20 @@ var sources = []source{
 		open: openRunqSource, kinds: []event.Kind{event.RunDelays, event.Wakeups}, describe: Mode.runQueueString},
 	{name: "connections", wanted: func(c *Config) bool { return c.Conns },
 		open: openConnSource, kinds: []event.Kind{event.ConnThreads}, describe: Mode.connsString},
+}
+
+// Kinds are the kinds of event a Tracer may send: writes, and those of
+// every source.
+func Kinds() []event.Kind {
+	kinds := []event.Kind{event.Writes}
+	for _, src := range sources {
+		for _, k := range src.kinds {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds
 }
 
 // openSources opens the sources cfg asks for, after the system calls'
