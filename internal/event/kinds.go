@@ -94,14 +94,17 @@ func Kinds() []Kind { return append([]Kind(nil), kinds...) }
 // (nil: none are checked). Call it from a package-level variable
 // declaration: the table of kinds is not guarded for changes once
 // readers run. Events of a kind made here have no named field in
-// Handlers: set their handler with On. It panics when T, or one of
-// names, has a kind already: events go to their handler by type, and
-// lines by name.
+// Handlers: set their handler with On. It panics without a name, or
+// when T or one of names has a kind already: events go to their handler
+// by type, and lines by name.
 func NewKind[T any](stream Stream, times func(*T) Times, names ...string) *KindOf[T] {
 	return addKind(&KindOf[T]{names: names, stream: stream, times: times})
 }
 
 func addKind[T any](k *KindOf[T]) *KindOf[T] {
+	if len(k.names) == 0 {
+		panic(fmt.Sprintf("event: a kind of %T without a name", new(T)))
+	}
 	for _, other := range kinds {
 		if _, same := other.(*KindOf[T]); same {
 			panic(fmt.Sprintf("event: a second kind of %T", new(T)))

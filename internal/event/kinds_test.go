@@ -55,6 +55,7 @@ func TestNewKindRefusesDuplicates(t *testing.T) {
 		{"type with a kind", func() { NewKind[RunDelay](StreamSched, nil, "run_delay_again") }},
 		{"name of a kind", func() { NewKind[fresh](StreamSched, nil, KindRunDelay) }},
 		{"no name, as writes", func() { NewKind[fresh](StreamWrites, nil, "") }},
+		{"no names at all", func() { NewKind[fresh](StreamSched, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := len(Kinds())
