@@ -124,8 +124,7 @@ func runIotrace(ctx context.Context, stdout, stderr io.Writer, o *iotraceOptions
 
 	var h iotrace.Handlers // --summary: none, the histograms count every call
 	if writer != nil {
-		h = iotrace.Handlers{Write: writer.Write, Commit: writer.Commit, Sync: writer.Sync, Block: writer.Block, Wait: writer.Wait, Steal: writer.Steal,
-			RunDelay: writer.RunDelay, Wakeup: writer.Wakeup, ConnThread: writer.ConnThread}
+		h = writer.Handlers()
 	}
 	sessions, err := iotrace.Follow(ctx, fc, h)
 	if writer != nil {

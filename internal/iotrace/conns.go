@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -35,6 +36,18 @@ type conns struct {
 	l     link.Link
 	rd    *ringbuf.Reader
 	ports []uint16
+	// events counts the connections reported (Stats.ConnEvents).
+	events atomic.Uint64
+}
+
+// openConnSource is the connections' entry of sources.
+func openConnSource(t *Tracer, cfg *Config, _ []uint32) (subtracer, error) {
+	c, err := openConns(cfg.PID, cfg.Ports, cfg.ringFlags())
+	if err != nil {
+		return nil, err
+	}
+	t.mode.Conns = c.ports
+	return c, nil
 }
 
 func openConns(pid int, ports []uint16, ringFlags uint64) (_ *conns, err error) {
@@ -152,6 +165,7 @@ func (c *conns) ring() *ringbuf.Reader     { return c.rd }
 func (c *conns) programs() []*ebpf.Program { return []*ebpf.Program{c.objs.KsioSockRecv} }
 
 func (c *conns) counters(s *Stats) error {
+	s.ConnEvents += c.events.Load()
 	return sumCounters(c.objs.KsioKcounters, &s.ConnRingbufDrops, &s.ConnRecvs)
 }
 
@@ -237,7 +251,7 @@ func (c *conns) read(t *Tracer, h Handlers, deliver *delivery) error {
 		if err != nil {
 			return err
 		}
-		t.counts.conns.Add(1)
+		c.events.Add(1)
 		ct, err := connThread(&ev, t.clock, t.threads.name)
 		if err != nil || h.ConnThread == nil {
 			return nil // the kernel sends AF_INET and AF_INET6 only

@@ -2,6 +2,7 @@ package iotrace
 
 import (
 	"os/exec"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -43,5 +44,24 @@ func TestWatchExit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAddStats: every field of Stats is added up (AddStats walks them,
+// so a field that is not a count would panic here first).
+func TestAddStats(t *testing.T) {
+	var one Stats
+	v := reflect.ValueOf(&one).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetUint(uint64(i + 1))
+	}
+	var sum Stats
+	AddStats(&sum, one)
+	AddStats(&sum, one)
+	s := reflect.ValueOf(sum)
+	for i := range s.NumField() {
+		if got := s.Field(i).Uint(); got != 2*uint64(i+1) {
+			t.Errorf("%s: %d, want %d", s.Type().Field(i).Name, got, 2*(i+1))
+		}
 	}
 }

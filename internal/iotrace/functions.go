@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,6 +64,19 @@ type functions struct {
 type tracingSet struct {
 	colls []*ebpf.Collection
 	links []link.Link
+}
+
+// openFunctionSource is the file system functions' entry of sources.
+func openFunctionSource(t *Tracer, cfg *Config, _ []uint32) (subtracer, error) {
+	f, err := openFunctions(*cfg, &t.objs)
+	if err != nil {
+		return nil, err
+	}
+	t.mode.Functions = f.timed
+	if len(f.skipped) > 0 {
+		t.mode.FunctionsErr = errors.New(strings.Join(f.skipped, "; "))
+	}
+	return f, nil
 }
 
 // openFunctions loads and attaches bpf/iofunc.bpf.c's programs for each
@@ -172,6 +186,12 @@ func attachTracing(coll *ebpf.Collection, spec *ebpf.CollectionSpec) ([]link.Lin
 	}
 	return links, nil
 }
+
+// Function programs (file system functions, system calls at fentry) send
+// and count through the system calls' maps: nothing of their own to read.
+func (f *tracingSet) ring() *ringbuf.Reader                   { return nil }
+func (f *tracingSet) read(*Tracer, Handlers, *delivery) error { return nil }
+func (f *tracingSet) counters(*Stats) error                   { return nil } // counted in ksio_counters
 
 // programs returns the loaded programs.
 func (f *tracingSet) programs() []*ebpf.Program {

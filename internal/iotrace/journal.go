@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -103,6 +104,18 @@ type journal struct {
 	// others were not.
 	groups  []string
 	skipped []string
+	// events counts the events read (Stats.JournalEvents).
+	events atomic.Uint64
+}
+
+// openJournalSource is the journal's entry of sources.
+func openJournalSource(t *Tracer, cfg *Config, devs []uint32) (subtracer, error) {
+	j, err := openJournal(uint64(cfg.MinLatency), devs, cfg.ringFlags())
+	if err != nil {
+		return nil, err
+	}
+	t.journal = j
+	return j, nil
 }
 
 // openJournal loads bpf/iojournal.bpf.c, fills its device filter with
@@ -256,6 +269,36 @@ func decodeJournalEvent(b []byte) (iojournalIojournalEvent, bool) {
 		e.Rwbs[i] = int8(b[110+i])
 	}
 	return e, true
+}
+
+func (j *journal) ring() *ringbuf.Reader { return j.rd }
+
+func (j *journal) counters(s *Stats) error {
+	s.JournalEvents += j.events.Load()
+	return sumCounters(j.objs.KsioJcounters, &s.JournalRingbufDrops, &s.JournalHistFull, &s.JournalStartFull)
+}
+
+func (j *journal) programs() []*ebpf.Program {
+	var progs []*ebpf.Program
+	for _, tp := range j.objs.tracepoints() {
+		progs = append(progs, tp.prog)
+	}
+	return progs
+}
+
+func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {
+	return t.readPolled(j.rd, func(b []byte) error {
+		ev, ok := decodeJournalEvent(b)
+		if !ok {
+			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
+		}
+		j.events.Add(1)
+		je, err := t.convertJournal(&ev)
+		if err != nil {
+			return err
+		}
+		return deliver.do(func() error { return h.Handle(je) })
+	})
 }
 
 // journalEvent is one of *event.JournalCommit, *event.FileSync and

@@ -35,25 +35,44 @@ type Mode struct {
 	Conns    []uint16
 }
 
+// String says how writes are timed, then what each source that
+// describes itself says (sources).
 func (m Mode) String() string {
 	s := m.writes()
-	switch {
-	case m.Steal:
-		s += " + steal"
-	case m.StealErr != nil:
-		s += fmt.Sprintf(" (steal not traced: %v)", m.StealErr)
-	}
-	if m.RunQueue {
-		s += " + run-queue delays"
-	}
-	if len(m.Conns) > 0 {
-		ports := make([]string, len(m.Conns))
-		for i, p := range m.Conns {
-			ports[i] = strconv.Itoa(int(p))
+	for _, src := range sources {
+		if src.describe != nil {
+			s += src.describe(m)
 		}
-		s += " + connection threads (ports " + strings.Join(ports, ",") + ")"
 	}
 	return s
+}
+
+func (m Mode) stealString() string {
+	switch {
+	case m.Steal:
+		return " + steal"
+	case m.StealErr != nil:
+		return fmt.Sprintf(" (steal not traced: %v)", m.StealErr)
+	}
+	return ""
+}
+
+func (m Mode) runQueueString() string {
+	if m.RunQueue {
+		return " + run-queue delays"
+	}
+	return ""
+}
+
+func (m Mode) connsString() string {
+	if len(m.Conns) == 0 {
+		return ""
+	}
+	ports := make([]string, len(m.Conns))
+	for i, p := range m.Conns {
+		ports[i] = strconv.Itoa(int(p))
+	}
+	return " + connection threads (ports " + strings.Join(ports, ",") + ")"
 }
 
 func (m Mode) writes() string {

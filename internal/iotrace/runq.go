@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -22,6 +23,9 @@ type runq struct {
 	objs  iorunqObjects
 	links []link.Link
 	rd    *ringbuf.Reader
+	// delays and wakeups count the events read (Stats.RunDelayEvents,
+	// Stats.WakeupEvents).
+	delays, wakeups atomic.Uint64
 }
 
 // DefaultRunQueueMin is the run-queue threshold when Config.RunQueueMin
@@ -30,6 +34,16 @@ type runq struct {
 // of 0.5 ms showed none of them. At the demo's load 250 µs costs no more
 // than 1 ms did (bench/sched-cost.sh).
 const DefaultRunQueueMin = 250 * time.Microsecond
+
+// openRunqSource is the run queue's entry of sources.
+func openRunqSource(t *Tracer, cfg *Config, _ []uint32) (subtracer, error) {
+	r, err := openRunq(cfg.PID, cfg.RunQueueMin)
+	if err != nil {
+		return nil, err
+	}
+	t.mode.RunQueue = true
+	return r, nil
+}
 
 func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 	if minLatency < 0 {
@@ -93,6 +107,8 @@ func (r *runq) programs() []*ebpf.Program {
 }
 
 func (r *runq) counters(s *Stats) error {
+	s.RunDelayEvents += r.delays.Load()
+	s.WakeupEvents += r.wakeups.Load()
 	return sumCounters(r.objs.KsioRcounters, &s.RunDelayRingbufDrops, &s.RunDelayStartFull)
 }
 
@@ -213,14 +229,14 @@ func (r *runq) read(t *Tracer, h Handlers, deliver *delivery) error {
 			return err
 		}
 		if ev.Kind == runqKindWake {
-			t.counts.wakeups.Add(1)
+			r.wakeups.Add(1)
 			if h.Wakeup == nil || ev.EndNs < ev.StartNs {
 				return nil
 			}
 			w := wakeup(&ev, t.clock, t.threads.name)
 			return deliver.do(func() error { return h.Wakeup(w) })
 		}
-		t.counts.runDelays.Add(1)
+		r.delays.Add(1)
 		if h.RunDelay == nil {
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -19,12 +20,29 @@ type steals struct {
 	objs iostealObjects
 	l    link.Link
 	rd   *ringbuf.Reader
+	// events counts the intervals read (Stats.StealEvents).
+	events atomic.Uint64
 }
 
 // errNoStealClock: the kernel keeps no steal clock per run queue (not a
 // paravirtualised guest kernel, or one without
 // CONFIG_PARAVIRT_TIME_ACCOUNTING).
 var errNoStealClock = errors.New("the kernel does not account steal time per run queue (CONFIG_PARAVIRT_TIME_ACCOUNTING)")
+
+// openStealSource is steal's entry of sources: a kernel that cannot
+// trace steal fails Open, or with Config.StealOptional has Mode say why.
+func openStealSource(t *Tracer, cfg *Config, _ []uint32) (subtracer, error) {
+	s, err := openSteals(cfg.StealMin, cfg.ringFlags())
+	switch {
+	case err == nil:
+		t.mode.Steal = true
+		return s, nil
+	case cfg.StealOptional:
+		t.mode.StealErr = err
+		return nil, nil
+	}
+	return nil, err
+}
 
 func openSteals(minStolen time.Duration, ringFlags uint64) (_ *steals, err error) {
 	spec, err := loadIosteal()
@@ -94,13 +112,22 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 	return ev, true
 }
 
-func (t *Tracer) readSteals(h Handlers, deliver *delivery) error {
-	return t.readPolled(t.steals.rd, func(b []byte) error {
+func (s *steals) ring() *ringbuf.Reader { return s.rd }
+
+func (s *steals) counters(st *Stats) error {
+	st.StealEvents += s.events.Load()
+	return sumCounters(s.objs.KsioScounters, &st.StealRingbufDrops, &st.StealSwitches)
+}
+
+func (s *steals) programs() []*ebpf.Program { return []*ebpf.Program{s.objs.KsioStealSwitch} }
+
+func (s *steals) read(t *Tracer, h Handlers, deliver *delivery) error {
+	return t.readPolled(s.rd, func(b []byte) error {
 		ev, ok := decodeStealEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: steal ring buffer sample of %d bytes, want %d", len(b), stealEventSize)
 		}
-		t.counts.steals.Add(1)
+		s.events.Add(1)
 		if h.Steal == nil {
 			return nil
 		}

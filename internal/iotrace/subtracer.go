@@ -1,136 +1,97 @@
 package iotrace
 
 import (
-	"errors"
-	"strings"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // subtracer is an optional part of a Tracer with its own BPF programs
-// (system calls at fentry, journal, function mode, waits, steal, run-queue delays, connections):
-// opened by Open after the system calls, read by RunAll, counted by
-// Stats, listed by ProgramIDs, detached and closed with the Tracer.
+// (system calls at fentry, and each of sources): opened by Open after
+// the system calls, read by RunAll, counted by Stats, listed by
+// ProgramIDs, detached and closed with the Tracer.
 type subtracer interface {
 	// ring is its ring buffer, nil when it sends no events of its own.
 	ring() *ringbuf.Reader
 	// read reads ring until it is flushed or closed, passing events to
 	// h through deliver.
 	read(t *Tracer, h Handlers, deliver *delivery) error
-	// counters adds its kernel-side counters (losses) to s.
+	// counters adds its events read and its kernel-side counters
+	// (losses) to s.
 	counters(s *Stats) error
 	programs() []*ebpf.Program
 	detach() error
 	close() error
 }
 
-// openOptional opens the sub-tracers cfg asks for, after the system
-// calls' programs (t.objs) are loaded: each is kept in t.subs, so that
-// Close releases what was opened even when a later one fails.
-func (t *Tracer) openOptional(cfg Config, devs []uint32) error {
-	if cfg.Functions != FunctionsOff {
-		f, err := openFunctions(cfg, &t.objs)
+// source is one optional part of a Tracer, in the table sources. A new
+// one is a file with its subtracer (its BPF programs loaded, attached,
+// read, counted, closed) and an entry here, with the Config, Stats and
+// Mode fields it needs.
+type source struct {
+	name string
+	// wanted says whether cfg asks for it.
+	wanted func(cfg *Config) bool
+	// open loads and attaches its programs (devs are the devices of the
+	// log directories) and notes in t.mode what it does. A nil
+	// subtracer without an error: it was not opened, and t.mode says
+	// why (steal with Config.StealOptional).
+	open func(t *Tracer, cfg *Config, devs []uint32) (subtracer, error)
+	// kinds are the kinds of event it sends (event.Kinds).
+	kinds []event.Kind
+	// describe is what Mode.String says of it; nil: nothing.
+	describe func(m Mode) string
+}
+
+// sources are the optional parts of a Tracer, in the order Open opens
+// them and Mode.String describes them.
+var sources = []source{
+	{name: "file system functions", wanted: func(c *Config) bool { return c.Functions != FunctionsOff },
+		open: openFunctionSource, kinds: []event.Kind{event.Writes}},
+	{name: "journal", wanted: func(c *Config) bool { return c.Journal },
+		open: openJournalSource, kinds: []event.Kind{event.Commits, event.Syncs, event.Blocks}},
+	{name: "waits", wanted: func(c *Config) bool { return c.Waits },
+		open: openWaitSource, kinds: []event.Kind{event.KernelWaits}},
+	{name: "steal", wanted: func(c *Config) bool { return c.Steal },
+		open: openStealSource, kinds: []event.Kind{event.Steals}, describe: Mode.stealString},
+	{name: "run queue", wanted: func(c *Config) bool { return c.RunQueue },
+		open: openRunqSource, kinds: []event.Kind{event.RunDelays, event.Wakeups}, describe: Mode.runQueueString},
+	{name: "connections", wanted: func(c *Config) bool { return c.Conns },
+		open: openConnSource, kinds: []event.Kind{event.ConnThreads}, describe: Mode.connsString},
+}
+
+// Kinds are the kinds of event a Tracer may send: writes, and those of
+// every source.
+func Kinds() []event.Kind {
+	kinds := []event.Kind{event.Writes}
+	for _, src := range sources {
+		for _, k := range src.kinds {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds
+}
+
+// openSources opens the sources cfg asks for, after the system calls'
+// programs (t.objs) are loaded: each is kept in t.subs, so that Close
+// releases what was opened even when a later one fails.
+func (t *Tracer) openSources(cfg *Config, devs []uint32) error {
+	for _, src := range sources {
+		if !src.wanted(cfg) {
+			continue
+		}
+		s, err := src.open(t, cfg, devs)
 		if err != nil {
 			return err
 		}
-		t.funcs = f
-		t.subs = append(t.subs, f)
-		t.mode.Functions = f.timed
-		if len(f.skipped) > 0 {
-			t.mode.FunctionsErr = errors.New(strings.Join(f.skipped, "; "))
-		}
-	}
-	if cfg.Journal {
-		j, err := openJournal(uint64(cfg.MinLatency), devs, cfg.ringFlags())
-		if err != nil {
-			return err
-		}
-		t.journal = j
-		t.subs = append(t.subs, j)
-	}
-	if cfg.Waits {
-		wmin := cfg.WaitMinLatency
-		if wmin <= 0 {
-			wmin = cfg.MinLatency
-		}
-		w, err := openWaits(cfg.PID, wmin, cfg.ringFlags())
-		if err != nil {
-			return err
-		}
-		t.waits = w
-		t.subs = append(t.subs, w)
-	}
-	if cfg.Steal {
-		s, err := openSteals(cfg.StealMin, cfg.ringFlags())
-		switch {
-		case err == nil:
-			t.steals = s
+		if s != nil {
 			t.subs = append(t.subs, s)
-		case !cfg.StealOptional:
-			return err
-		default:
-			t.mode.StealErr = err
 		}
-		t.mode.Steal = t.steals != nil
-	}
-	if cfg.RunQueue {
-		r, err := openRunq(cfg.PID, cfg.RunQueueMin)
-		if err != nil {
-			return err
-		}
-		t.subs = append(t.subs, r)
-		t.mode.RunQueue = true
-	}
-	if cfg.Conns {
-		c, err := openConns(cfg.PID, cfg.Ports, cfg.ringFlags())
-		if err != nil {
-			return err
-		}
-		t.subs = append(t.subs, c)
-		t.mode.Conns = c.ports
 	}
 	return nil
 }
-
-// The older sub-tracers' parts of the interface; run-queue delays and
-// connections have theirs in runq.go and conns.go.
-
-// Function programs (file system functions, system calls at fentry) send
-// and count through the system calls' maps: nothing of their own to read.
-func (f *tracingSet) ring() *ringbuf.Reader                   { return nil }
-func (f *tracingSet) read(*Tracer, Handlers, *delivery) error { return nil }
-func (f *tracingSet) counters(*Stats) error                   { return nil } // counted in ksio_counters
-
-func (j *journal) ring() *ringbuf.Reader { return j.rd }
-func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return t.readJournal(h, deliver)
-}
-func (j *journal) counters(s *Stats) error {
-	return sumCounters(j.objs.KsioJcounters, &s.JournalRingbufDrops, &s.JournalHistFull, &s.JournalStartFull)
-}
-func (j *journal) programs() []*ebpf.Program {
-	var progs []*ebpf.Program
-	for _, tp := range j.objs.tracepoints() {
-		progs = append(progs, tp.prog)
-	}
-	return progs
-}
-
-func (w *waits) ring() *ringbuf.Reader { return w.rd }
-func (w *waits) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return t.readWaits(h, deliver)
-}
-func (w *waits) counters(s *Stats) error {
-	return sumCounters(w.objs.KsioWcounters, &s.WaitRingbufDrops, &s.WaitStartFull, &s.WaitStackLost)
-}
-func (w *waits) programs() []*ebpf.Program { return []*ebpf.Program{w.objs.KsioSchedSwitch} }
-
-func (s *steals) ring() *ringbuf.Reader { return s.rd }
-func (s *steals) read(t *Tracer, h Handlers, deliver *delivery) error {
-	return t.readSteals(h, deliver)
-}
-func (s *steals) counters(st *Stats) error {
-	return sumCounters(s.objs.KsioScounters, &st.StealRingbufDrops, &st.StealSwitches)
-}
-func (s *steals) programs() []*ebpf.Program { return []*ebpf.Program{s.objs.KsioStealSwitch} }

@@ -125,12 +125,9 @@ type Tracer struct {
 	classified map[string]classifiedFile
 	devNames   map[uint32]string
 	threads    *threadNames
-	journal    *journal   // nil without Config.Journal
-	waits      *waits     // nil without Config.Waits
-	steals     *steals    // nil without Config.Steal
-	funcs      *functions // nil with FunctionsOff
-	// subs are the optional parts opened (the four above, run-queue
-	// delays, connections), in order.
+	journal    *journal // nil without Config.Journal
+	// subs are the optional parts opened (system calls at fentry, then
+	// the sources Config asks for), in order.
 	subs []subtracer
 	mode Mode
 	// poller reads the rings polled every Config.RingPoll while RunAll
@@ -219,36 +216,95 @@ func (o *iotraceObjects) tracepoints() []struct {
 // Open checks privileges, loads the BPF programs for cfg.PID and attaches
 // them. Calls are traced from then on; read them with Run.
 func Open(cfg Config) (_ *Tracer, err error) {
+	if cfg, err = cfg.resolve(); err != nil {
+		return nil, err
+	}
+	if err := prepareKernel(); err != nil {
+		return nil, err
+	}
+	spec, err := syscallSpec(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	devs, err := devicesOf(cfg.LogDirs)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracer{
+		cfg:     cfg,
+		files:   newFileResolver(cfg.PID, cfg.LogDirs),
+		threads: newThreadNames(cfg.PID),
+	}
+	if err := loadObjects(spec, &t.objs, "iotrace"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	if err := t.attachWrites(cfg.SyscallProbes, spec, devs); err != nil {
+		return nil, err
+	}
+	if err = t.openSources(&cfg, devs); err != nil {
+		return nil, err
+	}
+	if t.clock, err = measureClockOffset(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// resolve checks cfg, the privileges and the process, and returns cfg
+// with its log directories absolute (found from the process when none
+// are given).
+func (cfg Config) resolve() (Config, error) {
 	if cfg.PID <= 0 {
-		return nil, fmt.Errorf("iotrace: bad pid %d", cfg.PID)
+		return cfg, fmt.Errorf("iotrace: bad pid %d", cfg.PID)
 	}
 	if cfg.MinLatency < 0 {
-		return nil, fmt.Errorf("iotrace: negative minimum latency %v", cfg.MinLatency)
+		return cfg, fmt.Errorf("iotrace: negative minimum latency %v", cfg.MinLatency)
 	}
 	if err := checkPrivileges(); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(cfg.PID))); err != nil {
-		return nil, fmt.Errorf("iotrace: pid %d: %w", cfg.PID, err)
+		return cfg, fmt.Errorf("iotrace: pid %d: %w", cfg.PID, err)
 	}
-	if len(cfg.LogDirs) == 0 {
-		if cfg.LogDirs, err = LogDirsOf(cfg.PID); err != nil {
-			return nil, err
+	dirs := slices.Clone(cfg.LogDirs)
+	if len(dirs) == 0 {
+		var err error
+		if dirs, err = LogDirsOf(cfg.PID); err != nil {
+			return cfg, err
 		}
 	}
-	for i, d := range cfg.LogDirs {
-		if cfg.LogDirs[i], err = filepath.Abs(d); err != nil {
-			return nil, fmt.Errorf("iotrace: log dir: %w", err)
+	for i, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return cfg, fmt.Errorf("iotrace: log dir: %w", err)
 		}
+		dirs[i] = abs
 	}
+	cfg.LogDirs = dirs
+	return cfg, nil
+}
+
+// prepareKernel mounts tracefs if it is not, and lifts the memory
+// limit on BPF maps.
+func prepareKernel() error {
 	if err := ensureTracefs(); err != nil {
-		return nil, err
+		return err
 	}
 	// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("iotrace: %w", err)
+		return fmt.Errorf("iotrace: %w", err)
 	}
+	return nil
+}
 
+// syscallSpec is bpf/iotrace.bpf.c set up for cfg: its process,
+// threshold, ring flags, and the device filter on.
+func syscallSpec(cfg *Config) (*ebpf.CollectionSpec, error) {
 	spec, err := loadIotrace()
 	if err != nil {
 		return nil, fmt.Errorf("iotrace: %w", err)
@@ -265,45 +321,29 @@ func Open(cfg Config) (_ *Tracer, err error) {
 	if err := spec.Variables[iotraceVarTaskBtf].Set(boolByte(!cfg.untypedTask && haveTaskBTF())); err != nil {
 		return nil, fmt.Errorf("iotrace: set task_btf: %w", err)
 	}
-	devs, err := devicesOf(cfg.LogDirs)
-	if err != nil {
-		return nil, err
-	}
 	if err := spec.Variables[iotraceVarFilterDev].Set(uint8(1)); err != nil {
 		return nil, fmt.Errorf("iotrace: set device filter: %w", err)
 	}
+	return spec, nil
+}
 
-	t := &Tracer{
-		cfg:     cfg,
-		files:   newFileResolver(cfg.PID, cfg.LogDirs),
-		threads: newThreadNames(cfg.PID),
-	}
-	if err := loadObjects(spec, &t.objs, "iotrace"); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			t.Close()
-		}
-	}()
+// attachWrites fills the system calls' device filter with devs,
+// attaches their timing and opens their ring buffer.
+func (t *Tracer) attachWrites(probe SyscallProbe, spec *ebpf.CollectionSpec, devs []uint32) error {
 	for _, dev := range devs {
 		if err := t.objs.KsioDevs.Put(dev, uint8(1)); err != nil {
-			return nil, fmt.Errorf("iotrace: device filter: %w", err)
+			return fmt.Errorf("iotrace: device filter: %w", err)
 		}
 	}
-	if err := t.attachSyscalls(cfg.SyscallProbes, spec); err != nil {
-		return nil, err
+	if err := t.attachSyscalls(probe, spec); err != nil {
+		return err
 	}
-	if t.rd, err = ringbuf.NewReader(t.objs.KsioEvents); err != nil {
-		return nil, fmt.Errorf("iotrace: ring buffer reader: %w", err)
+	rd, err := ringbuf.NewReader(t.objs.KsioEvents)
+	if err != nil {
+		return fmt.Errorf("iotrace: ring buffer reader: %w", err)
 	}
-	if err = t.openOptional(cfg, devs); err != nil {
-		return nil, err
-	}
-	if t.clock, err = measureClockOffset(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	t.rd = rd
+	return nil
 }
 
 // attachSyscalls attaches the timing of the write and fsync system calls:
@@ -381,19 +421,11 @@ func (t *Tracer) ClockUncertainty() time.Duration { return t.clock.uncertainty }
 func (t *Tracer) ClockOffset() time.Duration { return time.Duration(t.clock.realMinusMono) }
 
 // Handlers receive the events of RunAll; a nil handler drops its kind.
-// RunAll calls them from one goroutine at a time.
-type Handlers struct {
-	Write  func(*event.Write) error         // system calls on log files
-	Commit func(*event.JournalCommit) error // jbd2 commits, XFS iclog writes
-	Sync   func(*event.FileSync) error      // ext4 fsyncs
-	Block  func(*event.BlockIO) error       // block requests
-	Wait   func(*event.KernelWait) error    // uninterruptible sleeps (Config.Waits)
-	Steal  func(*event.CPUSteal) error      // hypervisor steal (Config.Steal)
-	// Run-queue delays (Config.RunQueue), connections' threads (Config.Conns).
-	RunDelay   func(*event.RunDelay) error
-	Wakeup     func(*event.Wakeup) error
-	ConnThread func(*event.ConnThread) error
-}
+// RunAll calls them from one goroutine at a time. They are
+// event.Handlers, the set recording.Reader.ReadIO delivers recorded
+// events to, and a recording.Writer's Handlers write: each source
+// (sources) says which kinds it sends.
+type Handlers = event.Handlers
 
 // Run passes every traced call on a file in the log directories to fn, in
 // the order the ring buffer holds them, until ctx ends or fn fails. When
@@ -478,37 +510,6 @@ func (t *Tracer) readWrites(h Handlers, deliver *delivery) error {
 	})
 }
 
-func (t *Tracer) readJournal(h Handlers, deliver *delivery) error {
-	return t.readPolled(t.journal.rd, func(b []byte) error {
-		ev, ok := decodeJournalEvent(b)
-		if !ok {
-			return fmt.Errorf("iotrace: journal ring buffer sample of %d bytes, want %d", len(b), journalEventSize)
-		}
-		t.counts.journal.Add(1)
-		je, err := t.convertJournal(&ev)
-		if err != nil {
-			return err
-		}
-		return deliver.do(func() error {
-			switch e := je.(type) {
-			case *event.JournalCommit:
-				if h.Commit != nil {
-					return h.Commit(e)
-				}
-			case *event.FileSync:
-				if h.Sync != nil {
-					return h.Sync(e)
-				}
-			case *event.BlockIO:
-				if h.Block != nil {
-					return h.Block(e)
-				}
-			}
-			return nil
-		})
-	})
-}
-
 // eventSize is sizeof(struct iotrace_event).
 const eventSize = 56
 
@@ -576,17 +577,16 @@ func (t *Tracer) convert(ev *iotraceIotraceEvent) (*event.Write, error) {
 	return w, nil
 }
 
-// eventCounts are Stats' counts of events read, kept apart from the
-// kernel's loss counters that Stats reads from the maps.
+// eventCounts are Stats' counts of the system calls' events read, kept
+// apart from the kernel's loss counters that Stats reads from the maps.
+// Each subtracer counts its own.
 type eventCounts struct {
-	events, reported, otherFiles, unnamed, journal, waits, steals, runDelays, wakeups, conns atomic.Uint64
+	events, reported, otherFiles, unnamed atomic.Uint64
 }
 
 // fill copies the counts into s.
 func (c *eventCounts) fill(s *Stats) {
 	s.Events, s.Reported, s.OtherFiles, s.Unnamed = c.events.Load(), c.reported.Load(), c.otherFiles.Load(), c.unnamed.Load()
-	s.JournalEvents, s.WaitEvents, s.StealEvents = c.journal.Load(), c.waits.Load(), c.steals.Load()
-	s.RunDelayEvents, s.WakeupEvents, s.ConnEvents = c.runDelays.Load(), c.wakeups.Load(), c.conns.Load()
 }
 
 // Stats returns the counts so far, with the kernel's loss counters.

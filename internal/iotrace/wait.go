@@ -11,8 +11,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -30,6 +32,21 @@ type waits struct {
 	l    link.Link
 	rd   *ringbuf.Reader
 	syms *kallsyms
+	// events counts the waits read (Stats.WaitEvents).
+	events atomic.Uint64
+}
+
+// openWaitSource is the waits' entry of sources.
+func openWaitSource(_ *Tracer, cfg *Config, _ []uint32) (subtracer, error) {
+	minLatency := cfg.WaitMinLatency
+	if minLatency <= 0 {
+		minLatency = cfg.MinLatency
+	}
+	w, err := openWaits(cfg.PID, minLatency, cfg.ringFlags())
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func openWaits(pid int, minLatency time.Duration, ringFlags uint64) (_ *waits, err error) {
@@ -102,15 +119,24 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 	return ev, true
 }
 
-func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
-	return t.readPolled(t.waits.rd, func(b []byte) error {
+func (w *waits) ring() *ringbuf.Reader { return w.rd }
+
+func (w *waits) counters(s *Stats) error {
+	s.WaitEvents += w.events.Load()
+	return sumCounters(w.objs.KsioWcounters, &s.WaitRingbufDrops, &s.WaitStartFull, &s.WaitStackLost)
+}
+
+func (w *waits) programs() []*ebpf.Program { return []*ebpf.Program{w.objs.KsioSchedSwitch} }
+
+func (w *waits) read(t *Tracer, h Handlers, deliver *delivery) error {
+	return t.readPolled(w.rd, func(b []byte) error {
 		ev, ok := decodeWaitEvent(b)
 		if !ok {
 			return fmt.Errorf("iotrace: waits ring buffer sample of %d bytes, want %d", len(b), waitEventSize)
 		}
-		t.counts.waits.Add(1)
+		w.events.Add(1)
 		kw := &event.KernelWait{Kind: event.KindKernelWait, Start: t.clock.wall(ev.StartNs), End: t.clock.wall(ev.EndNs),
-			TID: int(ev.Tid), Thread: t.threads.name(int(ev.Tid)), Stack: t.waitStack(ev.StackId)}
+			TID: int(ev.Tid), Thread: t.threads.name(int(ev.Tid)), Stack: w.stack(ev.StackId)}
 		kw.LatencyMs = float64(kw.End.Sub(kw.Start)) / float64(time.Millisecond)
 		if h.Wait == nil {
 			return nil
@@ -119,13 +145,13 @@ func (t *Tracer) readWaits(h Handlers, deliver *delivery) error {
 	})
 }
 
-// waitStack symbolizes a stack of ksio_wstacks, innermost frame first.
-func (t *Tracer) waitStack(id int32) []string {
+// stack symbolizes a stack of ksio_wstacks, innermost frame first.
+func (w *waits) stack(id int32) []string {
 	if id < 0 {
 		return nil
 	}
 	var ips [32]uint64
-	if err := t.waits.objs.KsioWstacks.Lookup(uint32(id), &ips); err != nil {
+	if err := w.objs.KsioWstacks.Lookup(uint32(id), &ips); err != nil {
 		return nil
 	}
 	var out []string
@@ -133,7 +159,7 @@ func (t *Tracer) waitStack(id int32) []string {
 		if ip == 0 || len(out) == waitFrames {
 			break
 		}
-		out = append(out, t.waits.syms.name(ip))
+		out = append(out, w.syms.name(ip))
 	}
 	return out
 }

@@ -50,8 +50,7 @@ func startTrace(ctx context.Context, o *Options, fc iotrace.FollowConfig, rec *r
 	}
 	go func() {
 		defer close(t.done)
-		t.sessions, t.err = iotrace.Follow(ctx, fc, iotrace.Handlers{Write: rec.Write, Commit: rec.Commit, Sync: rec.Sync, Block: rec.Block, Wait: rec.Wait, Steal: rec.Steal,
-			RunDelay: rec.RunDelay, Wakeup: rec.Wakeup, ConnThread: rec.ConnThread})
+		t.sessions, t.err = iotrace.Follow(ctx, fc, rec.Handlers())
 	}()
 	select {
 	case <-firstAttach:

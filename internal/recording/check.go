@@ -75,36 +75,25 @@ func (w Window) CheckRequest(arrival, end time.Time, latencyMs float64, answered
 	return w.outside("arrival", arrival, RequestSlack)
 }
 
-// checkEvent says why an event of a recording's evidence files cannot be
-// true, or returns nil. JVM pauses and lock waits are not held to the
-// window: they come from the JVM's own log or a JFR file, which may
-// cover hours around the recording.
+// checkTimes says why an event of the iotrace streams cannot be true,
+// from its times (event.Times), or returns nil.
+func (w Window) checkTimes(t event.Times) error {
+	switch {
+	case t.Instant:
+		return w.outside(t.Field, t.Start, EvidenceSlack)
+	case t.OwnClock:
+		// JVM pauses come from the JVM's own log, which may cover
+		// hours around the recording: not held to the window.
+		w = Window{}
+	}
+	return w.checkSpan(t.Field, t.Start, t.End, t.Ms, t.Length)
+}
+
+// checkEvent says why an event of the other evidence files cannot be
+// true, or returns nil. Lock waits are not held to the window: they
+// come from a JFR file, which may cover hours around the recording.
 func (w Window) checkEvent(ev any) error {
 	switch ev := ev.(type) {
-	case *event.Write:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.JournalCommit:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.FileSync:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.BlockIO:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.KernelWait:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.RunDelay:
-		return w.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
-	case *event.Wakeup:
-		return w.checkSpan("slept_ms", ev.Start, ev.End, ev.SleptMs, true)
-	case *event.CPUSteal:
-		// Steal is accounted up to a tick after the vCPU is back: it
-		// may be longer than its interval.
-		return w.checkSpan("stolen_ms", ev.Start, ev.End, ev.StolenMs, false)
-	case *event.CPUThrottle:
-		return w.checkSpan("throttled_ms", ev.Start, ev.End, ev.ThrottledMs, false)
-	case *event.ConnThread:
-		return w.outside("time", ev.Time, EvidenceSlack)
-	case *event.JVMPause:
-		return Window{}.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
 	case *event.LockWait:
 		return Window{}.checkSpan("latency_ms", ev.Start, ev.End, ev.LatencyMs, true)
 	case *use.Sample:

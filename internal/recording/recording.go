@@ -8,11 +8,15 @@
 //	requests.jsonl    event.Request, as `kscope requests --format json`
 //	writes.jsonl      event.Write, as `kscope iotrace --format json`
 //	journal.jsonl     event.JournalCommit, event.FileSync, event.BlockIO, event.KernelWait, event.CPUSteal (by "kind")
-//	sched.jsonl       event.RunDelay, event.ConnThread, event.CPUThrottle, event.JVMPause (by "kind"; optional)
+//	sched.jsonl       event.RunDelay, event.Wakeup, event.ConnThread, event.CPUThrottle, event.JVMPause (by "kind"; optional)
 //	lockwaits.jsonl   event.LockWait, from a JFR recording (optional)
 //	capture.pcapng    the raw capture (optional, record --pcap)
 //	broker.jfr        the broker's flight recording (optional, record --jfr)
 //	use.jsonl         use.Sample, the host's USE figures every second (optional)
+//
+// Each kind of event of the writes, journal and sched files goes to the
+// file of its event.Stream, as the table event.Kinds says: Writer.Handlers
+// and ReadIO walk it, so a kind added there needs nothing here.
 //
 // Readers stream: no file is loaded whole, and a line longer than
 // MaxLineBytes is an error naming the file and line. The files are read
@@ -329,10 +333,27 @@ func (w *Writer) Throttle(t *event.CPUThrottle) error { return w.encodeSched(t) 
 // JVMPause appends a stop-the-world pause of the broker's JVM to sched.jsonl.
 func (w *Writer) JVMPause(p *event.JVMPause) error { return w.encodeSched(p) }
 
-// Handlers write every kind of event to the recording.
+// Handlers write every kind of event (event.Kinds) to the recording,
+// each to its stream's file.
 func (w *Writer) Handlers() IOHandlers {
-	return IOHandlers{Write: w.Write, Commit: w.Commit, Sync: w.Sync, Block: w.Block, Wait: w.Wait, Steal: w.Steal,
-		RunDelay: w.RunDelay, Wakeup: w.Wakeup, ConnThread: w.ConnThread, Throttle: w.Throttle, JVMPause: w.JVMPause}
+	var h IOHandlers
+	for _, k := range event.Kinds() {
+		k.Bind(&h, w.streamWriter(k.Stream()))
+	}
+	return h
+}
+
+// streamWriter appends events to the file of stream s.
+func (w *Writer) streamWriter(s event.Stream) func(ev any) error {
+	switch s {
+	case event.StreamWrites:
+		return w.writes.Encode
+	case event.StreamJournal:
+		return w.journal.Encode
+	case event.StreamSched:
+		return w.encodeSched
+	}
+	return func(any) error { return fmt.Errorf("recording: no file for event stream %d", s) }
 }
 
 // encodeSched appends v to sched.jsonl, creating it on first use; safe for
@@ -710,133 +731,62 @@ func ReadLineAt(f *os.File, pos int64, buf []byte) ([]byte, error) {
 }
 
 // IOHandlers receive the events of an iotrace JSON Lines file; a nil
-// handler skips its kind.
-type IOHandlers struct {
-	Write  func(*event.Write) error
-	Commit func(*event.JournalCommit) error
-	Sync   func(*event.FileSync) error
-	Block  func(*event.BlockIO) error
-	Wait   func(*event.KernelWait) error
-	Steal  func(*event.CPUSteal) error
-	// The scheduling and JVM evidence of sched.jsonl.
-	RunDelay   func(*event.RunDelay) error
-	Wakeup     func(*event.Wakeup) error
-	ConnThread func(*event.ConnThread) error
-	Throttle   func(*event.CPUThrottle) error
-	JVMPause   func(*event.JVMPause) error
-}
+// handler skips its kind. They are event.Handlers, the one set the
+// tracer delivers to too.
+type IOHandlers = event.Handlers
 
-// Handle passes one event, of any of the kinds IOHandlers take, to its
-// handler; a kind without one (or of no kind here) is left out.
-func (h IOHandlers) Handle(ev any) error {
-	switch ev := ev.(type) {
-	case *event.Write:
-		return call(h.Write, ev)
-	case *event.JournalCommit:
-		return call(h.Commit, ev)
-	case *event.FileSync:
-		return call(h.Sync, ev)
-	case *event.BlockIO:
-		return call(h.Block, ev)
-	case *event.KernelWait:
-		return call(h.Wait, ev)
-	case *event.CPUSteal:
-		return call(h.Steal, ev)
-	case *event.RunDelay:
-		return call(h.RunDelay, ev)
-	case *event.Wakeup:
-		return call(h.Wakeup, ev)
-	case *event.ConnThread:
-		return call(h.ConnThread, ev)
-	case *event.CPUThrottle:
-		return call(h.Throttle, ev)
-	case *event.JVMPause:
-		return call(h.JVMPause, ev)
-	}
-	return nil
-}
-
-func call[T any](f func(T) error, v T) error {
-	if f == nil {
-		return nil
-	}
-	return f(v)
-}
-
-// ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl, or
-// the output of `kscope iotrace --format json`, where both are mixed):
-// lines with a "kind" are journal, fsync or block events, the others
-// writes.
+// ReadIO reads a file of iotrace events (writes.jsonl, journal.jsonl,
+// sched.jsonl, or the output of `kscope iotrace --format json`, where
+// they are mixed): each line goes by its "kind" to that kind's handler
+// (event.Kinds; a line without one is a write).
 func ReadIO(path string, h IOHandlers) error { return Reader{}.ReadIO(path, h) }
 
 // ReadIO is the package's ReadIO, reading as r says: an event whose
 // values cannot be true (a negative latency, or one that is not its end
 // less its start, a time outside r.Window) is left out and counted, or
-// is the error.
+// is the error. Lines of a kind h has no handler for, or of a kind from
+// a newer kscope, are skipped undecoded.
 func (r Reader) ReadIO(path string, h IOHandlers) error {
-	var d ioDecoder
+	readers := lineReaders(&h, r.Window.checkTimes)
+	var d kindScanner
 	return r.Lines(path, func(line []byte, _ int64) error {
-		ev, err := d.decode(line, h)
-		if ev == nil || err != nil {
+		kind, err := d.kind(line)
+		if err != nil {
 			return err
 		}
-		if err := r.Window.checkEvent(ev); err != nil {
-			return err
+		if read := readers[kind]; read != nil {
+			return read(line)
 		}
-		return h.Handle(ev)
+		return nil
 	})
 }
 
-// ioDecoder decodes iotrace lines by kind: into values reused from line
-// to line for writes and the journal's events (the most numerous, whose
-// handlers copy them), into new ones for the others.
-type ioDecoder struct {
-	w  event.Write
-	c  event.JournalCommit
-	s  event.FileSync
-	b  event.BlockIO
-	k  event.KernelWait
+// lineReaders are the readers of the lines h has handlers for, by
+// "kind".
+func lineReaders(h *IOHandlers, check func(event.Times) error) map[string]func(line []byte) error {
+	readers := map[string]func([]byte) error{}
+	for _, k := range event.Kinds() {
+		read := k.Reader(h, check)
+		if read == nil {
+			continue
+		}
+		for _, name := range k.Names() {
+			readers[name] = read
+		}
+	}
+	return readers
+}
+
+// kindScanner finds a line's "kind", with a value reused from line to
+// line for the lines where it is not first.
+type kindScanner struct {
 	kd struct {
 		Kind string `json:"kind"`
 	}
 }
 
-// decode returns line's event; nil for a kind h has no handler for, or
-// one from a newer kscope.
-func (d *ioDecoder) decode(line []byte, h IOHandlers) (any, error) {
-	kind, err := d.kind(line)
-	if err != nil {
-		return nil, err
-	}
-	switch kind {
-	case "":
-		return reuse(line, &d.w, h.Write != nil)
-	case event.KindJBD2Commit, event.KindXlogWrite:
-		return reuse(line, &d.c, h.Commit != nil)
-	case event.KindExt4Fsync:
-		return reuse(line, &d.s, h.Sync != nil)
-	case event.KindBlockIO:
-		return reuse(line, &d.b, h.Block != nil)
-	case event.KindKernelWait:
-		return reuse(line, &d.k, h.Wait != nil)
-	case event.KindCPUSteal:
-		return fresh[event.CPUSteal](line, h.Steal != nil)
-	case event.KindRunDelay:
-		return fresh[event.RunDelay](line, h.RunDelay != nil)
-	case event.KindWakeup:
-		return fresh[event.Wakeup](line, h.Wakeup != nil)
-	case event.KindConnThread:
-		return fresh[event.ConnThread](line, h.ConnThread != nil)
-	case event.KindCPUThrottle:
-		return fresh[event.CPUThrottle](line, h.Throttle != nil)
-	case event.KindJVMPause:
-		return fresh[event.JVMPause](line, h.JVMPause != nil)
-	}
-	return nil, nil
-}
-
 // kind is a line's "kind", "" for none (a write).
-func (d *ioDecoder) kind(line []byte) (string, error) {
+func (d *kindScanner) kind(line []byte) (string, error) {
 	// Kind is the first field as kscope writes it; anything else (a
 	// hand-edited file) is looked up properly.
 	if rest, ok := bytes.CutPrefix(line, []byte(`{"kind":"`)); ok {
@@ -853,31 +803,6 @@ func (d *ioDecoder) kind(line []byte) (string, error) {
 		return "", err
 	}
 	return d.kd.Kind, nil
-}
-
-// reuse decodes line into *v, zeroed first, when wanted.
-func reuse[T any](line []byte, v *T, wanted bool) (any, error) {
-	if !wanted {
-		return nil, nil
-	}
-	var zero T
-	*v = zero
-	if err := json.Unmarshal(line, v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// fresh decodes line into a new T, when wanted.
-func fresh[T any](line []byte, wanted bool) (any, error) {
-	if !wanted {
-		return nil, nil
-	}
-	v := new(T)
-	if err := json.Unmarshal(line, v); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // ReadLockWaits reads a lockwaits.jsonl file.
@@ -903,7 +828,9 @@ func (r Reader) ReadUse(path string, fn func(*use.Sample) error) error {
 func readEach[T any](r Reader, path string, fn func(*T) error) error {
 	var v T
 	return r.Lines(path, func(line []byte, _ int64) error {
-		if _, err := reuse(line, &v, true); err != nil {
+		var zero T
+		v = zero
+		if err := json.Unmarshal(line, &v); err != nil {
 			return err
 		}
 		if err := r.Window.checkEvent(&v); err != nil {

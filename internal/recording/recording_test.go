@@ -148,10 +148,9 @@ func FuzzReadIO(f *testing.F) {
 		}
 		var h IOHandlers
 		seen := 0
-		count := func(any) error { seen++; return nil }
-		h.Write, h.Commit, h.Sync, h.Block = handler[event.Write](count), handler[event.JournalCommit](count), handler[event.FileSync](count), handler[event.BlockIO](count)
-		h.Wait, h.Steal, h.RunDelay, h.Wakeup = handler[event.KernelWait](count), handler[event.CPUSteal](count), handler[event.RunDelay](count), handler[event.Wakeup](count)
-		h.ConnThread, h.Throttle, h.JVMPause = handler[event.ConnThread](count), handler[event.CPUThrottle](count), handler[event.JVMPause](count)
+		for _, k := range event.Kinds() {
+			k.Bind(&h, func(any) error { seen++; return nil })
+		}
 		for _, r := range []Reader{{}, {Window: Window{Start: t0, End: t0.Add(time.Second)}, Tally: &Tally{}}} {
 			checkReadError(t, path, r.ReadIO(path, h))
 		}
@@ -185,8 +184,6 @@ func FuzzReadEach(f *testing.F) {
 		}
 	})
 }
-
-func handler[T any](f func(any) error) func(*T) error { return func(v *T) error { return f(v) } }
 
 // checkReadError: a read's error names the file and line, in one line of
 // bounded length.

@@ -16,21 +16,43 @@ import (
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
-// Writer writes write/fsync events, and with iotrace's Config.Journal
-// journal and block events, in one format. JSON Lines tells the journal
-// events apart by their "kind" field; the table and CSV put them in the
-// same columns (see CommitRow, SyncRow, BlockRow).
+// Writer writes the events of kscope iotrace in one format: JSON Lines
+// every kind of event (event.Kinds), told apart by their "kind" field;
+// the table and CSV the kinds they have rows for (rows), in the same
+// columns (see CommitRow, SyncRow, BlockRow).
 type Writer interface {
-	Write(w *event.Write) error
-	Commit(c *event.JournalCommit) error
-	Sync(s *event.FileSync) error
-	Block(b *event.BlockIO) error
-	Wait(k *event.KernelWait) error
-	Steal(c *event.CPUSteal) error
-	RunDelay(r *event.RunDelay) error
-	Wakeup(u *event.Wakeup) error
-	ConnThread(c *event.ConnThread) error
+	// Handlers write each kind of event the format shows.
+	Handlers() event.Handlers
 	Flush() error
+}
+
+// rows are how the table and CSV show each kind of event: as a row of
+// the table, and as a CSV record. A kind without an entry is shown in
+// JSON only.
+var rows = []kindRows{
+	rowsOf(event.Writes, Row, writeRecord),
+	rowsOf(event.Commits, CommitRow, commitRecord),
+	rowsOf(event.Syncs, SyncRow, syncRecord),
+	rowsOf(event.Blocks, BlockRow, blockRecord),
+	rowsOf(event.KernelWaits, WaitRow, waitRecord),
+	rowsOf(event.Steals, StealRow, stealRecord),
+	rowsOf(event.RunDelays, RunDelayRow, runDelayRecord),
+	rowsOf(event.Wakeups, WakeupRow, wakeupRecord),
+	rowsOf(event.ConnThreads, ConnThreadRow, connThreadRecord),
+}
+
+// kindRows has h pass one kind's events, as cells, to out: table rows,
+// or with csv CSV records.
+type kindRows func(h *event.Handlers, out func(cells []string) error, csv bool)
+
+func rowsOf[T any](k *event.KindOf[T], row, record func(*T) []string) kindRows {
+	return func(h *event.Handlers, out func([]string) error, csv bool) {
+		cells := row
+		if csv {
+			cells = record
+		}
+		k.On(h, func(v *T) error { return out(cells(v)) })
+	}
 }
 
 // NewWriter returns a writer for format "table", "json" or "csv".
@@ -48,12 +70,13 @@ func NewWriter(w io.Writer, format string) (Writer, error) {
 
 type jsonWriter struct{ *output.JSONLines }
 
-func (j jsonWriter) Write(w *event.Write) error          { return j.Encode(w) }
-func (j jsonWriter) Commit(c *event.JournalCommit) error { return j.Encode(c) }
-func (j jsonWriter) Sync(s *event.FileSync) error        { return j.Encode(s) }
-func (j jsonWriter) Block(b *event.BlockIO) error        { return j.Encode(b) }
-func (j jsonWriter) Wait(k *event.KernelWait) error      { return j.Encode(k) }
-func (j jsonWriter) Steal(c *event.CPUSteal) error       { return j.Encode(c) }
+func (j jsonWriter) Handlers() event.Handlers {
+	var h event.Handlers
+	for _, k := range event.Kinds() {
+		k.Bind(&h, j.Encode)
+	}
+	return h
+}
 
 var tableHeader = []string{"START TIME", "END TIME", "LATENCY(ms)", "TID", "THREAD", "OP", "BYTES", "OFF_KB", "FILE"}
 
@@ -86,12 +109,13 @@ func Row(w *event.Write) []string {
 		w.Op, bytes, off, output.Escape(w.File)}
 }
 
-func (t *tableWriter) Write(w *event.Write) error          { return t.row(Row(w)) }
-func (t *tableWriter) Commit(c *event.JournalCommit) error { return t.row(CommitRow(c)) }
-func (t *tableWriter) Sync(s *event.FileSync) error        { return t.row(SyncRow(s)) }
-func (t *tableWriter) Block(b *event.BlockIO) error        { return t.row(BlockRow(b)) }
-func (t *tableWriter) Wait(k *event.KernelWait) error      { return t.row(WaitRow(k)) }
-func (t *tableWriter) Steal(c *event.CPUSteal) error       { return t.row(StealRow(c)) }
+func (t *tableWriter) Handlers() event.Handlers {
+	var h event.Handlers
+	for _, bind := range rows {
+		bind(&h, t.row, false)
+	}
+	return h
+}
 
 func (t *tableWriter) row(cells []string) error {
 	if _, err := fmt.Fprintln(t.tw, strings.Join(cells, "\t")); err != nil {
@@ -117,18 +141,21 @@ func newCSVWriter(w io.Writer) *csvWriter {
 	return c
 }
 
-func (c *csvWriter) Write(w *event.Write) error {
-	return c.w.Write([]string{w.Start.Format(time.RFC3339Nano), w.End.Format(time.RFC3339Nano),
+// writeRecord is the CSV record of a write: its JSON fields.
+func writeRecord(w *event.Write) []string {
+	return []string{w.Start.Format(time.RFC3339Nano), w.End.Format(time.RFC3339Nano),
 		strconv.FormatFloat(w.LatencyMs, 'f', 6, 64), strconv.Itoa(w.TID), output.Escape(w.Thread), w.Op,
 		strconv.FormatInt(w.Bytes, 10), strconv.FormatInt(w.Offset, 10), output.Escape(w.File),
-		w.Topic, strconv.Itoa(int(w.Partition)), w.Dev, w.Error})
+		w.Topic, strconv.Itoa(int(w.Partition)), w.Dev, w.Error}
 }
 
-func (c *csvWriter) Commit(j *event.JournalCommit) error { return c.w.Write(commitRecord(j)) }
-func (c *csvWriter) Sync(s *event.FileSync) error        { return c.w.Write(syncRecord(s)) }
-func (c *csvWriter) Block(b *event.BlockIO) error        { return c.w.Write(blockRecord(b)) }
-func (c *csvWriter) Wait(k *event.KernelWait) error      { return c.w.Write(waitRecord(k)) }
-func (c *csvWriter) Steal(s *event.CPUSteal) error       { return c.w.Write(stealRecord(s)) }
+func (c *csvWriter) Handlers() event.Handlers {
+	var h event.Handlers
+	for _, bind := range rows {
+		bind(&h, c.w.Write, true)
+	}
+	return h
+}
 
 func (c *csvWriter) Flush() error {
 	c.w.Flush()

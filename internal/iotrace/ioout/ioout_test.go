@@ -39,8 +39,9 @@ func TestFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			h := w.Handlers()
 			for _, e := range []*event.Write{sample(), &fsync} {
-				if err := w.Write(e); err != nil {
+				if err := h.Write(e); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -85,5 +86,25 @@ func TestWriteSummaries(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "MAX<=(ms)") || !strings.Contains(buf.String(), "536.871") {
 		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// TestEveryTracedKindShown: every kind of event the tracer may send has
+// a handler in each format, so that the table and CSV do not drop a new
+// source's events without a word.
+func TestEveryTracedKindShown(t *testing.T) {
+	noCheck := func(event.Times) error { return nil }
+	for _, format := range []string{"table", "json", "csv"} {
+		w, err := NewWriter(&bytes.Buffer{}, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := w.Handlers()
+		for _, k := range iotrace.Kinds() {
+			// A kind's Reader is nil when h has no handler for it.
+			if k.Reader(&h, noCheck) == nil {
+				t.Errorf("%s: no handler for %q", format, k.Names())
+			}
+		}
 	}
 }

@@ -50,7 +50,8 @@ func TestJournalFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, err := range []error{w.Commit(commit), w.Commit(xlog), w.Sync(fsync), w.Block(block), w.Steal(steal), w.Flush()} {
+			h := w.Handlers()
+			for _, err := range []error{h.Commit(commit), h.Commit(xlog), h.Sync(fsync), h.Block(block), h.Steal(steal), w.Flush()} {
 				if err != nil {
 					t.Fatal(err)
 				}

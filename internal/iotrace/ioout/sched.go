@@ -61,14 +61,3 @@ func wakeupRecord(u *event.Wakeup) []string {
 	return csvRecord(u.Start, u.End, u.SleptMs, strconv.Itoa(u.TID), output.Escape(u.Thread), "woken", 0, -1,
 		wakeupWhat(u), "", -1, "", "")
 }
-
-func (j jsonWriter) Wakeup(u *event.Wakeup) error   { return j.Encode(u) }
-func (t *tableWriter) Wakeup(u *event.Wakeup) error { return t.row(WakeupRow(u)) }
-func (c *csvWriter) Wakeup(u *event.Wakeup) error   { return c.w.Write(wakeupRecord(u)) }
-
-func (j jsonWriter) RunDelay(r *event.RunDelay) error       { return j.Encode(r) }
-func (j jsonWriter) ConnThread(c *event.ConnThread) error   { return j.Encode(c) }
-func (t *tableWriter) RunDelay(r *event.RunDelay) error     { return t.row(RunDelayRow(r)) }
-func (t *tableWriter) ConnThread(c *event.ConnThread) error { return t.row(ConnThreadRow(c)) }
-func (c *csvWriter) RunDelay(r *event.RunDelay) error       { return c.w.Write(runDelayRecord(r)) }
-func (c *csvWriter) ConnThread(ct *event.ConnThread) error  { return c.w.Write(connThreadRecord(ct)) }

@@ -47,7 +47,8 @@ func TestSchedFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, err := range []error{w.RunDelay(rd), w.RunDelay(woken), w.ConnThread(ct), w.Wakeup(wu), w.Flush()} {
+			h := w.Handlers()
+			for _, err := range []error{h.RunDelay(rd), h.RunDelay(woken), h.ConnThread(ct), h.Wakeup(wu), w.Flush()} {
 				if err != nil {
 					t.Fatal(err)
 				}
