@@ -4,7 +4,7 @@
 # with its log directory on an ext4 file system on a loop device, and runs
 # `kscope doctor` on it for 30 s while two real producers send load; during
 # it the file system is frozen twice (fsfreeze, 300 and 500 ms) and busy
-# loops above the broker's priority take the CPUs for 4 s: the injected
+# loops far above the broker's priority take the CPUs for 4 s: the injected
 # faults. doctor prints its ranked findings; then `kscope explain` shows
 # the same causes request by request on doctor's recording, one slow
 # request's timeline, and `kscope segment` the partition the messages went
@@ -77,14 +77,14 @@ rm -rf "$work/doctor"
 doctor_pid=$!
 for _ in $(seq 300); do grep -q "doctor: record: broker pid" "$work/doctor.err" && break; sleep 0.1; done
 sleep 4
-echo "== injecting faults: fsfreeze $mnt for 300 ms, then for 500 ms; then busy loops at nice -10 on every CPU for 4 s"
+echo "== injecting faults: fsfreeze $mnt for 300 ms, then for 500 ms; then two busy loops per CPU at nice -19 for 4 s"
 for ms in 300 500; do
   echo "   frozen at $(date +%H:%M:%S.%3N) for $ms ms"
   fsfreeze -f "$mnt"; sleep "0.$ms"; fsfreeze -u "$mnt"
   sleep 2
 done
 echo "   CPU hogs from $(date +%H:%M:%S.%3N) for 4 s"
-for _ in $(seq "$(nproc)"); do timeout 4 nice -n -10 sh -c 'while :; do :; done' & done
+for _ in $(seq $((2 * $(nproc)))); do timeout 4 nice -n -19 sh -c 'while :; do :; done' & done
 wait "$doctor_pid" && status=0 || status=$?
 doctor_pid=""
 for p in "${load_pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -74,11 +74,28 @@ func TestCollect(t *testing.T) {
 			firstCheck: "stalls", firstTitle: "the file system on device 8:16 stopped completing the broker's writes once",
 		},
 		{
-			name: "CPU saturated most of the time: an alarm",
+			name: "CPU saturated most of the time, requests starved: an alarm, after the requests'",
 			ev: Evidence{Use: &Use{Intervals: 10, Verdicts: []UseVerdict{{Resource: "cpu", Kind: "saturation", Intervals: 6, Reason: "run queue 4.0 > 2 CPUs"}}},
-				Latency: Latency{Requests: 100}},
+				Latency: Latency{Requests: 10000, P999: 150}, Summary: slowSummary(100, "--slow",
+					explain.CauseStat{Cause: explain.CauseCPUStarved, Requests: 40, LatencyMs: 6000})},
 			worst:      Alarm,
-			firstCheck: "use", firstTitle: "cpu saturated in 6 of the 10 seconds sampled (60%)",
+			firstCheck: "slow-requests", firstTitle: "cpu-starved: 40 of the 40",
+		},
+		{
+			name: "CPU saturated while the file system froze: the saturation is no alarm",
+			ev: Evidence{Use: &Use{Intervals: 7, Verdicts: []UseVerdict{{Resource: "cpu", Kind: "saturation", Intervals: 6}}},
+				Latency: Latency{Requests: 10000, P999: 550}, Summary: slowSummary(100, "--slow",
+					explain.CauseStat{Cause: explain.CauseLockWait, Requests: 20, LatencyMs: 9000},
+					explain.CauseStat{Cause: explain.CauseSlowWrite, Requests: 12, LatencyMs: 6000})},
+			worst:      Alarm,
+			firstCheck: "slow-requests", firstTitle: "lock-wait: 20 of the 32",
+		},
+		{
+			name: "CPU saturated most of the time, requests fast: a warning",
+			ev: Evidence{Use: &Use{Intervals: 10, Verdicts: []UseVerdict{{Resource: "cpu", Kind: "saturation", Intervals: 10, Reason: "run queue 4.1 > 2 CPUs"}}},
+				Latency: Latency{Requests: 1700, P99: 7.6, P999: 15.7}},
+			worst:      Warning,
+			firstCheck: "use", firstTitle: "cpu saturated in 10 of the 10 seconds sampled (100%)",
 		},
 		{
 			name: "CPU saturated for a second: a warning",
@@ -115,6 +132,11 @@ func TestCollect(t *testing.T) {
 			}
 			if fs[0].Check != tt.firstCheck || !strings.HasPrefix(fs[0].Title, tt.firstTitle) {
 				t.Errorf("first finding %s, want check %s titled %q...", fs[0], tt.firstCheck, tt.firstTitle)
+			}
+			for _, f := range fs {
+				if f.Check == "use" && f.Severity == Alarm && tt.name == "CPU saturated while the file system froze: the saturation is no alarm" {
+					t.Errorf("CPU saturation is an alarm although no slow request waited for a CPU: %s", f)
+				}
 			}
 			for i := 1; i < len(fs); i++ {
 				if fs[i].Severity > fs[i-1].Severity {
