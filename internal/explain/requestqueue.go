@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 )
@@ -173,8 +174,24 @@ func (e *Explainer) busyOf(tid int, span interval) []busySpan {
 			add(p.Start.UnixNano(), p.End.UnixNano(), "asleep", -1, p.WakerThread)
 		}
 	}
+	// A timed sleep is the idle handler's poll of the request queue,
+	// unless it lasted longer than that poll can.
+	for _, iv := range x.sched.longTimed[tid] {
+		if iv.a < span.b && iv.b > span.a {
+			add(iv.a, iv.b, "in a timed sleep", -1, "")
+		}
+	}
 	return out
 }
+
+// maxIdlePoll is the longest sleep of an idle request handler: Kafka's
+// KafkaRequestHandler waits for the next request at most 300 ms
+// (requestChannel.receiveRequest(300)), and the network thread that
+// queues one wakes it sooner; 50 ms is the timer's and the scheduler's
+// slack. A handler asleep longer, and not woken by another thread, was
+// in a timed wait inside a request (the JVM's backoff on a contended
+// monitor sleeps 1, 8, 64, then 512 ms): busy.
+const maxIdlePoll = 350 * time.Millisecond
 
 // mainActivity is the activity of spans covering most of within.
 func (e *Explainer) mainActivity(spans []busySpan, within []interval) (HandlerBusy, bool) {

@@ -87,6 +87,32 @@ func TestRequestQueue(t *testing.T) {
 	}
 }
 
+// TestRequestQueueTimedSleeps: a handler asleep on a timer longer than
+// the idle handler's poll of the request queue (300 ms) was busy inside
+// a request; shorter timed sleeps, one after the other, are that poll.
+func TestRequestQueueTimedSleeps(t *testing.T) {
+	base := []*event.Write{wr(11, -500, -499.9, 300, onPartition(1)), wr(12, -400, -399.9, 300, onPartition(1)), wr(11, 690, 690.1, 100)}
+	for _, tt := range []struct {
+		name    string
+		wakeups []*event.Wakeup
+		cause   string
+	}{
+		{"a 688 ms timed sleep, and the JVM's monitor backoff up to a 512 ms sleep: queued", []*event.Wakeup{
+			timedOut(11, 1, 689),
+			timedOut(12, 2, 3), timedOut(12, 3.01, 11), timedOut(12, 11.01, 75), timedOut(12, 75.01, 587), timedOut(12, 587.01, 689.5)}, CauseRequestQueue},
+		{"idle polls of 300 ms one after the other: not known busy", []*event.Wakeup{
+			timedOut(11, 1, 300), timedOut(11, 300.01, 600), timedOut(11, 600.01, 689),
+			timedOut(12, 2, 301), timedOut(12, 301.01, 601), timedOut(12, 601.01, 689.5)}, CauseUnexplained},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := New(Config{}, indexOf(t, base, tt.wakeups, []*event.RunDelay(nil), []*event.ConnThread(nil)), nil).Explain(req(1, 0, 700))
+			if f.Cause != tt.cause {
+				t.Errorf("cause %q, want %q; %s; shares %+v", f.Cause, tt.cause, f.Detail, f.Shares)
+			}
+		})
+	}
+}
+
 func TestInFlight(t *testing.T) {
 	// Requests [0,10), [2,5), [4,20), [5,6).
 	f := inFlight{arrivals: []int64{0, 2, 4, 5}, ends: []int64{5, 6, 10, 20}}

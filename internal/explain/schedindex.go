@@ -28,7 +28,13 @@ type schedIndex struct {
 	// netTIDs are the network threads: those serving connections.
 	netTIDs map[int]bool
 	// names are the broker threads' names by TID, as the tracer saw them.
-	names     map[int]string
+	names map[int]string
+	// longTimed are the sleeps a timer ended that lasted longer than an
+	// idle request handler's poll of the request queue (maxIdlePoll), per
+	// thread, sorted by start: waits inside a request (the JVM's backoff
+	// on a contended monitor) that joinTimedSleeps leaves out when no
+	// thread ended the wait.
+	longTimed map[int][]interval
 	maxRunq   int64 // longest run delay, ns
 	maxSleep  int64 // longest wait before a wake-up, ns (build: after joinTimedSleeps)
 	maxThrot  int64
@@ -104,8 +110,14 @@ func (s *schedIndex) build() {
 	}
 	s.quota = mergeIntervals(s.quota)
 	s.maxSleep = 0
+	s.longTimed = make(map[int][]interval)
 	for tid, ws := range s.wakeups {
 		slices.SortStableFunc(ws, func(a, b event.Wakeup) int { return a.End.Compare(b.End) })
+		for _, w := range ws {
+			if w.Timer && w.End.Sub(w.Start) > maxIdlePoll {
+				s.longTimed[tid] = append(s.longTimed[tid], interval{w.Start.UnixNano(), w.End.UnixNano()})
+			}
+		}
 		ws = joinTimedSleeps(ws)
 		s.wakeups[tid] = ws
 		for i := range ws {
