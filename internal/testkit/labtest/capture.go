@@ -73,32 +73,8 @@ func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
 
 	// tcpdump prints "listening on IFACE, ..." once the filter is set;
 	// packets from then on are captured.
-	listening := make(chan struct{})
-	readDone := make(chan struct{})
-	var mu sync.Mutex
-	var stderr strings.Builder
-	go func() {
-		defer close(readDone)
-		defer pr.Close()
-		sc := bufio.NewScanner(pr)
-		seen := false
-		for sc.Scan() {
-			mu.Lock()
-			stderr.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if !seen && strings.Contains(sc.Text(), "listening on") {
-				seen = true
-				close(listening)
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	output := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.TrimSpace(stderr.String())
-	}
-
+	w := watchStderr(pr, "listening on")
+	listening, readDone, output := w.seen, w.done, w.output
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -139,4 +115,41 @@ func Capture(t testing.TB, iface string, port int, path string) (stop func()) {
 		t.Fatalf("labtest: tcpdump not listening after 10s: %s", output())
 	}
 	return stop
+}
+
+// stderrWatch reads a child's stderr to its end, keeping the text, and
+// closes seen at the first line holding a marker, done at EOF.
+type stderrWatch struct {
+	seen, done chan struct{}
+	mu         sync.Mutex
+	text       strings.Builder
+}
+
+// watchStderr starts reading r (closed at EOF) for marker.
+func watchStderr(r io.ReadCloser, marker string) *stderrWatch {
+	w := &stderrWatch{seen: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		seen := false
+		for sc.Scan() {
+			w.mu.Lock()
+			w.text.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+			if !seen && strings.Contains(sc.Text(), marker) {
+				seen = true
+				close(w.seen)
+			}
+		}
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	return w
+}
+
+// output is what was read so far, trimmed.
+func (w *stderrWatch) output() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(w.text.String())
 }
