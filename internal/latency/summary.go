@@ -28,11 +28,14 @@ type Group struct {
 	hist       *hdrhistogram.Histogram
 }
 
-func newGroup(name string) *Group {
+// NewGroup is an empty distribution named name.
+func NewGroup(name string) *Group {
 	return &Group{Name: name, hist: hdrhistogram.New(minMicros, maxMicros, sigDigits)}
 }
 
-func (g *Group) record(d time.Duration) {
+// Record adds an answered request's latency d (clamped to the
+// histogram's range: 1 µs to an hour).
+func (g *Group) Record(d time.Duration) {
 	us := d.Microseconds()
 	if us < minMicros {
 		us = minMicros
@@ -106,9 +109,9 @@ func (s *Summary) Add(r *event.Request) {
 		return
 	}
 	d := r.Latency()
-	api.record(d)
+	api.Record(d)
 	for _, g := range tgroups {
-		g.record(d)
+		g.Record(d)
 	}
 	if s.Top > 0 {
 		if len(s.slowest) < s.Top {
@@ -129,7 +132,7 @@ func group(m map[string]*Group, name string) *Group {
 				return g
 			}
 		}
-		g = newGroup(name)
+		g = NewGroup(name)
 		m[name] = g
 	}
 	return g

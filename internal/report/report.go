@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/findings"
+	"github.com/kscope-dev/kscope/internal/latency"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/safefile"
 )
@@ -372,12 +372,12 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 
 // latency is the produce latency's distribution, from the requests read.
 func (b *builder) latency() findings.Latency {
-	h := b.produceUs
-	if h == nil || h.TotalCount() == 0 {
+	g := b.produce
+	if g == nil || g.Count == 0 {
 		return findings.Latency{}
 	}
-	ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
-	return findings.Latency{Requests: h.TotalCount(), P50: ms(50), P99: ms(99), P999: ms(99.9), Max: float64(h.Max()) / 1000}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return findings.Latency{Requests: g.Count, P50: ms(g.Quantile(50)), P99: ms(g.Quantile(99)), P999: ms(g.Quantile(99.9)), Max: ms(g.Max())}
 }
 
 // evidence is what the findings' checks look at.
@@ -405,8 +405,8 @@ type builder struct {
 	// ioRd reads the I/O files: a recording's are regular files, but
 	// --io beside captures may be a pipe, read once.
 	ioRd recording.Reader
-	// produceUs is the produce latencies' histogram, in microseconds.
-	produceUs *hdrhistogram.Histogram
+	// produce is the produce latencies' distribution.
+	produce *latency.Group
 }
 
 func newBuilder(in Inputs, o Options) *builder {
@@ -439,12 +439,9 @@ func newBuilder(in Inputs, o Options) *builder {
 		b.step = b.step.Round(time.Millisecond) + time.Millisecond
 	}
 	d.Produce = b.heatmap(HeatScale)
-	b.produceUs = hdrhistogram.New(1, maxLatencyUs, 3)
+	b.produce = latency.NewGroup("produce")
 	return b
 }
-
-// maxLatencyUs bounds the latency histogram: an hour.
-const maxLatencyUs = int64(time.Hour / time.Microsecond)
 
 // defaultTitle names the recording's host, else the capture files.
 func defaultTitle(in Inputs) string {
@@ -495,7 +492,7 @@ func (b *builder) readRequests(path string) error {
 		}
 		if req.APIKey == 0 {
 			d.Produce.Add(req.Arrival, req.LatencyMs)
-			b.produceUs.RecordValue(min(max(int64(req.LatencyMs*1000), 1), maxLatencyUs))
+			b.produce.Record(time.Duration(req.LatencyMs * float64(time.Millisecond)))
 		}
 		s := apis[req.API]
 		if s == nil {
