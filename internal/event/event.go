@@ -90,6 +90,26 @@ type Request struct {
 	// the connection authenticated; never a password or proof.
 	Principal string `json:"principal,omitempty"`
 
+	// SoftwareName and SoftwareVersion are the client software the
+	// connection announced in its ApiVersions request (v3+, KIP-511), on
+	// that request and every later one of the connection. Empty when it
+	// announced none (an older client) or the capture missed it.
+	SoftwareName    string `json:"software_name,omitempty"`
+	SoftwareVersion string `json:"software_version,omitempty"`
+	// Producer is what a produce request's record batch headers say of
+	// the producer's settings; zero for other requests.
+	Producer Producer `json:"producer,omitzero"`
+	// Fetch is a Fetch request's wait and size settings; zero for other
+	// requests.
+	Fetch FetchParams `json:"fetch,omitzero"`
+	// Group names the consumer group and member of a group request
+	// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+	// OffsetFetch, ConsumerGroupHeartbeat); zero for other requests.
+	Group Group `json:"group,omitzero"`
+	// AllTopics is set on a Metadata request that asks for every topic
+	// of the cluster.
+	AllTopics bool `json:"all_topics,omitempty"`
+
 	// Answered is false when no response was paired with the request.
 	Answered bool `json:"answered"`
 	// Partial is true when part of the request or response was lost in a
@@ -111,7 +131,10 @@ type Partition struct {
 	Records    int      `json:"records"`
 	Bytes      int      `json:"bytes"` // record batch bytes
 	MessageIDs []string `json:"message_ids,omitempty"`
-	ErrorCode  int16    `json:"error_code"`
+	// Batches, for produce requests, is the number of record batches (a
+	// magic 0 or 1 message set counts each top-level message).
+	Batches   int   `json:"batches,omitempty"`
+	ErrorCode int16 `json:"error_code"`
 	// FetchOffset, for Fetch requests: the offset the fetcher asked to
 	// read from. A follower's fetch offset is its log end offset: it holds
 	// every offset below it, and the leader's high watermark may move up

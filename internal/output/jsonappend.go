@@ -119,6 +119,7 @@ func appendRequest(b []byte, r *event.Request) (_ []byte, ok bool) {
 	if r.Principal != "" {
 		b = AppendJSONString(append(b, `,"principal":`...), r.Principal)
 	}
+	b = appendClientDetails(b, r)
 	b = strconv.AppendBool(append(b, `,"answered":`...), r.Answered)
 	if r.Partial {
 		b = append(b, `,"partial":true`...)
@@ -221,6 +222,9 @@ func appendPartition(b []byte, p *event.Partition) []byte {
 		}
 		b = append(b, ']')
 	}
+	if p.Batches != 0 {
+		b = appendJSONInt(b, `,"batches":`, int64(p.Batches))
+	}
 	b = appendJSONInt(b, `,"error_code":`, int64(p.ErrorCode))
 	if p.FetchOffset != nil {
 		b = appendJSONInt(b, `,"fetch_offset":`, *p.FetchOffset)
@@ -230,6 +234,72 @@ func appendPartition(b []byte, p *event.Partition) []byte {
 	}
 	if p.HighWatermark != nil {
 		b = appendJSONInt(b, `,"high_watermark":`, *p.HighWatermark)
+	}
+	return append(b, '}')
+}
+
+// appendClientDetails appends what the request says of its client: the
+// software it announced, its producer, fetch and group settings, a
+// Metadata request for every topic; each only when set.
+func appendClientDetails(b []byte, r *event.Request) []byte {
+	if r.SoftwareName != "" {
+		b = AppendJSONString(append(b, `,"software_name":`...), r.SoftwareName)
+	}
+	if r.SoftwareVersion != "" {
+		b = AppendJSONString(append(b, `,"software_version":`...), r.SoftwareVersion)
+	}
+	if p := &r.Producer; *p != (event.Producer{}) {
+		b = appendJSONInt(b, `,"producer":{"batches":`, int64(p.Batches))
+		b = appendJSONInt(b, `,"magic":`, int64(p.Magic))
+		b = AppendJSONString(append(b, `,"codec":`...), p.Codec)
+		b = appendJSONInt(b, `,"producer_id":`, p.ProducerID)
+		if p.Transactional {
+			b = append(b, `,"transactional":true`...)
+		}
+		if p.TransactionalID != "" {
+			b = AppendJSONString(append(b, `,"transactional_id":`...), p.TransactionalID)
+		}
+		b = append(b, '}')
+	}
+	if f := &r.Fetch; *f != (event.FetchParams{}) {
+		b = appendJSONInt(b, `,"fetch":{"max_wait_ms":`, int64(f.MaxWaitMs))
+		b = appendJSONInt(b, `,"min_bytes":`, int64(f.MinBytes))
+		for _, v := range []struct {
+			key string
+			v   int64
+		}{{`,"max_bytes":`, int64(f.MaxBytes)}, {`,"isolation_level":`, int64(f.IsolationLevel)}, {`,"session_id":`, int64(f.SessionID)}, {`,"session_epoch":`, int64(f.SessionEpoch)}} {
+			if v.v != 0 {
+				b = appendJSONInt(b, v.key, v.v)
+			}
+		}
+		b = append(b, '}')
+	}
+	if g := &r.Group; *g != (event.Group{}) {
+		b = appendGroup(b, g)
+	}
+	if r.AllTopics {
+		b = append(b, `,"all_topics":true`...)
+	}
+	return b
+}
+
+// appendGroup appends the "group" object.
+func appendGroup(b []byte, g *event.Group) []byte {
+	b = AppendJSONString(append(b, `,"group":{"id":`...), g.ID)
+	for _, s := range []struct{ key, v string }{{`,"member_id":`, g.MemberID}, {`,"instance_id":`, g.InstanceID}} {
+		if s.v != "" {
+			b = AppendJSONString(append(b, s.key...), s.v)
+		}
+	}
+	b = appendJSONInt(b, `,"generation":`, int64(g.Generation))
+	if g.ProtocolType != "" {
+		b = AppendJSONString(append(b, `,"protocol_type":`...), g.ProtocolType)
+	}
+	if g.SessionTimeoutMs != 0 {
+		b = appendJSONInt(b, `,"session_timeout_ms":`, int64(g.SessionTimeoutMs))
+	}
+	if g.RebalanceTimeoutMs != 0 {
+		b = appendJSONInt(b, `,"rebalance_timeout_ms":`, int64(g.RebalanceTimeoutMs))
 	}
 	return append(b, '}')
 }

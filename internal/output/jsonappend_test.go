@@ -40,7 +40,14 @@ func requestJSONCases() map[string]*event.Request {
 		"batch stats (encoding/json)":      {Arrival: t0, Partitions: []event.Partition{{Topic: "t", BatchStats: &event.BatchStats{Batches: 2, Magic: 2}}}},
 		"NaN (encoding/json fails)":        {Arrival: t0, LatencyMs: math.NaN()},
 		"SASL":                             {Arrival: t0, SASLMechanism: "SCRAM-SHA-512", Principal: "al,i\"ce<"},
-		"clock step":                       {Arrival: t0, End: t0.Add(-10 * time.Second), LatencyMs: -10000, Answered: true, ClockStep: true},
+		"client details": {Arrival: t0, SoftwareName: "apache-kafka-java", SoftwareVersion: odd,
+			Producer:   event.Producer{Batches: 3, Magic: 2, Codec: "zstd", ProducerID: 4000, Transactional: true, TransactionalID: odd},
+			Fetch:      event.FetchParams{MaxWaitMs: 500, MinBytes: 1, MaxBytes: 52428800, IsolationLevel: 1, SessionID: 7, SessionEpoch: -1},
+			Group:      event.Group{ID: odd, MemberID: "m-1", InstanceID: "i", Generation: 4, ProtocolType: "consumer", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 300000},
+			AllTopics:  true,
+			Partitions: []event.Partition{{Topic: "t", Batches: 2}}},
+		"zero-valued details": {Arrival: t0, Producer: event.Producer{ProducerID: -1}, Fetch: event.FetchParams{SessionEpoch: -1}, Group: event.Group{Generation: -1}},
+		"clock step":          {Arrival: t0, End: t0.Add(-10 * time.Second), LatencyMs: -10000, Answered: true, ClockStep: true},
 	}
 }
 
@@ -81,6 +88,14 @@ func FuzzAppendRequestJSON(f *testing.F) {
 		if partition%4 == 1 {
 			r.ResponseAckWaitMs = latency
 			r.SASLMechanism, r.Principal = topic, id
+		}
+		if partition%3 == 2 {
+			r.SoftwareName, r.SoftwareVersion = clientID, id
+			r.Producer = event.Producer{Batches: int(partition), Codec: topic, ProducerID: durNs, TransactionalID: id, Transactional: answered}
+			r.Fetch = event.FetchParams{MaxWaitMs: partition, MinBytes: -partition, SessionEpoch: int32(zoneSec)}
+			r.Group = event.Group{ID: topic, MemberID: id, InstanceID: clientID, Generation: partition, RebalanceTimeoutMs: int32(zoneSec)}
+			r.AllTopics = answered
+			r.Partitions[0].Batches = int(partition)
 		}
 		if durNs >= 0 {
 			r.End = r.Arrival.Add(time.Duration(durNs))

@@ -81,6 +81,13 @@ func FuzzBatches(f *testing.F) {
 			t.Fatalf("ids without a header name: %q", ids)
 		}
 
+		// SummarizeHeaders counts the same batches, and fails where
+		// Batches did.
+		hs, hsErr := d.SummarizeHeaders(data)
+		if hs.Batches != len(batches) || (hsErr == nil) != (batchErr == nil) {
+			t.Fatalf("SummarizeHeaders = %d batches, %v; Batches found %d, %v", hs.Batches, hsErr, len(batches), batchErr)
+		}
+
 		// The streaming reader finds the same batches and stops the
 		// same way.
 		r := d.NewReader(bytes.NewReader(data), 0)

@@ -28,11 +28,18 @@ func (d *Decoder) decodeRequestBody(p *pending, body []byte) (expectResponse, ok
 	case 1:
 		return true, d.decodeFetchRequest(p, body)
 	case 18:
+		// A client may ask for an ApiVersions version the broker (and
+		// kmsg) does not know: its body is never checked.
+		d.decodeAPIVersionsRequest(p, body)
 		return true, true
 	}
 	req := kmsg.RequestForKey(p.header.key)
 	req.SetVersion(p.header.version)
-	return true, req.ReadFrom(body) == nil
+	if req.ReadFrom(body) != nil {
+		return true, false
+	}
+	d.requestDetails(p.ev, req)
+	return true, true
 }
 
 // decodeProduceRequest takes a produce request's acks and, per partition,
@@ -47,6 +54,9 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 		return true, false
 	}
 	ev.Acks = d.int16s.one(req.Acks)
+	if req.TransactionID != nil {
+		ev.Producer.TransactionalID = d.clientString(*req.TransactionID)
+	}
 	if ev.Partitions == nil {
 		ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
 	}
@@ -65,6 +75,7 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
 			d.topics.resolve(&part, t.TopicID)
 			d.summarize(&part, tp.Records, header)
+			d.produceHeaders(ev, &part, tp.Records)
 			if d.cfg.BatchStats {
 				d.batchStats(&part, tp.Records)
 			}
@@ -91,6 +102,16 @@ func (d *Decoder) decodeFetchRequest(p *pending, body []byte) bool {
 		replica = req.ReplicaState.ID
 	}
 	ev.ReplicaID = d.int32s.one(replica)
+	ev.Fetch = event.FetchParams{
+		MaxWaitMs: req.MaxWaitMillis, MinBytes: req.MinBytes, MaxBytes: req.MaxBytes,
+		IsolationLevel: req.IsolationLevel, SessionID: req.SessionID, SessionEpoch: req.SessionEpoch,
+	}
+	if req.Version < 3 {
+		ev.Fetch.MaxBytes = 0 // kmsg's default, not the client's
+	}
+	if req.Version < 7 {
+		ev.Fetch.SessionID, ev.Fetch.SessionEpoch = 0, 0
+	}
 	n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
 	offsets := d.int64s.take(n)
 	if ev.Partitions == nil {

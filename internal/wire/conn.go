@@ -30,6 +30,9 @@ type conn struct {
 	// lastEnd is when the previous response on this connection ended:
 	// the broker reads the next request only after that.
 	lastEnd time.Time
+	// softwareName and softwareVersion are the client software the
+	// connection announced (ApiVersions v3+), stamped on its requests.
+	softwareName, softwareVersion string
 	// early holds responses whose request has not been decoded yet:
 	// when a request segment is lost, reassembly holds back the rest of
 	// the request stream until the gap is given up, while the response
@@ -217,9 +220,13 @@ func (s *requestSink) onFrame(f *frame) bool {
 		ev.Partial = true
 	}
 	ev.Principal = c.sasl.principal
+	ev.SoftwareName, ev.SoftwareVersion = c.softwareName, c.softwareVersion
 	p := pending{ev: ev, header: h, received: f.last}
 	if h.known && !ev.Partial {
 		expectResponse, ok := c.d.decodeRequestBody(&p, body)
+		if ev.SoftwareName != c.softwareName || ev.SoftwareVersion != c.softwareVersion {
+			c.softwareName, c.softwareVersion = ev.SoftwareName, ev.SoftwareVersion
+		}
 		if !ok {
 			c.d.stats.DecodeErrors++
 			if f.resynced {
