@@ -113,8 +113,8 @@ func TestAccepts(t *testing.T) {
 		if ok != c.ok {
 			t.Errorf("Kafka %s %s v%d: ok=%t (%s), want %t", c.release, APIName(c.key), c.version, ok, why, c.ok)
 		}
-		if r.Rejected(c.key, c.version) == c.ok {
-			t.Errorf("Kafka %s %s v%d: Rejected disagrees with Accepts", c.release, APIName(c.key), c.version)
+		if rejected := r.Rejected(c.key, c.version); rejected == c.ok {
+			t.Errorf("Kafka %s %s v%d: Rejected = %t, want %t", c.release, APIName(c.key), c.version, rejected, !c.ok)
 		}
 	}
 }
