@@ -12,6 +12,8 @@
 #     ethtool, chromium, tcpreplay, openssl, stress-ng
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
+#   - the kafka-clients jar of every release internal/releases knows, via
+#     scripts/kafka-clients-jars.sh (TestTableMatchesJars reads them)
 #   - the extract-tls-secrets Java agent (TLS keys from a running broker)
 #     via scripts/keylog-agent-jar.sh
 #   - a real Prometheus (Debian's release package, unpacked, not installed)
@@ -80,6 +82,9 @@ fi
 
 # The older release the lab tests start (lab broker --version 3.9.1).
 "$root/scripts/kafka-jars.sh" 3.9.1 >/dev/null
+# Each release's protocol definitions, which internal/releases' table is
+# generated from and checked against.
+"$root/scripts/kafka-clients-jars.sh" >/dev/null
 # The Java agent internal/keylogagent loads into a running JVM for its TLS keys.
 "$root/scripts/keylog-agent-jar.sh" >/dev/null
 # librdkafka through confluent-kafka for Python: a client kscope did not
