@@ -26,6 +26,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/cgroupcpu"
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
@@ -78,6 +79,9 @@ type Config struct {
 	Identity Identity
 
 	Metrics metrics.Options
+	// Clients is the clients view served at /clients and as
+	// kscope_client_* gauges.
+	Clients ClientsConfig
 	SlowLog SlowLogConfig
 	// Traces, with an Endpoint and the slow log on, explains each slow
 	// request the slow log keeps, as it is written, and exports the
@@ -100,6 +104,7 @@ type Agent struct {
 	identity Identity // the labels of every series
 	registry *prometheus.Registry
 	metrics  *metrics.Set
+	clients  *clients.Live
 	slow     *slowLog              // nil without SlowLog.Dir
 	traces   *traceexport.Exporter // nil without Traces.Endpoint
 	topics   *wire.TopicNames
@@ -128,6 +133,17 @@ type Agent struct {
 	netTIDs      map[int]bool
 	stopThrottle context.CancelFunc
 	throttles    int64
+}
+
+// ClientsConfig configures the agent's clients view.
+type ClientsConfig struct {
+	// Options: the target release requests are checked against.
+	clients.Options
+	// Window is how long each view covers (0: clients.DefaultWindow).
+	Window time.Duration
+	// Top is how many clients the gauges name (0:
+	// metrics.DefaultTopClientRows).
+	Top int
 }
 
 // componentState is one source's health.
@@ -195,7 +211,8 @@ func New(cfg Config) (*Agent, error) {
 	if a.metrics, err = metrics.New(reg, cfg.Metrics); err != nil {
 		return nil, err
 	}
-	reg.MustRegister(metrics.NewHealthCollector(a.Health),
+	a.clients = clients.NewLive(cfg.Clients.Options, cfg.Clients.Window)
+	reg.MustRegister(metrics.NewHealthCollector(a.Health), metrics.NewClientsCollector(a.clients, cfg.Clients.Top),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.SlowLog.Dir != "" {
 		if a.slow, err = newSlowLog(cfg.SlowLog, a.segmentMeta); err != nil {
@@ -429,6 +446,7 @@ func interfaceIndex(fd int, name string) (int, error) {
 
 func (a *Agent) onRequest(r *event.Request) {
 	a.metrics.Request(r)
+	a.clients.Add(r)
 	if a.slow != nil {
 		a.slow.request(r)
 	}

@@ -13,9 +13,10 @@ import (
 )
 
 // Handler serves /metrics (the Prometheus text, OpenMetrics or protobuf
-// formats, native histograms in the latter) and /healthz (JSON; status
+// formats, native histograms in the latter), /healthz (JSON; status
 // 200 when everything works, 503 when a source is degraded, so that a
-// readiness probe or an alert can use it).
+// readiness probe or an alert can use it) and /clients (the clients
+// view's JSON, as kscope clients --format json prints it).
 //
 // With Config.Pprof, Go's profiler is served under /debug/pprof/ too.
 func (a *Agent) Handler() http.Handler {
@@ -43,10 +44,17 @@ func (a *Agent) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s)
 	})
+	// The clients view of the last whole window, its findings first.
+	mux.HandleFunc("/clients", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(a.clients.Report(time.Now()))
+	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<html><head><title>kscope agent</title></head><body><h1>kscope agent</h1>` +
-			`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a></p></body></html>`))
+			`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a> <a href="/clients">/clients</a></p></body></html>`))
 	})
 	return mux
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kscope-dev/kscope/internal/agent"
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
@@ -56,6 +57,9 @@ type agentOptions struct {
 	duration        time.Duration
 	quiet           bool
 	pprof           bool
+	target          string
+	clientsWindow   time.Duration
+	topClientRows   int
 }
 
 func newAgentCmd() *cobra.Command {
@@ -133,6 +137,11 @@ func agentFlags(o *agentOptions, f *pflag.FlagSet) {
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at Ctrl-C or SIGTERM)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
 	f.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiler of the agent itself on /debug/pprof/")
+	addTargetVersionFlag(f, &o.target)
+	f.DurationVar(&o.clientsWindow, "clients-window", clients.DefaultWindow, "the time the clients view (/clients, kscope_client_*) covers: the last whole window")
+	f.IntVar(&o.topClientRows, "top-client-rows", metrics.DefaultTopClientRows, "clients (address, principal, client id) named in kscope_client_* series; the rest are \"other\"")
+	check(f, "clients-window", &o.clientsWindow, positive)
+	check(f, "top-client-rows", &o.topClientRows, positive)
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into each broker traced (jcmd) and decrypt its TLS listeners with the key log it writes (--tls-keylog, default each JVM's own in "+keylogagent.HostDir+"; mode 0600); only connections that start after the attach are decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
 	check(f, "port", &o.ports, each(tcpPort))
@@ -229,6 +238,10 @@ func agentConfig(o *agentOptions, stderr io.Writer) (agent.Config, error) {
 		Metrics: metrics.Options{TopTopics: o.topTopics, TopClients: o.topClients, TopPartitions: o.topPartitions,
 			PartitionLabel: o.partitionLabel, NativeHistograms: o.native},
 	}
+	if ac.Clients.Options, err = clientsOptionsFor(o.target); err != nil {
+		return agent.Config{}, err
+	}
+	ac.Clients.Window, ac.Clients.Top = o.clientsWindow, o.topClientRows
 	if o.out != "" {
 		ac.SlowLog = agent.SlowLogConfig{Dir: o.out, Threshold: o.slow, Rotate: o.rotate, Keep: o.keep, MaxPerSecond: o.slowRate}
 		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {

@@ -29,6 +29,7 @@ type doctorOptions struct {
 	format       string
 	quiet        bool
 	syscallProbe iotrace.SyscallProbe
+	target       string
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -72,6 +73,7 @@ running kafka.Kafka. Needs root (as record).`,
 	f.DurationVar(&o.slow, "slow", 100*time.Millisecond, "produce requests at or above this latency are slow: explained, and cause for alarm")
 	f.StringVar(&o.format, "format", "text", "output: text or json (one object: the findings and the latency)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	addTargetVersionFlag(f, &o.target)
 	addSyscallProbeFlag(f, &o.syscallProbe)
 	check(f, "pid", &o.pid, pidOr("auto"))
 	check(f, "port", &o.ports, each(tcpPort))
@@ -100,7 +102,11 @@ func runDoctor(ctx context.Context, stdout, stderr io.Writer, o *doctorOptions) 
 	}
 	ctx, release := untilStopped(ctx, 0)
 	defer release()
-	opts := doctor.Options{PID: pid, Follow: follow, Wire: cfg, Interface: o.iface, Out: o.out, Duration: o.duration,
+	clientOpts, err := clientsOptionsFor(o.target)
+	if err != nil {
+		return err
+	}
+	opts := doctor.Options{Clients: clientOpts, PID: pid, Follow: follow, Wire: cfg, Interface: o.iface, Out: o.out, Duration: o.duration,
 		Profile: o.profile, AlarmMs: float64(o.slow) / float64(time.Millisecond), SyscallProbes: o.syscallProbe,
 		Notes: stderr, Quiet: o.quiet}
 	var bar *progressbar.ProgressBar

@@ -18,6 +18,7 @@ type reportOptions struct {
 	top     int
 	maxCols int
 	title   string
+	target  string
 	quiet   bool
 }
 
@@ -54,6 +55,7 @@ nothing (an explicit --percentile is honoured, with a warning).`,
 	f.IntVar(&o.maxCols, "columns", 200, "time columns of the charts, at most")
 	f.StringVar(&o.title, "title", "", "the page's title (default: from the recording or the capture files)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	addTargetVersionFlag(f, &o.target)
 	check(f, "top", &o.top, positive)
 	check(f, "columns", &o.maxCols, atLeast(2))
 	return cmd
@@ -82,9 +84,13 @@ func runReport(stderr io.Writer, args []string, o *reportOptions) error {
 	target.Inputs = append(target.Inputs, logDirs...)
 	opts := o.explainOptions(stderr, o.quiet)
 	opts.LogDirs = logDirs
+	clientOpts, err := clientsOptionsFor(o.target)
+	if err != nil {
+		return err
+	}
 	d, err := report.BuildFrom(in, report.Options{
-		Explain: opts,
-		Top:     o.top, MaxCols: o.maxCols, Title: o.title,
+		Explain: opts, Clients: clientOpts,
+		Top: o.top, MaxCols: o.maxCols, Title: o.title,
 	})
 	if err != nil {
 		return badInput(err)

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/findings"
 	"github.com/kscope-dev/kscope/internal/iotrace"
@@ -59,6 +60,8 @@ type Options struct {
 	AlarmMs float64
 	// SyscallProbes is the tracer's choice of system call probes.
 	SyscallProbes iotrace.SyscallProbe
+	// Clients says how the clients view is built (its target release).
+	Clients clients.Options
 	// Notes takes the progress notes, one line each; Quiet keeps only
 	// warnings. Progress, when set, is told the recording's elapsed
 	// time every second.
@@ -119,7 +122,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	o.notef("explaining the produce requests of %g ms or more", o.alarmMs())
-	d, err := report.Build(res.Recording, report.Options{Explain: o.explainOptions(), AlarmMs: o.AlarmMs})
+	d, err := report.Build(res.Recording, report.Options{Explain: o.explainOptions(), AlarmMs: o.AlarmMs, Clients: o.Clients})
 	if err != nil {
 		return nil, fmt.Errorf("doctor: reading the recording: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
@@ -84,6 +85,9 @@ type Evidence struct {
 	// AlarmMs is the latency from which a slow request is cause for
 	// alarm (0: DefaultAlarmMs).
 	AlarmMs float64
+	// Clients is the clients view of the same requests (nil: not
+	// built).
+	Clients *clients.Report
 }
 
 // DefaultAlarmMs is Evidence.AlarmMs's default: a produce request of

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/findings"
@@ -205,6 +206,8 @@ type Options struct {
 	// AlarmMs is the latency from which slow requests are cause for
 	// alarm in the findings (0: findings.DefaultAlarmMs).
 	AlarmMs float64
+	// Clients says how the clients view is built (its target release).
+	Clients clients.Options
 }
 
 // Inputs are the files a report is drawn from: a recording's
@@ -253,8 +256,10 @@ type Data struct {
 	Use         *UsePanel // nil without use.jsonl
 	// Latency is the produce latency's distribution; Findings what
 	// the findings' checks made of it all, ranked (package findings).
-	Latency    findings.Latency
-	Findings   []findings.Finding
+	Latency  findings.Latency
+	Findings []findings.Finding
+	// Clients is the clients view of the requests (nil without them).
+	Clients    *clients.Report
 	AlarmMs    float64
 	Start, End time.Time
 	// LeftOut says, one line each, what was left out of which input: a
@@ -345,6 +350,9 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 		if err := b.readRequests(in.Requests); err != nil {
 			return nil, err
 		}
+		if err := b.readClients(in.Requests); err != nil {
+			return nil, err
+		}
 	}
 	idx := explain.NewIndex()
 	if err := b.readIO(idx, in.IO); err != nil {
@@ -383,7 +391,8 @@ func (b *builder) latency() findings.Latency {
 // evidence is what the findings' checks look at.
 func (b *builder) evidence() *findings.Evidence {
 	d := b.d
-	e := &findings.Evidence{Dir: d.Dir, Meta: d.Meta, Summary: d.Summary, Slowest: d.Slowest, Latency: d.Latency, AlarmMs: b.o.AlarmMs}
+	e := &findings.Evidence{Dir: d.Dir, Meta: d.Meta, Summary: d.Summary, Slowest: d.Slowest, Latency: d.Latency, AlarmMs: b.o.AlarmMs,
+		Clients: d.Clients}
 	if u := d.Use; u != nil {
 		e.Use = &findings.Use{Intervals: u.Samples}
 		for _, f := range u.Findings {
@@ -460,6 +469,20 @@ func defaultTitle(in Inputs) string {
 }
 
 func (b *builder) heatmap(s Scale) *Heatmap { return NewHeatmap(s, b.origin, b.step, b.o.MaxCols) }
+
+// readClients builds the clients view of the requests. The lines left
+// out are those readRequests left out, and counted there: this second
+// reading counts them in a tally of its own.
+func (b *builder) readClients(path string) error {
+	rd := b.rd
+	rd.Tally = &recording.Tally{}
+	agg := clients.New(b.o.Clients)
+	if err := clients.ReadRequests(rd, path, agg); err != nil {
+		return err
+	}
+	b.d.Clients = agg.Report()
+	return nil
+}
 
 // readRequests fills the produce heatmap and every API's series.
 func (b *builder) readRequests(path string) error {

@@ -1,0 +1,299 @@
+package clients
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// client is one row while requests come in.
+type client struct {
+	key      key
+	conns    int
+	requests int64
+	bytes    int64
+	failed   int64
+	errors   map[int16]int64
+	software map[string]int64 // "name/version" -> requests
+	apis     map[apiVersion]*use
+	producer *producer
+	consumer *consumer
+	groups   map[string]*groupUse
+	// follower is set when the client fetched as a replica: a broker.
+	follower bool
+	// first and last are when its requests arrived: rates are over the
+	// time it was active, not over the whole capture.
+	first, last time.Time
+
+	metadata, allTopics, handshakes, saslAuths int64
+}
+
+type apiVersion struct{ key, version int16 }
+
+// use counts requests of one API version, and when they were seen.
+type use struct {
+	requests    int64
+	first, last time.Time
+}
+
+type groupUse struct {
+	classic, consumer bool
+	members           map[string]bool
+}
+
+// maxMembers bounds the member ids kept per group.
+const maxMembers = 1000
+
+func newClient(k key) *client {
+	return &client{key: k, errors: map[int16]int64{}, software: map[string]int64{}, apis: map[apiVersion]*use{},
+		groups: map[string]*groupUse{}}
+}
+
+// add counts r for the client; cn is its connection (nil when not
+// followed).
+func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
+	c.requests++
+	if c.first.IsZero() || r.Arrival.Before(c.first) {
+		c.first = r.Arrival
+	}
+	c.last = later(c.last, r.Arrival)
+	c.bytes += int64(r.RequestBytes + r.ResponseBytes)
+	if r.ErrorCode != nil && *r.ErrorCode != 0 {
+		c.failed++
+		c.errors[*r.ErrorCode]++
+	}
+	if r.SoftwareName != "" || r.SoftwareVersion != "" {
+		c.software[r.SoftwareName+"/"+r.SoftwareVersion]++
+	}
+	av := apiVersion{r.APIKey, r.APIVersion}
+	u := c.apis[av]
+	if u == nil {
+		if len(c.apis) >= maxAPIVersions {
+			av = apiVersion{-1, -1}
+			if u = c.apis[av]; u == nil {
+				u = &use{first: r.Arrival}
+				c.apis[av] = u
+			}
+		} else {
+			u = &use{first: r.Arrival}
+			c.apis[av] = u
+		}
+	}
+	u.requests++
+	u.last = later(u.last, r.Arrival)
+	c.addByAPI(cn, r)
+}
+
+// maxAPIVersions bounds the (API, version) pairs kept per client: Kafka
+// has under 100 APIs of a few versions each; a hostile stream may name
+// any key.
+const maxAPIVersions = 512
+
+// addByAPI counts what the request's API says of the client.
+func (c *client) addByAPI(cn *conn, r *event.Request) {
+	switch r.APIKey {
+	case apiProduce:
+		if c.producer == nil {
+			c.producer = newProducer()
+		}
+		c.producer.add(cn, r)
+	case apiFetch:
+		if r.ReplicaID != nil && *r.ReplicaID >= 0 {
+			c.follower = true
+			return
+		}
+		if c.consumer == nil {
+			c.consumer = newConsumer()
+		}
+		c.consumer.add(r)
+	case apiMetadata:
+		c.metadata++
+		if r.AllTopics {
+			c.allTopics++
+		}
+	case apiSaslHandshake:
+		c.handshakes++
+	case apiSaslAuth:
+		c.saslAuths++
+	}
+	if r.Group.ID != "" {
+		c.group(r)
+	}
+}
+
+func (c *client) group(r *event.Request) {
+	g := c.groups[r.Group.ID]
+	if g == nil {
+		if len(c.groups) >= maxMembers {
+			return
+		}
+		g = &groupUse{members: map[string]bool{}}
+		c.groups[r.Group.ID] = g
+	}
+	switch r.APIKey {
+	case apiJoinGroup, apiSyncGroup, apiHeartbeat:
+		g.classic = true
+	case apiConsumerGroupH:
+		g.consumer = true
+	}
+	if m := r.Group.MemberID; m != "" && len(g.members) < maxMembers {
+		g.members[m] = true
+	}
+}
+
+// producer counts a client's produce requests.
+type producer struct {
+	requests, throttled, failed, acks0, unanswered int64
+	acks                                           map[int16]int64
+	codecs                                         map[string]int64
+	idempotent, transactional                      int64
+	transactionalIDs                               map[string]bool
+	minMagic                                       int8
+	batchesPerRequest, partitionsPerRequest, gapUs *hdrhistogram.Histogram
+	topics                                         map[string]*topicProduce
+	errors                                         map[int16]int64
+}
+
+// topicProduce is one topic's batches from one client.
+type topicProduce struct {
+	batches, records, bytes        int64
+	recordsPerBatch, bytesPerBatch *hdrhistogram.Histogram
+}
+
+// maxTopics bounds the topics kept per client; further topics are
+// counted under "other".
+const maxTopics = 200
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 1<<40, 2) }
+
+func newProducer() *producer {
+	return &producer{acks: map[int16]int64{}, codecs: map[string]int64{}, transactionalIDs: map[string]bool{}, minMagic: 2,
+		batchesPerRequest: newHist(), partitionsPerRequest: newHist(), gapUs: newHist(), topics: map[string]*topicProduce{},
+		errors: map[int16]int64{}}
+}
+
+func (p *producer) add(cn *conn, r *event.Request) {
+	p.requests++
+	if r.Acks != nil {
+		p.acks[*r.Acks]++
+	}
+	if r.ThrottleMs > 0 {
+		p.throttled++
+	}
+	if !r.Answered && (r.Acks == nil || *r.Acks != 0) {
+		p.unanswered++
+	}
+	if cn != nil {
+		// The gap between a connection's produce requests: with batches
+		// short of batch.size, the producer's linger.ms.
+		if !cn.lastProduce.IsZero() && r.Arrival.After(cn.lastProduce) {
+			_ = p.gapUs.RecordValue(max(1, r.Arrival.Sub(cn.lastProduce).Microseconds()))
+		}
+		cn.lastProduce = r.Arrival
+	}
+	pr := r.Producer
+	if pr.Batches > 0 {
+		p.codecs[pr.Codec]++
+		p.minMagic = min(p.minMagic, pr.Magic)
+		if pr.Idempotent() {
+			p.idempotent++
+		}
+		if pr.Transactional {
+			p.transactional++
+		}
+		if pr.TransactionalID != "" && len(p.transactionalIDs) < maxTopics {
+			p.transactionalIDs[pr.TransactionalID] = true
+		}
+		_ = p.batchesPerRequest.RecordValue(int64(pr.Batches))
+	}
+	_ = p.partitionsPerRequest.RecordValue(max(1, int64(len(r.Partitions))))
+	failed := false
+	for i := range r.Partitions {
+		part := &r.Partitions[i]
+		if part.ErrorCode != 0 {
+			p.errors[part.ErrorCode]++
+			failed = true
+		}
+		p.topic(part.Topic).add(part)
+	}
+	if failed {
+		p.failed++
+	}
+}
+
+func (p *producer) topic(name string) *topicProduce {
+	t := p.topics[name]
+	if t == nil {
+		if len(p.topics) >= maxTopics {
+			name = "other"
+			if t = p.topics[name]; t != nil {
+				return t
+			}
+		}
+		t = &topicProduce{recordsPerBatch: newHist(), bytesPerBatch: newHist()}
+		p.topics[name] = t
+	}
+	return t
+}
+
+func (t *topicProduce) add(part *event.Partition) {
+	if part.Batches <= 0 {
+		return
+	}
+	t.batches += int64(part.Batches)
+	t.records += int64(part.Records)
+	t.bytes += int64(part.Bytes)
+	// A partition's batches are counted as equal: one batch per partition
+	// is what producers send.
+	_ = t.recordsPerBatch.RecordValues(max(1, int64(part.Records/part.Batches)), int64(part.Batches))
+	_ = t.bytesPerBatch.RecordValues(max(1, int64(part.Bytes/part.Batches)), int64(part.Batches))
+}
+
+// consumer counts a client's consumer fetches (a follower's are not).
+type consumer struct {
+	fetches, empty, answered int64
+	maxWait, minBytes        map[int32]int64
+	maxBytes                 map[int32]int64
+	responseBytes            *hdrhistogram.Histogram
+	first, last              time.Time
+}
+
+func newConsumer() *consumer {
+	return &consumer{maxWait: map[int32]int64{}, minBytes: map[int32]int64{}, maxBytes: map[int32]int64{}, responseBytes: newHist()}
+}
+
+// maxSettings bounds the distinct setting values kept.
+const maxSettings = 64
+
+func (c *consumer) add(r *event.Request) {
+	c.fetches++
+	if c.first.IsZero() {
+		c.first = r.Arrival
+	}
+	c.last = r.Arrival
+	count(c.maxWait, r.Fetch.MaxWaitMs)
+	count(c.minBytes, r.Fetch.MinBytes)
+	if r.Fetch.MaxBytes > 0 {
+		count(c.maxBytes, r.Fetch.MaxBytes)
+	}
+	if !r.Answered {
+		return
+	}
+	c.answered++
+	var data int64
+	for i := range r.Partitions {
+		data += int64(r.Partitions[i].Bytes)
+	}
+	if data == 0 {
+		c.empty++
+	}
+	_ = c.responseBytes.RecordValue(max(1, int64(r.ResponseBytes)))
+}
+
+func count(m map[int32]int64, v int32) {
+	if _, ok := m[v]; ok || len(m) < maxSettings {
+		m[v]++
+	}
+}
