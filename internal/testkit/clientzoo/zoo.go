@@ -34,36 +34,34 @@ const (
 // KIP-848 consumer runs against Kafka 4.0+ only (MinBroker).
 func Default(prefix string) []Client {
 	id := func(kind string) string { return prefix + "-" + kind }
-	clients := []Client{
-		javaCurrent(id),
-		javaKIP848(id),
-		javaOld(id),
-		librdkafkaDefaults(id),
-		librdkafkaNoAPIVersion(id),
-		kafkaPythonOld(id),
-		franzGo(id),
-		saramaOld(id),
-		saramaCurrent(id),
-		{
-			Kind: "storm-reconnect", ClientID: id("storm-reconnect"), Library: Storm,
-			Topic: id("storm-reconnect"), Software: FranzSoftware(),
-			Storm: &StormLoad{Pattern: Reconnect, Count: 150, PerSecond: 25},
-		},
-		{
-			Kind: "storm-metadata", ClientID: id("storm-metadata"), Library: Storm,
-			Software: FranzSoftware(),
-			Storm:    &StormLoad{Pattern: MetadataAll, Count: 300, PerSecond: 30},
-		},
+	return []Client{
+		JavaCurrent(id(javaCurrentKind), id(javaCurrentKind)),
+		JavaKIP848(id(javaKIP848Kind), id(javaKIP848Kind)),
+		JavaOld(id(javaOldKind), id(javaOldKind)),
+		LibrdkafkaDefaults(id("librdkafka"), id("librdkafka")),
+		LibrdkafkaNoAPIVersion(id("librdkafka-noapiversion"), id("librdkafka-noapiversion")),
+		KafkaPythonOld(id("kafka-python-0.10.1"), id("kafka-python-0.10.1")),
+		FranzGoClient(id("franz-go"), id("franz-go")),
+		SaramaOld(id("sarama-0.10.2"), id("sarama-0.10.2")),
+		SaramaCurrent(id("sarama-3.9"), id("sarama-3.9")),
+		ReconnectStorm(id("storm-reconnect"), id("storm-reconnect")),
+		MetadataStorm(id("storm-metadata")),
 	}
-	return clients
 }
 
-// client fills what every producing and consuming client of Default
-// shares: kind, ids, topic, group.
-func client(id func(string) string, kind, library, version string, p *Producer, k *Consumer) Client {
-	c := Client{Kind: kind, ClientID: id(kind), Library: library, Version: version, Topic: id(kind), Producer: p, Consumer: k}
+var (
+	javaCurrentKind = "java-" + lab.KafkaVersion
+	javaKIP848Kind  = "java-" + lab.KafkaVersion + "-kip848"
+	javaOldKind     = "java-" + OldJavaVersion
+)
+
+// client fills what every producing and consuming client shares: its
+// consumer's group is clientID-group and reads all that its producer
+// wrote.
+func client(kind, clientID, topic, library, version string, p *Producer, k *Consumer) Client {
+	c := Client{Kind: kind, ClientID: clientID, Library: library, Version: version, Topic: topic, Producer: p, Consumer: k}
 	if k != nil {
-		k.Group = id(kind) + "-group"
+		k.Group = clientID + "-group"
 		k.Records = p.Records
 	}
 	return c
@@ -76,16 +74,20 @@ func load(p Producer, n, size int) *Producer {
 	return &p
 }
 
-func javaCurrent(id func(string) string) Client {
-	c := client(id, "java-"+lab.KafkaVersion, Java, lab.KafkaVersion,
+// JavaCurrent is the Java client of the lab's pinned release: a
+// transactional producer (zstd) and a classic group consumer.
+func JavaCurrent(clientID, topic string) Client {
+	c := client(javaCurrentKind, clientID, topic, Java, lab.KafkaVersion,
 		load(Producer{Acks: -1, Compression: "zstd", Idempotent: true, Transactional: true, BatchSize: 32768, LingerMs: 20}, 600, 200),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 250, FetchMinBytes: 1024})
 	c.Software = Software{javaSoftware, lab.KafkaVersion}
 	return c
 }
 
-func javaKIP848(id func(string) string) Client {
-	c := client(id, "java-"+lab.KafkaVersion+"-kip848", Java, lab.KafkaVersion,
+// JavaKIP848 is the same Java client with an idempotent producer (snappy)
+// and a consumer in a KIP-848 group (Kafka 4.0+).
+func JavaKIP848(clientID, topic string) Client {
+	c := client(javaKIP848Kind, clientID, topic, Java, lab.KafkaVersion,
 		load(Producer{Acks: -1, Compression: "snappy", Idempotent: true, BatchSize: 16384, LingerMs: 10}, 400, 300),
 		&Consumer{GroupProtocol: KIP848, FetchMaxWaitMs: 300, FetchMinBytes: 2048})
 	c.Software = Software{javaSoftware, lab.KafkaVersion}
@@ -93,53 +95,56 @@ func javaKIP848(id func(string) string) Client {
 	return c
 }
 
-func javaOld(id func(string) string) Client {
-	return client(id, "java-"+OldJavaVersion, Java, OldJavaVersion,
+// JavaOld is kafka-clients OldJavaVersion: acks=1, gzip.
+func JavaOld(clientID, topic string) Client {
+	return client(javaOldKind, clientID, topic, Java, OldJavaVersion,
 		load(Producer{Acks: 1, Compression: "gzip", BatchSize: 8192, LingerMs: 50}, 600, 150),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 400, FetchMinBytes: 512})
 }
 
-// librdkafkaDefaults is librdkafka as most applications run it: its
+// LibrdkafkaDefaults is librdkafka as most applications run it: its
 // defaults, set explicitly so that the declaration is what it ran with.
-func librdkafkaDefaults(id func(string) string) Client {
-	c := client(id, "librdkafka", Librdkafka, LibrdkafkaVersion,
+func LibrdkafkaDefaults(clientID, topic string) Client {
+	c := client("librdkafka", clientID, topic, Librdkafka, LibrdkafkaVersion,
 		load(Producer{Acks: -1, Compression: "none", BatchSize: 1000000, LingerMs: 5}, 800, 250),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 500, FetchMinBytes: 1})
 	c.Software = Software{rdkafkaSoftware, ConfluentKafkaVersion + "-rdkafka-" + LibrdkafkaVersion}
 	return c
 }
 
-// librdkafkaNoAPIVersion is librdkafka with api.version.request=false and
+// LibrdkafkaNoAPIVersion is librdkafka with api.version.request=false and
 // broker.version.fallback=0.9.0: the versions of Kafka 0.9, unasked.
-func librdkafkaNoAPIVersion(id func(string) string) Client {
-	c := client(id, "librdkafka-noapiversion", Librdkafka, LibrdkafkaVersion,
+func LibrdkafkaNoAPIVersion(clientID, topic string) Client {
+	c := client("librdkafka-noapiversion", clientID, topic, Librdkafka, LibrdkafkaVersion,
 		load(Producer{Acks: 1, Compression: "snappy", BatchSize: 65536, LingerMs: 30}, 600, 350),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 350, FetchMinBytes: 100})
 	c.Pin = "0.9.0"
 	return c
 }
 
-func kafkaPythonOld(id func(string) string) Client {
-	c := client(id, "kafka-python-0.10.1", KafkaPython, KafkaPythonVersion,
+// KafkaPythonOld is kafka-python with api_version (0, 10, 1).
+func KafkaPythonOld(clientID, topic string) Client {
+	c := client("kafka-python-0.10.1", clientID, topic, KafkaPython, KafkaPythonVersion,
 		load(Producer{Acks: -1, Compression: "gzip", BatchSize: 4096, LingerMs: 15}, 500, 120),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 200, FetchMinBytes: 64})
 	c.Pin = "0.10.1"
 	return c
 }
 
-func franzGo(id func(string) string) Client {
-	c := client(id, "franz-go", FranzGo, FranzSoftware().Version,
+// FranzGoClient is franz-go in this process: acks=1, lz4, not idempotent.
+func FranzGoClient(clientID, topic string) Client {
+	c := client("franz-go", clientID, topic, FranzGo, FranzSoftware().Version,
 		load(Producer{Acks: 1, Compression: "lz4", BatchSize: 65536, LingerMs: 10}, 1000, 180),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 450, FetchMinBytes: 4096})
 	c.Software = FranzSoftware()
 	return c
 }
 
-// saramaOld is Sarama told the broker is 0.10.2: the versions of that
+// SaramaOld is Sarama told the broker is 0.10.2: the versions of that
 // release, whatever the broker offers. A current Sarama still sends
 // ApiVersions v3 (Config.ApiVersionsRequest), so it names itself.
-func saramaOld(id func(string) string) Client {
-	c := client(id, "sarama-0.10.2", Sarama, SaramaVersion,
+func SaramaOld(clientID, topic string) Client {
+	c := client("sarama-0.10.2", clientID, topic, Sarama, SaramaVersion,
 		load(Producer{Acks: -1, Compression: "lz4", BatchSize: 16384, LingerMs: 25}, 600, 400),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 100, FetchMinBytes: 16})
 	c.Pin = "0.10.2.0"
@@ -147,11 +152,30 @@ func saramaOld(id func(string) string) Client {
 	return c
 }
 
-func saramaCurrent(id func(string) string) Client {
-	c := client(id, "sarama-3.9", Sarama, SaramaVersion,
+// SaramaCurrent is Sarama told the broker is 3.9: idempotent, zstd.
+func SaramaCurrent(clientID, topic string) Client {
+	c := client("sarama-3.9", clientID, topic, Sarama, SaramaVersion,
 		load(Producer{Acks: -1, Compression: "zstd", Idempotent: true, BatchSize: 32768, LingerMs: 15}, 600, 480),
 		&Consumer{GroupProtocol: Classic, FetchMaxWaitMs: 550, FetchMinBytes: 32})
 	c.Pin = "3.9.0"
 	c.Software = Software{saramaSoftware, SaramaVersion}
 	return c
+}
+
+// ReconnectStorm reconnects 150 times at 25 per second, asking each time
+// for the metadata of topic.
+func ReconnectStorm(clientID, topic string) Client {
+	return Client{
+		Kind: "storm-reconnect", ClientID: clientID, Library: Storm, Topic: topic, Software: FranzSoftware(),
+		Storm: &StormLoad{Pattern: Reconnect, Count: 150, PerSecond: 25},
+	}
+}
+
+// MetadataStorm asks for the metadata of all topics 300 times at 30 per
+// second, on one connection.
+func MetadataStorm(clientID string) Client {
+	return Client{
+		Kind: "storm-metadata", ClientID: clientID, Library: Storm, Software: FranzSoftware(),
+		Storm: &StormLoad{Pattern: MetadataAll, Count: 300, PerSecond: 30},
+	}
 }
