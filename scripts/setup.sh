@@ -16,6 +16,10 @@
 #     scripts/kafka-clients-jars.sh (TestTableMatchesJars reads them)
 #   - the extract-tls-secrets Java agent (TLS keys from a running broker)
 #     via scripts/keylog-agent-jar.sh
+#   - the client zoo (internal/testkit/clientzoo): an old Java client
+#     (kafka-clients 2.0.1, scripts/kafka-clients-old.sh), a Python venv
+#     with confluent-kafka and kafka-python (scripts/python-venv.sh; apt:
+#     python3-venv), the Sarama client (scripts/zoo-sarama.sh)
 #   - a real Prometheus (Debian's release package, unpacked, not installed)
 #     and OpenTelemetry Collector (built with its official builder) for the
 #     fleet test, via scripts/observability-tools.sh (cached)
@@ -60,6 +64,13 @@ for p in "${!pkgs[@]}"; do
   PATH="$PATH:/usr/sbin:/sbin" command -v "${pkgs[$p]}" >/dev/null || missing+=("$p")
 done
 
+# The client zoo's venv (scripts/python-venv.sh) needs python3's venv and
+# ensurepip modules, which Debian ships apart.
+if [[ "$scope" != demo ]] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  command -v python3 >/dev/null || missing+=(python3)
+  missing+=(python3-venv)
+fi
+
 if ((${#missing[@]})); then
   [[ "$(id -u)" == 0 ]] || die "need root to apt-get install: ${missing[*]}"
   echo "setup.sh: installing ${missing[*]}" >&2
@@ -92,6 +103,12 @@ fi
 # kafka-python, pinned to Kafka 0.10.0 in that test, authenticates with
 # SaslHandshake v0 and raw SASL tokens.
 python3 -c "import confluent_kafka, kafka" 2>/dev/null || python3 -m pip install -q confluent-kafka kafka-python
+# The client zoo of the tests (internal/testkit/clientzoo): clients of
+# several kinds and ages that kscope did not write. Each script is a no-op
+# when its cache is current.
+"$root/scripts/kafka-clients-old.sh" >/dev/null
+"$root/scripts/python-venv.sh" >/dev/null
+"$root/scripts/zoo-sarama.sh" >/dev/null
 # qemu and a Debian cloud kernel for the tests of BPF features this host's
 # kernel lacks (fentry): internal/testkit/vm, docs/vmtest.md.
 if [[ "$(id -u)" == 0 ]]; then

@@ -19,9 +19,13 @@ type Entry struct {
 	// Time is the log line's timestamp (zero when it has none).
 	Time time.Time
 
-	APIKey        int16
-	APIName       string // e.g. "PRODUCE", as Kafka names it
-	APIVersion    int16
+	APIKey     int16
+	APIName    string // e.g. "PRODUCE", as Kafka names it
+	APIVersion int16
+	// Deprecated is the broker's word that APIVersion is deprecated
+	// (requestApiVersionDeprecated, logged by Kafka 3.7 to 3.9 for the
+	// versions KIP-896 removes in 4.0; absent, so false, elsewhere).
+	Deprecated    bool
 	CorrelationID int32
 	ClientID      string
 

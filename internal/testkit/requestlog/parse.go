@@ -28,6 +28,7 @@ type line struct {
 		CorrelationID     int32   `json:"correlationId"`
 		ClientID          *string `json:"clientId"`
 		RequestAPIKeyName string  `json:"requestApiKeyName"`
+		Deprecated        bool    `json:"requestApiVersionDeprecated"`
 	} `json:"requestHeader"`
 	Request             json.RawMessage `json:"request"`
 	Response            json.RawMessage `json:"response"`
@@ -105,6 +106,7 @@ func parseLine(raw []byte, ids map[string]string) (Entry, bool, error) {
 		APIKey:              l.RequestHeader.RequestAPIKey,
 		APIName:             l.RequestHeader.RequestAPIKeyName,
 		APIVersion:          l.RequestHeader.RequestAPIVersion,
+		Deprecated:          l.RequestHeader.Deprecated,
 		CorrelationID:       l.RequestHeader.CorrelationID,
 		Connection:          l.Connection,
 		TotalTimeMs:         l.TotalTimeMs,

@@ -105,3 +105,32 @@ func TestParseVariants(t *testing.T) {
 		t.Error("malformed line: no error")
 	}
 }
+
+// testdata/kafka-3.9.1-deprecated.log is real output of a Kafka 3.9.1
+// broker run by internal/lab: Produce v2 from Sarama told the broker is
+// 0.10.2, which the broker marks deprecated (KIP-896), then Produce v10
+// from Sarama told it is 3.9, which it does not.
+func TestParseDeprecated(t *testing.T) {
+	f, err := os.Open("testdata/kafka-3.9.1-deprecated.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		client     string
+		version    int16
+		deprecated bool
+	}
+	var gots []got
+	for _, e := range entries {
+		gots = append(gots, got{e.ClientID, e.APIVersion, e.Deprecated})
+	}
+	want := []got{{"zoo-sarama-0.10.2", 2, true}, {"zoo-sarama-3.9", 10, false}}
+	if !slices.Equal(gots, want) {
+		t.Fatalf("got %+v, want %+v", gots, want)
+	}
+}
