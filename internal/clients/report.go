@@ -50,13 +50,16 @@ type Client struct {
 	ConnectionsPerMin float64 `json:"connections_per_min"`
 	LifetimeSec       float64 `json:"lifetime_sec"`
 
-	Requests       int64        `json:"requests"`
-	RequestsPerSec float64      `json:"requests_per_sec"`
-	RequestShare   float64      `json:"request_share"`
-	Bytes          int64        `json:"bytes"`
-	ByteShare      float64      `json:"byte_share"`
-	Failed         int64        `json:"failed"`
-	Errors         []ErrorCount `json:"errors,omitempty"`
+	Requests       int64   `json:"requests"`
+	RequestsPerSec float64 `json:"requests_per_sec"`
+	RequestShare   float64 `json:"request_share"`
+	Bytes          int64   `json:"bytes"`
+	ByteShare      float64 `json:"byte_share"`
+	Failed         int64   `json:"failed"`
+	// Unanswered requests got no response (acks=0 produce requests
+	// apart): their connection closed first, or the capture ended.
+	Unanswered int64        `json:"unanswered"`
+	Errors     []ErrorCount `json:"errors,omitempty"`
 
 	MetadataPerSec          float64 `json:"metadata_per_sec"`
 	AllTopicsMetadataPerSec float64 `json:"all_topics_metadata_per_sec"`
@@ -242,7 +245,7 @@ func (a *Aggregator) row(c *client, rep *Report, facts *connFacts) Client {
 	// second, not 5.
 	secs := max(c.last.Sub(c.first).Seconds(), 1)
 	row := Client{Address: c.key.host, Principal: c.key.principal, ClientID: c.key.clientID, Connections: c.conns,
-		Requests: c.requests, Bytes: c.bytes, Failed: c.failed, Errors: errorCounts(c.errors),
+		Requests: c.requests, Bytes: c.bytes, Failed: c.failed, Unanswered: c.unanswered, Errors: errorCounts(c.errors),
 		RequestsPerSec: float64(c.requests) / secs, ActiveSec: c.last.Sub(c.first).Seconds(),
 		MetadataPerSec: float64(c.metadata) / secs, AllTopicsMetadataPerSec: float64(c.allTopics) / secs,
 		HandshakesPerMin:  float64(c.handshakes+c.countAPI(apiVersionsKey)) / secs * 60,

@@ -15,12 +15,15 @@ type client struct {
 	requests int64
 	bytes    int64
 	failed   int64
-	errors   map[int16]int64
-	software map[string]int64 // "name/version" -> requests
-	apis     map[apiVersion]*use
-	producer *producer
-	consumer *consumer
-	groups   map[string]*groupUse
+	// unanswered counts requests that got no response (acks=0 produce
+	// requests apart): the connection closed, or the capture ended first.
+	unanswered int64
+	errors     map[int16]int64
+	software   map[string]int64 // "name/version" -> requests
+	apis       map[apiVersion]*use
+	producer   *producer
+	consumer   *consumer
+	groups     map[string]*groupUse
 	// follower is set when the client fetched as a replica: a broker.
 	follower bool
 	// first and last are when its requests arrived: rates are over the
@@ -60,7 +63,13 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	}
 	c.last = later(c.last, r.Arrival)
 	c.bytes += int64(r.RequestBytes + r.ResponseBytes)
-	if r.ErrorCode != nil && *r.ErrorCode != 0 {
+	if !r.Answered && (r.APIKey != apiProduce || r.Acks == nil || *r.Acks != 0) {
+		c.unanswered++
+	}
+	// An ApiVersions answered UNSUPPORTED_VERSION is the protocol's
+	// negotiation (the client asked for a newer version than the broker
+	// has, and asks again), not a failure.
+	if r.ErrorCode != nil && *r.ErrorCode != 0 && !(r.APIKey == apiVersionsKey && *r.ErrorCode == unsupportedVersion) {
 		c.failed++
 		c.errors[*r.ErrorCode]++
 	}
@@ -85,6 +94,9 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	u.last = later(u.last, r.Arrival)
 	c.addByAPI(cn, r)
 }
+
+// unsupportedVersion is Kafka's UNSUPPORTED_VERSION error code.
+const unsupportedVersion = 35
 
 // maxAPIVersions bounds the (API, version) pairs kept per client: Kafka
 // has under 100 APIs of a few versions each; a hostile stream may name
