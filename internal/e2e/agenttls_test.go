@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/recording"
@@ -79,12 +81,12 @@ func TestAgentTLS(t *testing.T) {
 	tls12 := tlsCfg.Clone()
 	tls12.MaxVersion = tls.VersionTLS12
 	const n = 200
-	clients := map[string][]kgo.Opt{
+	producers := map[string][]kgo.Opt{
 		"agent-tls13": {kgo.SeedBrokers(b.SSLAddr()), kgo.DialTLSConfig(tlsCfg)},
 		"agent-scram-tls12": {kgo.SeedBrokers(b.SASLSSLAddr()), kgo.DialTLSConfig(tls12),
 			kgo.SASL(scram.Auth{User: users.SCRAM.Name, Pass: users.SCRAM.Password}.AsSha512Mechanism())},
 	}
-	if _, err := produceAlternating(ctx, n, clients); err != nil {
+	if _, err := produceAlternating(ctx, n, producers); err != nil {
 		t.Fatal(err)
 	}
 	// Each client produced n records one request at a time.
@@ -92,7 +94,7 @@ func TestAgentTLS(t *testing.T) {
 	for {
 		fams := a.scrape(t)
 		done := true
-		for name := range clients {
+		for name := range producers {
 			if metricSum(fams, "kscope_requests_total", map[string]string{"client_id": name, "api": "Produce"}) < n {
 				done = false
 			}
@@ -107,7 +109,7 @@ func TestAgentTLS(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			for name := range clients {
+			for name := range producers {
 				t.Logf("%s: %v produce requests counted", name, metricSum(fams, "kscope_requests_total", map[string]string{"client_id": name, "api": "Produce"}))
 			}
 			for _, o := range []string{"decrypted", "handshake_only", "no_keys", "failed", "lost"} {
@@ -125,7 +127,16 @@ func TestAgentTLS(t *testing.T) {
 	if err := rec.stop(t, syscall.SIGINT); err != nil {
 		t.Fatalf("record: %v: %s", err, rec.errOut())
 	}
-	checkTLSRecording(t, recDir, sslPort, saslPort, len(clients)*n)
+	checkTLSRecording(t, recDir, sslPort, saslPort, len(producers)*n)
+	t.Run("clients", func(t *testing.T) {
+		principals := map[string]string{"agent-tls13": "", "agent-scram-tls12": users.SCRAM.Name}
+		checkClientsRecording(t, recDir, principals, n)
+		var live clients.Report
+		if err := json.Unmarshal([]byte(httpGet(t, a.base+"/clients")), &live); err != nil {
+			t.Fatalf("/clients: %v", err)
+		}
+		checkClientsProduced(t, "the agent's /clients", &live, principals, n)
+	})
 	if t.Failed() {
 		t.Logf("record: %s", rec.errOut())
 		keepOnFailure(t, filepath.Join(recDir, recording.RequestsFile))
@@ -133,7 +144,7 @@ func TestAgentTLS(t *testing.T) {
 	}
 	// The password is in nothing the agent serves or wrote.
 	texts := []string{a.errOut()}
-	for _, p := range []string{"/metrics", "/healthz"} {
+	for _, p := range []string{"/metrics", "/healthz", "/clients"} {
 		texts = append(texts, httpGet(t, a.base+p))
 	}
 	for _, dir := range []string{out, recDir} {

@@ -157,14 +157,19 @@ func rowWith(rep *clients.Report, clientID string, f func(*clients.Client) bool)
 }
 
 // checkAgainstLog: per client id, the requests, the versions of each API
-// and the software kscope read from the wire equal the broker's log. The
+// and the software kscope read from the wire equal the broker's log (but
+// for the APIs unlogged: a SASL listener's authenticator answers
+// ApiVersions, SaslHandshake and SaslAuthenticate before the request
+// channel, which logs). The
 // broker logs a request when it has processed it: a request the client
 // sent just before it closed its connection is on the wire with no
 // response, and may be missing from the log. Such requests, which kscope
 // counts as unanswered, are the only difference allowed.
-func checkAgainstLog(t *testing.T, rep *clients.Report, entries []requestlog.Entry) {
+func checkAgainstLog(t *testing.T, rep *clients.Report, entries []requestlog.Entry, unlogged ...string) {
 	t.Helper()
 	want, got := logTruth(entries), kscopeTruth(rep)
+	dropAPIs(want, unlogged)
+	dropAPIs(got, unlogged)
 	for _, id := range slices.Sorted(maps.Keys(want)) {
 		w, g := want[id], got[id]
 		if g == nil {
@@ -184,6 +189,20 @@ func checkAgainstLog(t *testing.T, rep *clients.Report, entries []requestlog.Ent
 	for id, g := range got {
 		if want[id] == nil {
 			t.Errorf("%s: a row of %d requests the log does not have", id, g.requests)
+		}
+	}
+}
+
+// dropAPIs leaves the APIs named out of every client's counts.
+func dropAPIs(m map[string]*clientTruth, apis []string) {
+	for _, c := range m {
+		for _, api := range apis {
+			for v, n := range c.versions {
+				if strings.HasPrefix(v, api+" v") {
+					delete(c.versions, v)
+					c.requests -= n
+				}
+			}
 		}
 	}
 }
@@ -451,4 +470,78 @@ func withoutClient(rep *clients.Report, clientID string) *clients.Report {
 	out := *rep
 	out.Clients = slices.DeleteFunc(slices.Clone(rep.Clients), func(c clients.Client) bool { return c.ClientID == clientID })
 	return &out
+}
+
+// checkClientsPrincipals runs kscope clients on a capture of a SASL_SSL
+// listener with its key log: every client's requests, versions and
+// software equal the log's, and each client id's rows carry the principal
+// the broker logged (User:NAME), its pre-authentication requests
+// (ApiVersions, SaslHandshake, SaslAuthenticate) included.
+func checkClientsPrincipals(t *testing.T, pcap string, port int, keyLog string, entries []requestlog.Entry) {
+	t.Helper()
+	out, errOut, code := runCLI([]string{"clients", "--format", "json", "-q", "--port", strconv.Itoa(port), "--tls-keylog", keyLog, pcap})
+	if code != 0 {
+		t.Fatalf("kscope clients: exit %d: %s", code, errOut)
+	}
+	var rep clients.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstLog(t, &rep, entries, "ApiVersions", "SASLHandshake", "SASLAuthenticate")
+	want := map[string]map[string]bool{}
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e.Principal, "User:"); ok && name != "ANONYMOUS" {
+			if want[e.ClientID] == nil {
+				want[e.ClientID] = map[string]bool{}
+			}
+			want[e.ClientID][name] = true
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the log names no principal: nothing to check")
+	}
+	got := map[string]map[string]bool{}
+	for _, row := range rep.Clients {
+		if got[row.ClientID] == nil {
+			got[row.ClientID] = map[string]bool{}
+		}
+		got[row.ClientID][row.Principal] = true
+	}
+	for id, names := range want {
+		if !maps.Equal(got[id], names) {
+			t.Errorf("%s: principals %v, the log's %v", id, got[id], names)
+		}
+	}
+	t.Logf("principals per client id: %v", got)
+}
+
+// checkClientsRecording runs kscope clients on a recording: each client
+// id named has its principal and produced n requests.
+func checkClientsRecording(t *testing.T, dir string, principals map[string]string, n int64) {
+	t.Helper()
+	out, errOut, code := runCLI([]string{"clients", "--format", "json", "-q", dir})
+	if code != 0 {
+		t.Fatalf("kscope clients %s: exit %d: %s", dir, code, errOut)
+	}
+	var rep clients.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	checkClientsProduced(t, "kscope clients on the recording", &rep, principals, n)
+}
+
+// checkClientsProduced: each client id's producer row has its principal
+// and n produce requests.
+func checkClientsProduced(t *testing.T, what string, rep *clients.Report, principals map[string]string, n int64) {
+	t.Helper()
+	for id, principal := range principals {
+		row := rowWith(rep, id, func(r *clients.Client) bool { return r.Producer != nil })
+		switch {
+		case row == nil:
+			t.Errorf("%s: no producer row for %s", what, id)
+		case row.Principal != principal || row.Producer.Requests != n || len(row.Software) == 0:
+			t.Errorf("%s: %s: principal %q, %d produce requests, software %v; want %q, %d, announced", what, id, row.Principal,
+				row.Producer.Requests, row.Software, principal, n)
+		}
+	}
 }

@@ -173,6 +173,9 @@ func TestTLSAndSASL(t *testing.T) {
 	if len(logged) < 50 {
 		t.Fatalf("the request log has %d requests on the TLS listeners", len(logged))
 	}
+	t.Run("clients on SASL_SSL", func(t *testing.T) {
+		checkClientsPrincipals(t, pcaps[1], saslPort, keyLog, brokerLogEntries(t, b, saslPort, captureStart, time.Now()))
+	})
 
 	// With the key log.
 	cfg := wire.DefaultConfig()
