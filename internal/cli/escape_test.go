@@ -61,6 +61,11 @@ func TestPrintedNamesEscaped(t *testing.T) {
 		{"model --from-capture missing", []string{"model", "--from-capture", f.missing}, true},
 		{"lab fs --workload", []string{"lab", "fs", "--workload", f.missing}, true},
 		{"lab versions --workload", []string{"lab", "versions", "--kafka", "3.9.1,4.1.1", "--workload", f.missing}, true},
+		{"clients", []string{"clients", f.capture}, false},
+		{"clients truncated", []string{"clients", f.cutCapture}, true},
+		{"clients recording", []string{"clients", f.recording}, false},
+		{"clients missing", []string{"clients", f.missing}, true},
+		{"clients --target-version", []string{"clients", "--target-version", hostile, f.capture}, true},
 		{"a flag value", []string{"requests", "--api", hostile, f.capture}, true},
 		{"an argument", []string{hostile}, true},
 	}
