@@ -66,3 +66,25 @@ type Group struct {
 	SessionTimeoutMs   int32 `json:"session_timeout_ms,omitempty"`
 	RebalanceTimeoutMs int32 `json:"rebalance_timeout_ms,omitempty"`
 }
+
+// GroupResult is what a group request's response said of the group and
+// member: with the request's Group, the timeline of a rebalance.
+type GroupResult struct {
+	// Generation is JoinGroup's new generation id, or the member epoch a
+	// ConsumerGroupHeartbeat response gives (-1 when the response has
+	// none: an error, a member fenced).
+	Generation int32 `json:"generation"`
+	// MemberID is the member id JoinGroup assigned (also with
+	// MEMBER_ID_REQUIRED) or ConsumerGroupHeartbeat confirmed.
+	MemberID string `json:"member_id,omitempty"`
+	// Leader is JoinGroup's leader member id; Protocol the assignor the
+	// group chose.
+	Leader   string `json:"leader,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Members is how many members JoinGroup's response lists (only the
+	// leader's lists them: the others get none).
+	Members int `json:"members,omitempty"`
+	// Assigned is how many partitions a ConsumerGroupHeartbeat response
+	// assigns the member (0 when it says nothing new).
+	Assigned int `json:"assigned,omitempty"`
+}

@@ -106,6 +106,11 @@ type Request struct {
 	// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 	// OffsetFetch, ConsumerGroupHeartbeat); zero for other requests.
 	Group Group `json:"group,omitzero"`
+	// GroupResult is what the response to a group request said of the
+	// group: JoinGroup's generation, member id and leader,
+	// ConsumerGroupHeartbeat's member id and epoch; zero for other
+	// requests and unanswered ones.
+	GroupResult GroupResult `json:"group_result,omitzero"`
 	// AllTopics is set on a Metadata request that asks for every topic
 	// of the cluster.
 	AllTopics bool `json:"all_topics,omitempty"`
@@ -151,6 +156,24 @@ type Partition struct {
 	// (error code 0): the leader's high watermark then. With the
 	// request's FetchOffset, how far behind the fetcher read.
 	HighWatermark *int64 `json:"high_watermark,omitempty"`
+	// FirstOffset and LastOffset, for Fetch responses that returned
+	// record batches: the first batch's base offset and the last batch's
+	// last offset (the broker returns whole batches, so FirstOffset may
+	// lie below the fetch offset). FirstTimestamp is the first batch's
+	// first timestamp and MaxTimestamp the last batch's largest, in Unix
+	// milliseconds (CreateTime, or LogAppendTime where the topic says
+	// so; -1 for magic 0). Nil when no batch was returned. With the
+	// response's time, how old the data at the consumer's position was.
+	FirstOffset    *int64 `json:"first_offset,omitempty"`
+	LastOffset     *int64 `json:"last_offset,omitempty"`
+	FirstTimestamp *int64 `json:"first_timestamp_ms,omitempty"`
+	MaxTimestamp   *int64 `json:"max_timestamp_ms,omitempty"`
+	// LogStartOffset, for Fetch responses (v5+) without error: the
+	// partition's first offset then.
+	LogStartOffset *int64 `json:"log_start_offset,omitempty"`
+	// CommittedOffset, for OffsetCommit requests: the offset the group
+	// commits for the partition (the next record the group will read).
+	CommittedOffset *int64 `json:"committed_offset,omitempty"`
 	// BatchStats, for produce requests decoded with
 	// wire.Config.BatchStats only: the batches' sizes.
 	BatchStats *BatchStats `json:"batch_stats,omitempty"`
