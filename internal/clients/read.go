@@ -1,10 +1,8 @@
 package clients
 
 import (
-	"encoding/json"
 	"fmt"
 
-	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -13,21 +11,7 @@ import (
 // to a, reading as rd says: events whose times cannot be true are left
 // out and counted in rd.Tally, as explain and report do.
 func ReadRequests(rd recording.Reader, path string, a *Aggregator) error {
-	var r event.Request
-	err := rd.Lines(path, func(line []byte, _ int64) error {
-		r = event.Request{}
-		if err := json.Unmarshal(line, &r); err != nil {
-			return err
-		}
-		if !r.ClockStep {
-			if err := rd.Window.CheckRequest(r.Arrival, r.End, r.LatencyMs, r.Answered); err != nil {
-				return err
-			}
-		}
-		a.Add(&r)
-		return nil
-	})
-	if err != nil {
+	if err := rd.Requests(path, a.Add); err != nil {
 		return fmt.Errorf("reading requests: %w", err)
 	}
 	return nil

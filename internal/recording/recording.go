@@ -880,3 +880,27 @@ func (m *Meta) MissingEvidence() []string {
 	}
 	return out
 }
+
+// Requests calls fn with every request of a requests JSON Lines file (a
+// recording's requests.jsonl, or `kscope requests --format json` output),
+// reading as r says: one whose times cannot be true (Window.CheckRequest)
+// is left out and counted in r.Tally. The request is valid only during the
+// call.
+func (r Reader) Requests(path string, fn func(*event.Request)) error {
+	var req event.Request
+	return r.Lines(path, func(line []byte, _ int64) error {
+		req = event.Request{}
+		if err := json.Unmarshal(line, &req); err != nil {
+			return err
+		}
+		// A clock step's times are no latency, and not an impossible
+		// value either: the capture's footer counted it.
+		if !req.ClockStep {
+			if err := r.Window.CheckRequest(req.Arrival, req.End, req.LatencyMs, req.Answered); err != nil {
+				return err
+			}
+		}
+		fn(&req)
+		return nil
+	})
+}
