@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -14,20 +12,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kscope-dev/kscope/internal/clients"
-	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/releases"
-	"github.com/kscope-dev/kscope/internal/source"
 )
 
 type clientsOptions struct {
-	ports     []uint
-	format    string
-	target    string
-	top       int
-	maxFrame  int
-	quiet     bool
-	rules     bool
-	tlsKeyLog string
+	viewInput
+	format string
+	target string
+	top    int
+	rules  bool
 }
 
 func newClientsCmd() *cobra.Command {
@@ -105,66 +98,11 @@ func runClients(stdout, stderr io.Writer, args []string, o *clientsOptions) erro
 		return err
 	}
 	agg := clients.New(opts)
-	if dir, ok := recordingDir(args); ok {
-		if err := readRecordingClients(stderr, dir, agg, o.quiet); err != nil {
-			return err
-		}
-	} else if err := readCaptureClients(stderr, args, agg, o); err != nil {
+	if err := o.read(stderr, args, agg.Add); err != nil {
 		return err
 	}
 	if err := clients.Write(stdout, agg.Report(), o.format, o.top); err != nil {
 		return fmt.Errorf("writing output: %w", err)
-	}
-	return nil
-}
-
-// recordingDir reports whether args name one recording directory.
-func recordingDir(args []string) (string, bool) {
-	if len(args) != 1 {
-		return "", false
-	}
-	st, err := os.Stat(args[0])
-	return args[0], err == nil && st.IsDir()
-}
-
-func readRecordingClients(stderr io.Writer, dir string, agg *clients.Aggregator, quiet bool) error {
-	meta, err := recording.ReadMeta(dir)
-	if err != nil {
-		return badInput(err)
-	}
-	rd := recording.Reader{Window: meta.Window(), Tally: &recording.Tally{}}
-	if err := clients.ReadRequests(rd, filepath.Join(dir, recording.RequestsFile), agg); err != nil {
-		return badInput(err)
-	}
-	warnLeftOut(stderr, rd.Tally.Warnings(), quiet)
-	return nil
-}
-
-func readCaptureClients(stderr io.Writer, files []string, agg *clients.Aggregator, o *clientsOptions) error {
-	cfg, err := wireConfig(o.ports, "")
-	if err != nil {
-		return err
-	}
-	cfg.MaxFrameBytes = o.maxFrame
-	cfg.MaxKeepBytes = min(cfg.MaxKeepBytes, o.maxFrame)
-	if err := distinctInputs(files); err != nil {
-		return err
-	}
-	opts := source.Options{Wire: cfg, TLSKeyLog: o.tlsKeyLog}
-	var finishBar func()
-	if !o.quiet && isTerminal(stderr) {
-		opts.Progress, finishBar = progressBar(stderr)
-	}
-	res, err := source.ReadFiles(files, opts, agg.Add)
-	if finishBar != nil {
-		finishBar()
-	}
-	if err != nil {
-		return badInput(err)
-	}
-	if !o.quiet {
-		printCaptureWarnings(stderr, res)
-		printFooter(stderr, res)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newRequestsCmd(), newLabCmd(), newSegmentCmd(), newIotraceCmd(), newRecordCmd(), newExplainCmd(), newBenchCmd(), newReportCmd(), newAgentCmd(), newModelCmd(), newUseCmd(), newProfileCmd(), newDoctorCmd(), newClientsCmd())
+	root.AddCommand(newRequestsCmd(), newLabCmd(), newSegmentCmd(), newIotraceCmd(), newRecordCmd(), newExplainCmd(), newBenchCmd(), newReportCmd(), newAgentCmd(), newModelCmd(), newUseCmd(), newProfileCmd(), newDoctorCmd(), newClientsCmd(), newConsumersCmd())
 	strictUsage(root)
 	return root
 }

@@ -6,7 +6,8 @@ import "github.com/kscope-dev/kscope/internal/clients"
 // the target release would reject, waste (clients.Rules).
 func init() { register("clients", 40, clientFindings) }
 
-// clientSeverity maps the clients rules' severities.
+// clientSeverity maps the views' severities (clients, consumers: the
+// same three names).
 func clientSeverity(s string) Severity {
 	switch s {
 	case clients.Alarm:

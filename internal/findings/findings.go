@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/kscope-dev/kscope/internal/clients"
+	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
@@ -88,6 +89,9 @@ type Evidence struct {
 	// Clients is the clients view of the same requests (nil: not
 	// built).
 	Clients *clients.Report
+	// Consumers is the consumers view of the same requests (nil: not
+	// built).
+	Consumers *consumers.Report
 }
 
 // DefaultAlarmMs is Evidence.AlarmMs's default: a produce request of

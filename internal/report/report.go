@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/clients"
+	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/findings"
@@ -206,8 +207,10 @@ type Options struct {
 	// AlarmMs is the latency from which slow requests are cause for
 	// alarm in the findings (0: findings.DefaultAlarmMs).
 	AlarmMs float64
-	// Clients says how the clients view is built (its target release).
-	Clients clients.Options
+	// Clients and Consumers say how those views are built (the target
+	// release, the lag thresholds).
+	Clients   clients.Options
+	Consumers consumers.Options
 }
 
 // Inputs are the files a report is drawn from: a recording's
@@ -258,8 +261,10 @@ type Data struct {
 	// the findings' checks made of it all, ranked (package findings).
 	Latency  findings.Latency
 	Findings []findings.Finding
-	// Clients is the clients view of the requests (nil without them).
+	// Clients and Consumers are the views of the requests (nil without
+	// them).
 	Clients    *clients.Report
+	Consumers  *consumers.Report
 	AlarmMs    float64
 	Start, End time.Time
 	// LeftOut says, one line each, what was left out of which input: a
@@ -350,7 +355,7 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 		if err := b.readRequests(in.Requests); err != nil {
 			return nil, err
 		}
-		if err := b.readClients(in.Requests); err != nil {
+		if err := b.readViews(in.Requests); err != nil {
 			return nil, err
 		}
 	}
@@ -392,7 +397,7 @@ func (b *builder) latency() findings.Latency {
 func (b *builder) evidence() *findings.Evidence {
 	d := b.d
 	e := &findings.Evidence{Dir: d.Dir, Meta: d.Meta, Summary: d.Summary, Slowest: d.Slowest, Latency: d.Latency, AlarmMs: b.o.AlarmMs,
-		Clients: d.Clients}
+		Clients: d.Clients, Consumers: d.Consumers}
 	if u := d.Use; u != nil {
 		e.Use = &findings.Use{Intervals: u.Samples}
 		for _, f := range u.Findings {
@@ -470,17 +475,21 @@ func defaultTitle(in Inputs) string {
 
 func (b *builder) heatmap(s Scale) *Heatmap { return NewHeatmap(s, b.origin, b.step, b.o.MaxCols) }
 
-// readClients builds the clients view of the requests. The lines left
-// out are those readRequests left out, and counted there: this second
-// reading counts them in a tally of its own.
-func (b *builder) readClients(path string) error {
+// readViews builds the clients and consumers views of the requests. The
+// lines left out are those readRequests left out, and counted there:
+// this second reading counts them in a tally of its own.
+func (b *builder) readViews(path string) error {
 	rd := b.rd
 	rd.Tally = &recording.Tally{}
-	agg := clients.New(b.o.Clients)
-	if err := clients.ReadRequests(rd, path, agg); err != nil {
-		return err
+	cl, co := clients.New(b.o.Clients), consumers.New(b.o.Consumers)
+	err := rd.Requests(path, func(r *event.Request) {
+		cl.Add(r)
+		co.Add(r)
+	})
+	if err != nil {
+		return fmt.Errorf("reading requests: %w", err)
 	}
-	b.d.Clients = agg.Report()
+	b.d.Clients, b.d.Consumers = cl.Report(), co.Report()
 	return nil
 }
 

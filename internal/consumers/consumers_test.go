@@ -1,0 +1,190 @@
+package consumers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+var t0 = time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func i64(v int64) *int64 { return &v }
+
+// fetch is a consumer fetch of one partition answered after 5 ms: from
+// offset off, the response returned up to last (none when last < off)
+// with the high watermark hwm, its data timestamped ts.
+func fetch(client, clientID string, when time.Duration, topic string, part int32, off, last, hwm int64, ts time.Time) *event.Request {
+	r := &event.Request{Arrival: at(when), End: at(when + 5*time.Millisecond), Client: client, Broker: "10.0.0.1:9092", APIKey: apiFetch,
+		APIVersion: 12, ClientID: clientID, Answered: true, ReplicaID: new(int32)}
+	*r.ReplicaID = -1
+	p := event.Partition{Topic: topic, Partition: part, FetchOffset: i64(off), HighWatermark: i64(hwm)}
+	if last >= off {
+		p.FirstOffset, p.LastOffset, p.Bytes = i64(off), i64(last), int(100*(last-off+1))
+		p.FirstTimestamp, p.MaxTimestamp = i64(ts.UnixMilli()), i64(ts.UnixMilli())
+	}
+	r.Partitions = []event.Partition{p}
+	return r
+}
+
+func groupReq(key int16, client, clientID, groupID, member string, gen int32, when, took time.Duration, code int16) *event.Request {
+	r := &event.Request{Arrival: at(when), End: at(when + took), Client: client, Broker: "10.0.0.1:9092", APIKey: key, ClientID: clientID,
+		Answered: true, Group: event.Group{ID: groupID, MemberID: member, Generation: gen, SessionTimeoutMs: 10_000}}
+	r.ErrorCode = &code
+	return r
+}
+
+func join(client, member, groupID string, gen int32, when, took time.Duration) *event.Request {
+	r := groupReq(apiJoinGroup, client, member+"-client", groupID, member, -1, when, took, 0)
+	r.GroupResult = event.GroupResult{Generation: gen, MemberID: member}
+	return r
+}
+
+func sync(client, member, groupID string, gen int32, when, took time.Duration) *event.Request {
+	return groupReq(apiSyncGroup, client, member+"-client", groupID, member, gen, when, took, 0)
+}
+
+func heartbeat(client, member, groupID string, gen int32, when time.Duration, code int16) *event.Request {
+	return groupReq(apiHeartbeat, client, member+"-client", groupID, member, gen, when, time.Millisecond, code)
+}
+
+func TestLag(t *testing.T) {
+	a := New(Options{})
+	a.Add(heartbeat("10.0.0.5:1", "m1", "slow", 1, 0, 0))
+	// The producer writes 100 messages a second, timestamped as written;
+	// the consumer reads 50 a second: it falls behind by 50 a second.
+	for s := range 150 {
+		when := time.Duration(s) * time.Second
+		off := int64(s * 50)
+		a.Add(fetch("10.0.0.5:1", "m1-client", when, "orders", 0, off, off+49, int64(s*100+100), at(time.Duration(off)*10*time.Millisecond)))
+		// A group-less reader that keeps up.
+		a.Add(fetch("10.0.0.6:2", "etl", when, "orders", 1, int64(s*10), int64(s*10+9), int64(s*10+10), at(when)))
+	}
+	commit := groupReq(apiOffsetCommit, "10.0.0.5:1", "m1-client", "slow", "m1", 1, 149*time.Second, time.Millisecond, 0)
+	commit.Partitions = []event.Partition{{Topic: "orders", Partition: 0, CommittedOffset: i64(7400)}}
+	a.Add(commit)
+	rep := a.Report()
+	if len(rep.Consumers) != 2 {
+		t.Fatalf("consumers %+v", rep.Consumers)
+	}
+	slow := rep.Consumers[0]
+	p := slow.Partitions[0]
+	// At 149 s it fetched from 7450 and got up to 7499: its position is
+	// 7500, the high watermark 15000; the data at 7450 was written at
+	// 74.5 s and returned at 149.005 s.
+	if slow.Group != "slow" || p.Position != 7500 || p.HighWatermark != 15000 || p.LagMessages != 7500 {
+		t.Errorf("slow: %+v", slow)
+	}
+	if p.LagMs != 74_505 || p.Committed != 7400 || p.CommitGap != 100 || slow.NeverCommits {
+		t.Errorf("slow partition: lag %v ms, committed %d gap %d", p.LagMs, p.Committed, p.CommitGap)
+	}
+	if p.BehindSec < 148 || p.BehindSec > 150 {
+		t.Errorf("behind for %v s", p.BehindSec)
+	}
+	etl := rep.Consumers[1]
+	if etl.Group != "" || etl.LagMessages != 0 || etl.MaxLagMs != 0 || !etl.NeverCommits {
+		t.Errorf("etl: %+v", etl)
+	}
+	rules := map[string]int{}
+	for _, f := range rep.Findings {
+		rules[f.Rule+"/"+f.Severity]++
+	}
+	if rules["lag/warning"] != 1 || rules["never-commits/note"] != 1 || len(rep.Findings) != 2 {
+		t.Errorf("findings %+v", rep.Findings)
+	}
+}
+
+// TestClassicRebalances: a member stopped past its session timeout, one
+// that leaves, one that joins; and a control group that only heartbeats.
+func TestClassicRebalances(t *testing.T) {
+	a := New(Options{})
+	ms := time.Millisecond
+	// Generation 1: m1 and m2.
+	a.Add(join("10.0.0.1:1", "m1", "g", 1, 0, 3000*ms))
+	a.Add(join("10.0.0.2:1", "m2", "g", 1, 500*ms, 2500*ms))
+	a.Add(sync("10.0.0.1:1", "m1", "g", 1, 3010*ms, 20*ms))
+	a.Add(sync("10.0.0.2:1", "m2", "g", 1, 3010*ms, 20*ms))
+	// Both heartbeat every 3 s; m2 stops after 9 s (SIGSTOP).
+	for s := 4; s < 40; s += 3 {
+		a.Add(heartbeat("10.0.0.1:1", "m1", "g", 1, time.Duration(s)*time.Second, 0))
+		if s <= 10 {
+			a.Add(heartbeat("10.0.0.2:1", "m2", "g", 1, time.Duration(s)*time.Second, 0))
+		}
+	}
+	// m2's last heartbeat at 10 s, session 10 s: removed at 20 s; m1
+	// learns it at 22 s and rejoins: generation 2 at 22.1 s.
+	a.Add(heartbeat("10.0.0.1:1", "m1", "g", 1, 22*time.Second, errRebalanceInProgress))
+	a.Add(join("10.0.0.1:1", "m1", "g", 2, 22*time.Second+10*ms, 100*ms))
+	a.Add(sync("10.0.0.1:1", "m1", "g", 2, 22*time.Second+120*ms, 30*ms))
+	// m1 leaves at 50 s.
+	a.Add(groupReq(apiLeaveGroup, "10.0.0.1:1", "m1-client", "g", "m1", -1, 50*time.Second, ms, 0))
+	// A control group.
+	for s := range 20 {
+		a.Add(heartbeat("10.0.0.9:1", "c1", "calm", 5, time.Duration(s)*3*time.Second, 0))
+	}
+	rep := a.Report()
+	var got []string
+	for _, rb := range rep.Rebalances {
+		got = append(got, fmt.Sprintf("%s gen %d %s %s at %s join %.0f sync %.0f slowest %s", rb.Group, rb.Generation, rb.Trigger, rb.Member,
+			rb.Start.Sub(t0), rb.JoinMs, rb.SyncMs, rb.Slowest))
+	}
+	want := []string{
+		"g gen 1 joined m1 at 0s join 3000 sync 30 slowest m2",
+		"g gen 2 timed out m2 at 20s join 2110 sync 40 slowest m1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rebalances\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if rb := rep.Rebalances[1]; !strings.Contains(rb.Detail, "07:00:10.000, session timeout 10s") {
+		t.Errorf("detail %q", rb.Detail)
+	}
+}
+
+func TestKIP848Rebalance(t *testing.T) {
+	a := New(Options{})
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	a.Add(cgh("10.0.0.1:1", "a", 5, 5, 0))
+	a.Add(cgh("10.0.0.2:1", "b", 0, 6, 1*time.Second)) // b joins: epoch 6
+	a.Add(cgh("10.0.0.1:1", "a", 5, 6, 2*time.Second)) // a reaches 6
+	a.Add(cgh("10.0.0.2:1", "b", 6, 6, 3*time.Second))
+	rep := a.Report()
+	if len(rep.Rebalances) != 2 {
+		t.Fatalf("rebalances %+v", rep.Rebalances)
+	}
+	rb := rep.Rebalances[1]
+	if rb.Protocol != "consumer" || rb.Generation != 6 || rb.Trigger != "joined" || rb.Member != "b" || !rb.Complete ||
+		rb.Slowest != "a" || rb.TotalMs < 1004 || rb.TotalMs > 1006 {
+		t.Errorf("%+v", rb)
+	}
+}
+
+func TestEndToEnd(t *testing.T) {
+	a := New(Options{})
+	produce := func(when, took time.Duration, base int64, n int) *event.Request {
+		return &event.Request{Arrival: at(when), End: at(when + took), APIKey: apiProduce, Answered: true, Client: "10.0.0.3:3",
+			Partitions: []event.Partition{{Topic: "t", Partition: 0, Records: n, BaseOffset: i64(base)}}}
+	}
+	// In order: produced at 0 (offsets 0-9), fetched at 20 ms.
+	a.Add(produce(0, 2*time.Millisecond, 0, 10))
+	a.Add(fetch("10.0.0.5:1", "c", 15*time.Millisecond, "t", 0, 0, 9, 10, t0))
+	// Out of order: the fetch response (offsets 10-19) ends before the
+	// produce response does.
+	a.Add(fetch("10.0.0.5:1", "c", 100*time.Millisecond, "t", 0, 10, 19, 20, t0))
+	a.Add(produce(90*time.Millisecond, 30*time.Millisecond, 10, 10))
+	rep := a.Report()
+	if len(rep.EndToEnd) != 1 {
+		t.Fatalf("%+v", rep.EndToEnd)
+	}
+	e := rep.EndToEnd[0]
+	if e.Messages != 20 || e.P50Ms < 14.9 || e.P50Ms > 15.1 || e.MaxMs < 19.9 || e.MaxMs > 20.1 {
+		t.Errorf("%+v", e)
+	}
+}
