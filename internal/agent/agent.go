@@ -27,6 +27,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/cgroupcpu"
 	"github.com/kscope-dev/kscope/internal/clients"
+	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
@@ -82,7 +83,10 @@ type Config struct {
 	// Clients is the clients view served at /clients and as
 	// kscope_client_* gauges.
 	Clients ClientsConfig
-	SlowLog SlowLogConfig
+	// Consumers is the consumers view served at /consumers and as
+	// kscope_consumer_* gauges.
+	Consumers ConsumersConfig
+	SlowLog   SlowLogConfig
 	// Traces, with an Endpoint and the slow log on, explains each slow
 	// request the slow log keeps, as it is written, and exports the
 	// explanation as an OpenTelemetry trace (traceexport).
@@ -100,14 +104,15 @@ type Config struct {
 
 // Agent runs the sources and holds what /metrics and /healthz report.
 type Agent struct {
-	cfg      Config
-	identity Identity // the labels of every series
-	registry *prometheus.Registry
-	metrics  *metrics.Set
-	clients  *clients.Live
-	slow     *slowLog              // nil without SlowLog.Dir
-	traces   *traceexport.Exporter // nil without Traces.Endpoint
-	topics   *wire.TopicNames
+	cfg       Config
+	identity  Identity // the labels of every series
+	registry  *prometheus.Registry
+	metrics   *metrics.Set
+	clients   *clients.Live
+	consumers *consumers.Live
+	slow      *slowLog              // nil without SlowLog.Dir
+	traces    *traceexport.Exporter // nil without Traces.Endpoint
+	topics    *wire.TopicNames
 	// ringKick has the tracer's rings read when the capture has read a
 	// block of packets: one wake-up of the agent for both.
 	ringKick iotrace.RingKick
@@ -143,6 +148,18 @@ type ClientsConfig struct {
 	Window time.Duration
 	// Top is how many clients the gauges name (0:
 	// metrics.DefaultTopClientRows).
+	Top int
+}
+
+// ConsumersConfig configures the agent's consumers view.
+type ConsumersConfig struct {
+	// Options: the lag thresholds of its findings.
+	consumers.Options
+	// Window is what the view forgets: consumers silent longer, older
+	// rebalances (0: consumers.DefaultWindow).
+	Window time.Duration
+	// Top is how many (consumer, topic) pairs the gauges name (0:
+	// metrics.DefaultTopConsumerSeries).
 	Top int
 }
 
@@ -212,7 +229,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.clients = clients.NewLive(cfg.Clients.Options, cfg.Clients.Window)
+	a.consumers = consumers.NewLive(cfg.Consumers.Options, cfg.Consumers.Window)
 	reg.MustRegister(metrics.NewHealthCollector(a.Health), metrics.NewClientsCollector(a.clients, cfg.Clients.Top),
+		metrics.NewConsumersCollector(a.consumers, cfg.Consumers.Top),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.SlowLog.Dir != "" {
 		if a.slow, err = newSlowLog(cfg.SlowLog, a.segmentMeta); err != nil {
@@ -447,6 +466,7 @@ func interfaceIndex(fd int, name string) (int, error) {
 func (a *Agent) onRequest(r *event.Request) {
 	a.metrics.Request(r)
 	a.clients.Add(r)
+	a.consumers.Add(r)
 	if a.slow != nil {
 		a.slow.request(r)
 	}

@@ -15,8 +15,9 @@ import (
 // Handler serves /metrics (the Prometheus text, OpenMetrics or protobuf
 // formats, native histograms in the latter), /healthz (JSON; status
 // 200 when everything works, 503 when a source is degraded, so that a
-// readiness probe or an alert can use it) and /clients (the clients
-// view's JSON, as kscope clients --format json prints it).
+// readiness probe or an alert can use it), /clients and /consumers (the
+// views' JSON, as kscope clients and kscope consumers --format json
+// print them).
 //
 // With Config.Pprof, Go's profiler is served under /debug/pprof/ too.
 func (a *Agent) Handler() http.Handler {
@@ -51,10 +52,17 @@ func (a *Agent) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(a.clients.Report(time.Now()))
 	})
+	// The consumers view: lag from the wire, rebalances of the window.
+	mux.HandleFunc("/consumers", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(a.consumers.Report(time.Now()))
+	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<html><head><title>kscope agent</title></head><body><h1>kscope agent</h1>` +
-			`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a> <a href="/clients">/clients</a></p></body></html>`))
+			`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a> <a href="/clients">/clients</a> <a href="/consumers">/consumers</a></p></body></html>`))
 	})
 	return mux
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/agent"
 	"github.com/kscope-dev/kscope/internal/clients"
+	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/iotrace"
 	"github.com/kscope-dev/kscope/internal/keylogagent"
 	"github.com/kscope-dev/kscope/internal/metrics"
@@ -60,6 +61,7 @@ type agentOptions struct {
 	target          string
 	clientsWindow   time.Duration
 	topClientRows   int
+	consumersWindow time.Duration
 }
 
 func newAgentCmd() *cobra.Command {
@@ -140,7 +142,9 @@ func agentFlags(o *agentOptions, f *pflag.FlagSet) {
 	addTargetVersionFlag(f, &o.target)
 	f.DurationVar(&o.clientsWindow, "clients-window", clients.DefaultWindow, "the time the clients view (/clients, kscope_client_*) covers: the last whole window")
 	f.IntVar(&o.topClientRows, "top-client-rows", metrics.DefaultTopClientRows, "clients (address, principal, client id) named in kscope_client_* series; the rest are \"other\"")
+	f.DurationVar(&o.consumersWindow, "consumers-window", consumers.DefaultWindow, "the consumers view (/consumers, kscope_consumer_*) forgets consumers silent longer than this, and older rebalances")
 	check(f, "clients-window", &o.clientsWindow, positive)
+	check(f, "consumers-window", &o.consumersWindow, positive)
 	check(f, "top-client-rows", &o.topClientRows, positive)
 	f.StringVar(&o.tlsKeys, "tls-keys", "", "attach: load the extract-tls-secrets Java agent into each broker traced (jcmd) and decrypt its TLS listeners with the key log it writes (--tls-keylog, default each JVM's own in "+keylogagent.HostDir+"; mode 0600); only connections that start after the attach are decrypted")
 	f.StringVar(&o.tlsKeyLog, "tls-keylog", "", "NSS key log of the broker's TLS listeners (it may still be growing): decrypt their connections; the keys are never exported")
@@ -242,6 +246,7 @@ func agentConfig(o *agentOptions, stderr io.Writer) (agent.Config, error) {
 		return agent.Config{}, err
 	}
 	ac.Clients.Window, ac.Clients.Top = o.clientsWindow, o.topClientRows
+	ac.Consumers.Window = o.consumersWindow
 	if o.out != "" {
 		ac.SlowLog = agent.SlowLogConfig{Dir: o.out, Threshold: o.slow, Rotate: o.rotate, Keep: o.keep, MaxPerSecond: o.slowRate}
 		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {

@@ -44,7 +44,7 @@ func join(client, member, groupID string, gen int32, when, took time.Duration) *
 	return r
 }
 
-func sync(client, member, groupID string, gen int32, when, took time.Duration) *event.Request {
+func syncGroup(client, member, groupID string, gen int32, when, took time.Duration) *event.Request {
 	return groupReq(apiSyncGroup, client, member+"-client", groupID, member, gen, when, took, 0)
 }
 
@@ -106,8 +106,8 @@ func TestClassicRebalances(t *testing.T) {
 	// Generation 1: m1 and m2.
 	a.Add(join("10.0.0.1:1", "m1", "g", 1, 0, 3000*ms))
 	a.Add(join("10.0.0.2:1", "m2", "g", 1, 500*ms, 2500*ms))
-	a.Add(sync("10.0.0.1:1", "m1", "g", 1, 3010*ms, 20*ms))
-	a.Add(sync("10.0.0.2:1", "m2", "g", 1, 3010*ms, 20*ms))
+	a.Add(syncGroup("10.0.0.1:1", "m1", "g", 1, 3010*ms, 20*ms))
+	a.Add(syncGroup("10.0.0.2:1", "m2", "g", 1, 3010*ms, 20*ms))
 	// Both heartbeat every 3 s; m2 stops after 9 s (SIGSTOP).
 	for s := 4; s < 40; s += 3 {
 		a.Add(heartbeat("10.0.0.1:1", "m1", "g", 1, time.Duration(s)*time.Second, 0))
@@ -119,7 +119,7 @@ func TestClassicRebalances(t *testing.T) {
 	// learns it at 22 s and rejoins: generation 2 at 22.1 s.
 	a.Add(heartbeat("10.0.0.1:1", "m1", "g", 1, 22*time.Second, errRebalanceInProgress))
 	a.Add(join("10.0.0.1:1", "m1", "g", 2, 22*time.Second+10*ms, 100*ms))
-	a.Add(sync("10.0.0.1:1", "m1", "g", 2, 22*time.Second+120*ms, 30*ms))
+	a.Add(syncGroup("10.0.0.1:1", "m1", "g", 2, 22*time.Second+120*ms, 30*ms))
 	// m1 leaves at 50 s.
 	a.Add(groupReq(apiLeaveGroup, "10.0.0.1:1", "m1-client", "g", "m1", -1, 50*time.Second, ms, 0))
 	// A control group.

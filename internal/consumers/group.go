@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -123,8 +124,9 @@ func (a *Aggregator) groupRequest(r *event.Request) {
 		return
 	}
 	if len(g.events) >= maxGroupEvents {
-		g.dropped++
-		return
+		// The oldest half goes: what a rebalance needs is recent.
+		g.dropped += int64(len(g.events) / 2)
+		g.events = slices.Delete(g.events, 0, len(g.events)/2)
 	}
 	g.events = append(g.events, ev)
 }

@@ -1,0 +1,148 @@
+package metrics
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kscope-dev/kscope/internal/consumers"
+)
+
+// ConsumersCollector exports the agent's consumers view (consumers.Live)
+// as gauges: each consumer's lag in seconds and in messages per topic,
+// for the top N (consumer, topic) pairs by lag in seconds and one "other"
+// (the largest lag of the rest, their messages summed), so that an alert
+// can be written on lag in seconds with a bounded number of series; and
+// each group's rebalances within the view's window.
+type ConsumersCollector struct {
+	live *consumers.Live
+	top  int
+	now  func() time.Time
+
+	lagSeconds, lagMessages, rebalances, rebalanceSeconds *prometheus.Desc
+}
+
+// DefaultTopConsumerSeries is the (consumer, topic) pairs named by
+// default.
+const DefaultTopConsumerSeries = 50
+
+// NewConsumersCollector returns a collector of live naming top pairs (0:
+// DefaultTopConsumerSeries).
+func NewConsumersCollector(live *consumers.Live, top int) *ConsumersCollector {
+	if top <= 0 {
+		top = DefaultTopConsumerSeries
+	}
+	labels := []string{"group", "client", "topic"}
+	return &ConsumersCollector{live: live, top: top, now: time.Now,
+		lagSeconds: prometheus.NewDesc("kscope_consumer_lag_seconds",
+			"How old the data at the consumer's fetch position was when it last fetched some (0 once caught up), the largest of the topic's partitions; from the batch timestamps on the wire. group is empty for a consumer without one, which client names.", labels, nil),
+		lagMessages: prometheus.NewDesc("kscope_consumer_lag_messages",
+			"The high watermark minus the consumer's fetch position, summed over the topic's partitions.", labels, nil),
+		rebalances: prometheus.NewDesc("kscope_consumer_group_rebalances",
+			"Rebalances of the group that started within the agent's consumers window.", []string{"group"}, nil),
+		rebalanceSeconds: prometheus.NewDesc("kscope_consumer_group_rebalance_seconds",
+			"The longest rebalance of the group within the agent's consumers window.", []string{"group"}, nil),
+	}
+}
+
+// Describe sends the descriptors.
+func (c *ConsumersCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.lagSeconds, c.lagMessages, c.rebalances, c.rebalanceSeconds} {
+		ch <- d
+	}
+}
+
+// consumerTopic is one consumer's lag in one topic.
+type consumerTopic struct {
+	group, client, topic string
+	seconds              float64
+	messages             int64
+}
+
+// Collect sends the current view's gauges.
+func (c *ConsumersCollector) Collect(ch chan<- prometheus.Metric) {
+	rep := c.live.Report(c.now())
+	pairs := topicLags(rep)
+	slices.SortFunc(pairs, func(a, b consumerTopic) int {
+		return cmp.Or(cmp.Compare(b.seconds, a.seconds), cmp.Compare(b.messages, a.messages), cmp.Compare(a.group, b.group),
+			cmp.Compare(a.client, b.client), cmp.Compare(a.topic, b.topic))
+	})
+	if len(pairs) > c.top {
+		other := consumerTopic{group: "other", client: "other", topic: "other"}
+		for _, p := range pairs[c.top:] {
+			other.seconds = max(other.seconds, p.seconds)
+			other.messages += p.messages
+		}
+		pairs = append(pairs[:c.top], other)
+	}
+	for _, p := range pairs {
+		labels := []string{cleanLabel(p.group), cleanLabel(p.client), cleanLabel(p.topic)}
+		ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.seconds, labels...)
+		ch <- prometheus.MustNewConstMetric(c.lagMessages, prometheus.GaugeValue, float64(p.messages), labels...)
+	}
+	c.collectRebalances(ch, rep)
+}
+
+// topicLags folds each consumer's partitions by topic.
+func topicLags(rep *consumers.Report) []consumerTopic {
+	var out []consumerTopic
+	for _, cs := range rep.Consumers {
+		client := ""
+		if cs.Group == "" && len(cs.Clients) > 0 {
+			client = cs.Clients[0]
+		}
+		byTopic := map[string]*consumerTopic{}
+		for _, p := range cs.Partitions {
+			t := byTopic[p.Topic]
+			if t == nil {
+				t = &consumerTopic{group: cs.Group, client: client, topic: p.Topic}
+				byTopic[p.Topic] = t
+			}
+			t.seconds = max(t.seconds, p.LagMs/1000)
+			t.messages += p.LagMessages
+		}
+		for _, t := range byTopic {
+			out = append(out, *t)
+		}
+	}
+	return out
+}
+
+// collectRebalances sends each group's rebalances, the top groups by
+// count named and the rest as "other".
+func (c *ConsumersCollector) collectRebalances(ch chan<- prometheus.Metric, rep *consumers.Report) {
+	type groupRebalances struct {
+		group   string
+		n       int
+		longest float64
+	}
+	byGroup := map[string]*groupRebalances{}
+	for _, rb := range rep.Rebalances {
+		g := byGroup[rb.Group]
+		if g == nil {
+			g = &groupRebalances{group: rb.Group}
+			byGroup[rb.Group] = g
+		}
+		g.n++
+		g.longest = max(g.longest, rb.TotalMs/1000)
+	}
+	var gs []groupRebalances
+	for _, g := range byGroup {
+		gs = append(gs, *g)
+	}
+	slices.SortFunc(gs, func(a, b groupRebalances) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.group, b.group)) })
+	if len(gs) > c.top {
+		other := groupRebalances{group: "other"}
+		for _, g := range gs[c.top:] {
+			other.n += g.n
+			other.longest = max(other.longest, g.longest)
+		}
+		gs = append(gs[:c.top], other)
+	}
+	for _, g := range gs {
+		ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.GaugeValue, float64(g.n), cleanLabel(g.group))
+		ch <- prometheus.MustNewConstMetric(c.rebalanceSeconds, prometheus.GaugeValue, g.longest, cleanLabel(g.group))
+	}
+}
