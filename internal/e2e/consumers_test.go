@@ -291,7 +291,7 @@ func TestConsumers(t *testing.T) {
 	time.Sleep(16 * time.Second) // past the 10 s session timeout
 	_ = m2.Process.Signal(syscall.SIGCONT)
 	t.Logf("member-2 stopped for %v", time.Since(stopped).Round(time.Millisecond))
-	time.Sleep(8 * time.Second) // it rejoins
+	time.Sleep(8 * time.Second)            // it rejoins
 	_ = m3.Process.Signal(syscall.SIGTERM) // a graceful close: LeaveGroup
 	<-loadCtx.Done()
 	produced := stopProducer()
