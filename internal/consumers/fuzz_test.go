@@ -1,0 +1,58 @@
+package consumers
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
+
+// FuzzAggregate feeds any requests (JSON Lines, as a recording holds
+// them) through an aggregator with small bounds, builds its report and
+// writes it in every format: no panic, the bounds hold, lags are never
+// negative.
+func FuzzAggregate(f *testing.F) {
+	seed := func(rs ...*event.Request) []byte {
+		var b bytes.Buffer
+		for _, r := range rs {
+			line, _ := json.Marshal(r)
+			b.Write(append(line, '\n'))
+		}
+		return b.Bytes()
+	}
+	f.Add(seed(join("10.0.0.1:1", "m1", "g", 1, 0, time.Second), syncGroup("10.0.0.1:1", "m1", "g", 1, time.Second, time.Millisecond),
+		heartbeat("10.0.0.1:1", "m1", "g", 1, 20*time.Second, errRebalanceInProgress),
+		fetch("10.0.0.1:1", "m1-client", time.Second, "t", 0, 5, 9, 100, t0), fetch("10.0.0.2:1", "x", 0, "t", 0, 50, 10, 5, t0)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a := New(Options{MaxPartitions: 4, MaxGroups: 2})
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			var r event.Request
+			if json.Unmarshal(sc.Bytes(), &r) != nil {
+				continue
+			}
+			a.Add(&r)
+		}
+		a.prune(t0.Add(-time.Hour))
+		rep := a.Report()
+		if len(a.partitions) > 4 || len(a.groups) > 2 {
+			t.Fatalf("%d partitions, %d groups: past the bounds", len(a.partitions), len(a.groups))
+		}
+		for _, c := range rep.Consumers {
+			for _, p := range c.Partitions {
+				if p.LagMessages < 0 || p.LagMs < 0 || p.BehindSec < 0 {
+					t.Fatalf("negative lag %+v", p)
+				}
+			}
+		}
+		for _, format := range Formats() {
+			if err := Write(io.Discard, rep, format, 3); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+		}
+	})
+}
