@@ -359,7 +359,8 @@ func (d *Decoder) decodeMetadataResponse(p *pending, body []byte) bool {
 }
 
 // decodeOtherResponse checks any other response against kmsg and takes
-// its throttle and top-level error code when it has them.
+// its throttle and top-level error code when it has them, and what
+// responseDetails reads of group responses.
 func (d *Decoder) decodeOtherResponse(p *pending, body []byte) bool {
 	resp := kmsg.ResponseForKey(p.header.key)
 	resp.SetVersion(p.header.version)
@@ -381,6 +382,7 @@ func (d *Decoder) decodeOtherResponse(p *pending, body []byte) bool {
 	if code, ok := topLevelErrorCode(resp); ok {
 		p.ev.ErrorCode = &code
 	}
+	d.responseDetails(p.ev, resp)
 	return true
 }
 

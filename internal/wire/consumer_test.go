@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 	"time"
@@ -213,5 +214,229 @@ func TestFetchExtentAllocations(t *testing.T) {
 	// partitions) are 4 chunks more: nothing per partition.
 	if allocs > 10 {
 		t.Errorf("%.1f allocations per fetch of 50 partitions", allocs)
+	}
+}
+
+// roundTrip decodes one request and its response, and returns the event.
+func roundTrip(t *testing.T, req kmsg.Request, resp kmsg.Response, version int16) *event.Request {
+	t.Helper()
+	c := newConversation(40230)
+	c.handshake()
+	c.send(true, requestFrame(req, version, 9, "consumer-1"), 1400, time.Millisecond)
+	if resp != nil {
+		c.send(false, responseFrame(resp, version, 9), 1400, time.Millisecond)
+	}
+	got, st := run(c.segs)
+	if len(got) != 1 || got[0].Answered != (resp != nil) || st.DecodeErrors != 0 {
+		t.Fatalf("got %+v, stats %+v", got, st)
+	}
+	return got[0]
+}
+
+// TestOffsetCommit: every OffsetCommit version kmsg knows gives each
+// partition it commits with its offset, the topic by name (by id from
+// v10), and the response's error per partition; a partition only the
+// response names is not added.
+func TestOffsetCommit(t *testing.T) {
+	ordersID, auditID := [16]byte{1}, [16]byte{2}
+	type committed struct {
+		topic     string
+		id        [16]byte
+		partition int32
+		offset    int64
+		errCode   int16
+	}
+	commits := []committed{{"orders", ordersID, 0, 100, 0}, {"orders", ordersID, 1, 0, 22}, {"audit", auditID, 5, 1 << 40, 0}}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = "billing", "m-1", 4
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	for _, c := range commits {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != c.topic {
+			req.Topics = append(req.Topics, kmsg.OffsetCommitRequestTopic{Topic: c.topic, TopicID: c.id})
+			resp.Topics = append(resp.Topics, kmsg.OffsetCommitResponseTopic{Topic: c.topic, TopicID: c.id})
+		}
+		tp := kmsg.NewOffsetCommitRequestTopicPartition()
+		tp.Partition, tp.Offset = c.partition, c.offset
+		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, tp)
+		resp.Topics[len(resp.Topics)-1].Partitions = append(resp.Topics[len(resp.Topics)-1].Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: c.partition, ErrorCode: c.errCode})
+	}
+	resp.Topics[0].Partitions = append(resp.Topics[0].Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: 9, ErrorCode: 3})
+	for version := int16(0); version <= req.MaxVersion(); version++ {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			r := roundTrip(t, req, resp, version)
+			if len(r.Partitions) != len(commits) {
+				t.Fatalf("partitions %+v, want %d", r.Partitions, len(commits))
+			}
+			for i, c := range commits {
+				p := &r.Partitions[i]
+				topic, id := c.topic, ""
+				if version >= 10 {
+					topic, id = "", event.TopicIDString(c.id) // no Metadata response named the ids
+				}
+				if p.Topic != topic || p.TopicID != id || p.Partition != c.partition {
+					t.Errorf("partition %d: %q (%q) %d, want %q (%q) %d", i, p.Topic, p.TopicID, p.Partition, topic, id, c.partition)
+				}
+				if p.CommittedOffset == nil || *p.CommittedOffset != c.offset || p.ErrorCode != c.errCode {
+					t.Errorf("%s-%d: committed %v, error %d; want %d, %d", c.topic, c.partition, p.CommittedOffset, p.ErrorCode, c.offset, c.errCode)
+				}
+				if p.FetchOffset != nil || p.HighWatermark != nil || p.FirstOffset != nil {
+					t.Errorf("%s-%d: fetch fields on a commit: %+v", c.topic, c.partition, p)
+				}
+			}
+			if r.ErrorCode != nil {
+				t.Errorf("top-level error %d: OffsetCommit has none", *r.ErrorCode)
+			}
+		})
+	}
+	t.Run("unanswered", func(t *testing.T) {
+		r := roundTrip(t, req, nil, 8)
+		if len(r.Partitions) != 3 || r.Partitions[2].CommittedOffset == nil || *r.Partitions[2].CommittedOffset != 1<<40 {
+			t.Errorf("partitions %+v", r.Partitions)
+		}
+	})
+}
+
+// TestGroupResults: what JoinGroup (every version) and
+// ConsumerGroupHeartbeat responses say of the member lands in
+// GroupResult; an error leaves no generation or epoch.
+func TestGroupResults(t *testing.T) {
+	str := func(s string) *string { return &s }
+	joinResp := func(errCode int16, generation int32, member, leader string, protocol *string, members int) *kmsg.JoinGroupResponse {
+		r := kmsg.NewPtrJoinGroupResponse()
+		r.ErrorCode, r.Generation, r.MemberID, r.LeaderID, r.Protocol, r.ProtocolType = errCode, generation, member, leader, protocol, str("consumer")
+		for i := range members {
+			r.Members = append(r.Members, kmsg.JoinGroupResponseMember{MemberID: fmt.Sprintf("m-%d", i), ProtocolMetadata: []byte{0, 1}})
+		}
+		return r
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "billing", "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+
+	heartbeatResp := func(errCode int16, member *string, epoch int32, assigned ...[]int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		r.ErrorCode, r.MemberID, r.MemberEpoch, r.HeartbeatIntervalMillis = errCode, member, epoch, 5000
+		if assigned != nil {
+			r.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
+			for i, parts := range assigned {
+				r.Assignment.Topics = append(r.Assignment.Topics, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: [16]byte{byte(i + 1)}, Partitions: parts})
+			}
+		}
+		return r
+	}
+	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgh.Group, cgh.MemberID, cgh.MemberEpoch = "orders-848", "m-848", 3
+
+	type exchangeCase struct {
+		name    string
+		req     kmsg.Request
+		resp    kmsg.Response
+		version int16
+		want    event.GroupResult
+		errCode int16
+	}
+	var tests []exchangeCase
+	for version := int16(0); version <= join.MaxVersion(); version++ {
+		tests = append(tests,
+			exchangeCase{fmt.Sprintf("JoinGroup v%d leader", version), join, joinResp(0, 7, "m-0", "m-0", str("range"), 3), version,
+				event.GroupResult{Generation: 7, MemberID: "m-0", Leader: "m-0", Protocol: "range", Members: 3}, 0},
+			exchangeCase{fmt.Sprintf("JoinGroup v%d follower", version), join, joinResp(0, 7, "m-2", "m-0", str("range"), 0), version,
+				event.GroupResult{Generation: 7, MemberID: "m-2", Leader: "m-0", Protocol: "range"}, 0},
+			exchangeCase{fmt.Sprintf("JoinGroup v%d rebalance in progress", version), join, joinResp(27, 7, "", "", str(""), 0), version,
+				event.GroupResult{Generation: -1}, 27})
+	}
+	tests = append(tests,
+		// MEMBER_ID_REQUIRED (v4+, KIP-394): the id to join again with.
+		exchangeCase{"JoinGroup v5 member id required", join, joinResp(79, -1, "m-new", "", nil, 0), 5, event.GroupResult{Generation: -1, MemberID: "m-new"}, 79},
+		exchangeCase{"JoinGroup v9 null protocol", join, joinResp(0, 8, "m-1", "m-1", nil, 1), 9, event.GroupResult{Generation: 8, MemberID: "m-1", Leader: "m-1", Members: 1}, 0},
+	)
+	for version := int16(0); version <= cgh.MaxVersion(); version++ {
+		tests = append(tests,
+			exchangeCase{fmt.Sprintf("ConsumerGroupHeartbeat v%d assignment", version), cgh, heartbeatResp(0, str("m-848"), 4, []int32{0, 1}, []int32{7}), version,
+				event.GroupResult{Generation: 4, MemberID: "m-848", Assigned: 3}, 0},
+			exchangeCase{fmt.Sprintf("ConsumerGroupHeartbeat v%d no new assignment", version), cgh, heartbeatResp(0, str("m-848"), 4), version,
+				event.GroupResult{Generation: 4, MemberID: "m-848"}, 0},
+			exchangeCase{fmt.Sprintf("ConsumerGroupHeartbeat v%d empty assignment", version), cgh, heartbeatResp(0, str("m-848"), 5, []int32{}), version,
+				event.GroupResult{Generation: 5, MemberID: "m-848"}, 0},
+			// FENCED_MEMBER_EPOCH: the member must join again.
+			exchangeCase{fmt.Sprintf("ConsumerGroupHeartbeat v%d fenced", version), cgh, heartbeatResp(110, nil, 0), version,
+				event.GroupResult{Generation: -1}, 110},
+		)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := roundTrip(t, tt.req, tt.resp, tt.version)
+			if r.GroupResult != tt.want {
+				t.Errorf("group result %+v, want %+v", r.GroupResult, tt.want)
+			}
+			if r.ErrorCode == nil || *r.ErrorCode != tt.errCode {
+				t.Errorf("error code %v, want %d", r.ErrorCode, tt.errCode)
+			}
+		})
+	}
+	t.Run("unanswered", func(t *testing.T) {
+		if r := roundTrip(t, join, nil, 9); r.GroupResult != (event.GroupResult{}) {
+			t.Errorf("group result %+v without a response", r.GroupResult)
+		}
+	})
+}
+
+// TestGroupErrorCodes: SyncGroup, Heartbeat and LeaveGroup responses of
+// every version give their error; LeaveGroup v3+ (KIP-345) answers the
+// member that left on its own, under a top-level NONE.
+func TestGroupErrorCodes(t *testing.T) {
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation, sync.ProtocolType, sync.Protocol = "billing", "m-1", 7, kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	heartbeat := kmsg.NewPtrHeartbeatRequest()
+	heartbeat.Group, heartbeat.MemberID, heartbeat.Generation = "billing", "m-1", 7
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "billing", "m-1"
+	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m-1"}}
+	leaveResp := func(top int16, members ...int16) *kmsg.LeaveGroupResponse {
+		r := kmsg.NewPtrLeaveGroupResponse()
+		r.ErrorCode = top
+		for i, code := range members {
+			r.Members = append(r.Members, kmsg.LeaveGroupResponseMember{MemberID: fmt.Sprintf("m-%d", i+1), ErrorCode: code})
+		}
+		return r
+	}
+	type errorCase struct {
+		name    string
+		req     kmsg.Request
+		resp    kmsg.Response
+		version int16
+		want    int16
+	}
+	var tests []errorCase
+	for version := int16(0); version <= sync.MaxVersion(); version++ {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = 27 // REBALANCE_IN_PROGRESS
+		tests = append(tests, errorCase{fmt.Sprintf("SyncGroup v%d", version), sync, resp, version, 27})
+	}
+	for version := int16(0); version <= heartbeat.MaxVersion(); version++ {
+		resp := kmsg.NewPtrHeartbeatResponse()
+		resp.ErrorCode = 25 // UNKNOWN_MEMBER_ID
+		tests = append(tests, errorCase{fmt.Sprintf("Heartbeat v%d", version), heartbeat, resp, version, 25})
+	}
+	for version := int16(0); version <= leave.MaxVersion(); version++ {
+		tests = append(tests,
+			errorCase{fmt.Sprintf("LeaveGroup v%d top-level", version), leave, leaveResp(16, 0), version, 16},
+			errorCase{fmt.Sprintf("LeaveGroup v%d ok", version), leave, leaveResp(0, 0), version, 0})
+		if version >= 3 {
+			tests = append(tests,
+				errorCase{fmt.Sprintf("LeaveGroup v%d member unknown", version), leave, leaveResp(0, 25), version, 25},
+				errorCase{fmt.Sprintf("LeaveGroup v%d another member's error", version), leave, leaveResp(0, 0, 25), version, 0})
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := roundTrip(t, tt.req, tt.resp, tt.version)
+			if r.ErrorCode == nil || *r.ErrorCode != tt.want {
+				t.Errorf("error code %v, want %d", r.ErrorCode, tt.want)
+			}
+			if r.Group.ID != "billing" || r.GroupResult != (event.GroupResult{}) {
+				t.Errorf("group %+v, result %+v", r.Group, r.GroupResult)
+			}
+		})
 	}
 }
