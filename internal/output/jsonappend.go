@@ -235,7 +235,27 @@ func appendPartition(b []byte, p *event.Partition) []byte {
 	if p.HighWatermark != nil {
 		b = appendJSONInt(b, `,"high_watermark":`, *p.HighWatermark)
 	}
+	b = appendConsumerOffsets(b, p)
 	return append(b, '}')
+}
+
+// appendConsumerOffsets appends a partition's consumer-side values, those
+// that are set: a fetch response's offsets and times, an OffsetCommit's
+// offset.
+func appendConsumerOffsets(b []byte, p *event.Partition) []byte {
+	for _, f := range [...]struct {
+		key string
+		v   *int64
+	}{
+		{`,"first_offset":`, p.FirstOffset}, {`,"last_offset":`, p.LastOffset},
+		{`,"first_timestamp_ms":`, p.FirstTimestamp}, {`,"max_timestamp_ms":`, p.MaxTimestamp},
+		{`,"log_start_offset":`, p.LogStartOffset}, {`,"committed_offset":`, p.CommittedOffset},
+	} {
+		if f.v != nil {
+			b = appendJSONInt(b, f.key, *f.v)
+		}
+	}
+	return b
 }
 
 // appendClientDetails appends what the request says of its client: the
@@ -277,6 +297,9 @@ func appendClientDetails(b []byte, r *event.Request) []byte {
 	if g := &r.Group; *g != (event.Group{}) {
 		b = appendGroup(b, g)
 	}
+	if g := &r.GroupResult; *g != (event.GroupResult{}) {
+		b = appendGroupResult(b, g)
+	}
 	if r.AllTopics {
 		b = append(b, `,"all_topics":true`...)
 	}
@@ -300,6 +323,23 @@ func appendGroup(b []byte, g *event.Group) []byte {
 	}
 	if g.RebalanceTimeoutMs != 0 {
 		b = appendJSONInt(b, `,"rebalance_timeout_ms":`, int64(g.RebalanceTimeoutMs))
+	}
+	return append(b, '}')
+}
+
+// appendGroupResult appends the "group_result" object.
+func appendGroupResult(b []byte, g *event.GroupResult) []byte {
+	b = appendJSONInt(b, `,"group_result":{"generation":`, int64(g.Generation))
+	for _, s := range [...]struct{ key, v string }{{`,"member_id":`, g.MemberID}, {`,"leader":`, g.Leader}, {`,"protocol":`, g.Protocol}} {
+		if s.v != "" {
+			b = AppendJSONString(append(b, s.key...), s.v)
+		}
+	}
+	if g.Members != 0 {
+		b = appendJSONInt(b, `,"members":`, int64(g.Members))
+	}
+	if g.Assigned != 0 {
+		b = appendJSONInt(b, `,"assigned":`, int64(g.Assigned))
 	}
 	return append(b, '}')
 }

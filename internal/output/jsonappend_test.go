@@ -15,7 +15,7 @@ import (
 func requestJSONCases() map[string]*event.Request {
 	t0 := time.Date(2026, 11, 22, 4, 5, 6, 123456789, time.UTC)
 	ec, acks := int16(-1), int16(0)
-	replica, zero, off := int32(2), int64(0), int64(1)<<40
+	replica, zero, off, neg := int32(2), int64(0), int64(1)<<40, int64(-1)
 	odd := "quote\" back\\slash <&> \x1b[31m\n\t \xff\xfe été \u2028 \x7f"
 	return map[string]*event.Request{
 		"zero": {},
@@ -47,7 +47,15 @@ func requestJSONCases() map[string]*event.Request {
 			AllTopics:  true,
 			Partitions: []event.Partition{{Topic: "t", Batches: 2}}},
 		"zero-valued details": {Arrival: t0, Producer: event.Producer{ProducerID: -1}, Fetch: event.FetchParams{SessionEpoch: -1}, Group: event.Group{Generation: -1}},
-		"clock step":          {Arrival: t0, End: t0.Add(-10 * time.Second), LatencyMs: -10000, Answered: true, ClockStep: true},
+		"consumer fetch": {Arrival: t0, API: "Fetch", APIKey: 1, Partitions: []event.Partition{
+			{Topic: "t", FetchOffset: &off, HighWatermark: &off, FirstOffset: &zero, LastOffset: &off, FirstTimestamp: &neg, MaxTimestamp: &off, LogStartOffset: &zero},
+			{Topic: "t", Partition: 1, LogStartOffset: &off}, {Topic: "t", Partition: 2, FirstOffset: &off}}},
+		"offset commit": {Arrival: t0, API: "OffsetCommit", APIKey: 8, Group: event.Group{ID: "g", Generation: 3},
+			Partitions: []event.Partition{{Topic: "t", CommittedOffset: &zero, ErrorCode: 22}, {Topic: "u", TopicID: "AAAAAAAAAAAAAAAAAAAAAA", CommittedOffset: &off}}},
+		"group results": {Arrival: t0, API: "JoinGroup", APIKey: 11, Group: event.Group{ID: "g", Generation: -1},
+			GroupResult: event.GroupResult{Generation: 7, MemberID: odd, Leader: "m-0", Protocol: "range", Members: 3, Assigned: -2}, AllTopics: true},
+		"zero-valued group result but the generation": {Arrival: t0, GroupResult: event.GroupResult{Generation: -1}},
+		"clock step": {Arrival: t0, End: t0.Add(-10 * time.Second), LatencyMs: -10000, Answered: true, ClockStep: true},
 	}
 }
 
@@ -96,6 +104,12 @@ func FuzzAppendRequestJSON(f *testing.F) {
 			r.Group = event.Group{ID: topic, MemberID: id, InstanceID: clientID, Generation: partition, RebalanceTimeoutMs: int32(zoneSec)}
 			r.AllTopics = answered
 			r.Partitions[0].Batches = int(partition)
+		}
+		if partition%5 == 3 {
+			v := durNs
+			p := &r.Partitions[0]
+			p.FirstOffset, p.LastOffset, p.FirstTimestamp, p.MaxTimestamp, p.LogStartOffset, p.CommittedOffset = &v, &arrivalNs, &durNs, &v, &arrivalNs, &durNs
+			r.GroupResult = event.GroupResult{Generation: partition, MemberID: id, Leader: clientID, Protocol: topic, Members: int(durNs % 1000), Assigned: zoneSec}
 		}
 		if durNs >= 0 {
 			r.End = r.Arrival.Add(time.Duration(durNs))

@@ -88,6 +88,21 @@ func FuzzBatches(f *testing.F) {
 			t.Fatalf("SummarizeHeaders = %d batches, %v; Batches found %d, %v", hs.Batches, hsErr, len(batches), batchErr)
 		}
 
+		// Extent spans the same batches: the first one's start, the
+		// last one's end.
+		ext, extErr := d.Extent(data)
+		if ext.Batches != len(batches) || (extErr == nil) != (batchErr == nil) {
+			t.Fatalf("Extent = %d batches, %v; Batches found %d, %v", ext.Batches, extErr, len(batches), batchErr)
+		}
+		if len(batches) > 0 {
+			firstB, _ := parseBatch(data[batches[0].pos:], batches[0].pos, d.maxBatchSize(), false)
+			lastB, _ := parseBatch(data[batches[len(batches)-1].pos:], batches[len(batches)-1].pos, d.maxBatchSize(), false)
+			if ext.FirstOffset != firstB.BaseOffset || ext.LastOffset != lastB.LastOffset || ext.MaxTimestamp != lastB.MaxTimestamp ||
+				ext.FirstTimestamp != firstB.FirstTimestamp && !(firstB.DeleteHorizon && ext.FirstTimestamp == -1) {
+				t.Fatalf("Extent %+v, first batch %+v, last %+v", ext, firstB, lastB)
+			}
+		}
+
 		// The streaming reader finds the same batches and stops the
 		// same way.
 		r := d.NewReader(bytes.NewReader(data), 0)

@@ -57,3 +57,51 @@ func (d *Decoder) SummarizeHeaders(data []byte) (HeaderSummary, error) {
 	}
 	return s, nil
 }
+
+// Extent is what the headers of a sequence of whole batches say of the
+// offsets and times they hold: in a fetch response, the records the
+// consumer was given and how old they were.
+type Extent struct {
+	// Batches counts the whole batches read.
+	Batches int
+	// FirstOffset is the first batch's base offset: -1 when that is a
+	// magic 0 or 1 compressed wrapper, whose header gives only the offset
+	// of its last inner message.
+	FirstOffset int64
+	// LastOffset is the last batch's last offset.
+	LastOffset int64
+	// FirstTimestamp is the first batch's first timestamp and
+	// MaxTimestamp the last batch's largest, in Unix milliseconds; -1
+	// for magic 0, which has none. A batch whose base timestamp the log
+	// cleaner replaced by its delete horizon (KIP-534) gives -1 as its
+	// first timestamp: the header no longer holds it.
+	FirstTimestamp int64
+	MaxTimestamp   int64
+}
+
+// Extent reads the header of each batch in data, stopping at the first
+// malformed or truncated one, whose error it returns with the extent of
+// the whole batches before it. A fetch response may end with a batch cut
+// short: its records were not delivered (a client drops them and fetches
+// them again from their start), so only whole batches count. It neither
+// checks CRCs nor decompresses, and allocates nothing.
+func (d *Decoder) Extent(data []byte) (Extent, error) {
+	e := Extent{FirstOffset: -1, LastOffset: -1, FirstTimestamp: -1, MaxTimestamp: -1}
+	maxSize := d.maxBatchSize()
+	for pos := 0; pos < len(data); {
+		b, err := parseBatch(data[pos:], int64(pos), maxSize, false)
+		if err != nil {
+			return e, err
+		}
+		if e.Batches == 0 {
+			e.FirstOffset, e.FirstTimestamp = b.BaseOffset, b.FirstTimestamp
+			if b.DeleteHorizon {
+				e.FirstTimestamp = -1
+			}
+		}
+		e.Batches++
+		e.LastOffset, e.MaxTimestamp = b.LastOffset, b.MaxTimestamp
+		pos += b.Size
+	}
+	return e, nil
+}

@@ -257,46 +257,88 @@ func (d *Decoder) decodeFetchResponse(p *pending, body []byte) bool {
 	if resp.Version >= 7 {
 		ev.ErrorCode = d.int16s.one(resp.ErrorCode)
 	}
-	// The high watermarks, from the slab, sized by the partitions
-	// kmsg decoded (not by a length the response claims).
-	var hws []int64
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
-			hws = d.mergeFetchPartition(ev, resp.Topics, t, &t.Partitions[j], hws)
+			d.mergeFetchPartition(ev, resp.Version, t, &t.Partitions[j])
 		}
 	}
 	return true
 }
 
-// mergeFetchPartition merges one partition of a fetch response into ev
-// (adding the partition when the request did not list it): its error
-// code, high watermark (kept in hws, taken from the slab on first use and
-// returned), bytes, records and message ids.
-func (d *Decoder) mergeFetchPartition(ev *event.Request, topics []kmsg.FetchResponseTopic, t *kmsg.FetchResponseTopic, rp *kmsg.FetchResponseTopicPartition, hws []int64) []int64 {
-	part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
-	if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && hws == nil {
-		hws = d.int64s.take(requestPartitions(topics, func(t *kmsg.FetchResponseTopic) int { return len(t.Partitions) }))
-	}
-	if part == nil {
-		// Incremental fetch sessions answer for
-		// partitions the request did not list.
-		ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: rp.Partition})
-		part = &ev.Partitions[len(ev.Partitions)-1]
-		d.topics.resolve(part, t.TopicID)
-	}
+// mergeFetchPartition merges one partition of a fetch response into ev:
+// its error code, bytes, records and message ids and, answered without
+// error, its high watermark, log start offset and the offsets and times
+// of the batches it returned. A partition answered twice (no broker does)
+// is what its last answer says, whole, so that its values never
+// contradict its error code.
+func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.FetchResponseTopic, rp *kmsg.FetchResponseTopicPartition) {
+	part := d.fetchPartition(ev, t, rp.Partition)
 	part.ErrorCode = rp.ErrorCode
-	if rp.ErrorCode == 0 && rp.HighWatermark >= 0 && part.HighWatermark == nil {
-		hws = append(hws, rp.HighWatermark)
-		part.HighWatermark = &hws[len(hws)-1]
-	}
-	part.Bytes = len(rp.RecordBatches)
+	part.Bytes, part.Records, part.MessageIDs = len(rp.RecordBatches), 0, nil
 	header := d.cfg.MessageIDHeader
 	if d.cfg.ProduceIDsOnly {
 		header = ""
 	}
 	d.summarize(part, rp.RecordBatches, header)
-	return hws
+	part.HighWatermark, part.LogStartOffset = nil, nil
+	part.FirstOffset, part.LastOffset, part.FirstTimestamp, part.MaxTimestamp = nil, nil, nil, nil
+	if rp.ErrorCode != 0 {
+		return
+	}
+	part.HighWatermark = d.nonNegative(rp.HighWatermark)
+	if version >= 5 { // kmsg's default before, not the broker's
+		part.LogStartOffset = d.nonNegative(rp.LogStartOffset)
+	}
+	d.fetchedExtent(part, rp.RecordBatches)
+}
+
+// fetchPartition returns ev's partition that a fetch response answers,
+// adding it when the request did not list it: incremental fetch sessions
+// answer for partitions the request left out.
+func (d *Decoder) fetchPartition(ev *event.Request, t *kmsg.FetchResponseTopic, partition int32) *event.Partition {
+	if part := d.topics.findPartition(ev, t.Topic, t.TopicID, partition); part != nil {
+		return part
+	}
+	ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: partition})
+	part := &ev.Partitions[len(ev.Partitions)-1]
+	d.topics.resolve(part, t.TopicID)
+	return part
+}
+
+// extentReader is what a BatchSummarizer also implements to read the
+// offsets and times of batches from their headers (records.Decoder does).
+type extentReader interface {
+	Extent(batches []byte) (records.Extent, error)
+}
+
+// fetchedExtent sets a fetch response partition's first and last offsets
+// and timestamps from the headers of the whole batches it returned: a
+// trailing batch cut short was not delivered (the client fetches it again
+// from its start), so it is the next response's. summarize has counted
+// any damage.
+func (d *Decoder) fetchedExtent(part *event.Partition, batches []byte) {
+	er, ok := d.batches.(extentReader)
+	if !ok || len(batches) == 0 {
+		return
+	}
+	e, _ := er.Extent(batches)
+	if e.Batches == 0 {
+		return
+	}
+	part.FirstOffset = d.nonNegative(e.FirstOffset) // -1: a magic 0 or 1 wrapper's, unknown
+	part.LastOffset = d.nonNegative(e.LastOffset)
+	part.FirstTimestamp = d.int64s.one(e.FirstTimestamp)
+	part.MaxTimestamp = d.int64s.one(e.MaxTimestamp)
+}
+
+// nonNegative returns v from the slab, or nil when it is negative: an
+// offset Kafka sends as -1 for none, or one no log can have.
+func (d *Decoder) nonNegative(v int64) *int64 {
+	if v < 0 {
+		return nil
+	}
+	return d.int64s.one(v)
 }
 
 // decodeMetadataResponse learns the topic ids a metadata response names,
@@ -317,7 +359,8 @@ func (d *Decoder) decodeMetadataResponse(p *pending, body []byte) bool {
 }
 
 // decodeOtherResponse checks any other response against kmsg and takes
-// its throttle and top-level error code when it has them.
+// its throttle and top-level error code when it has them, and what
+// responseDetails reads of group responses.
 func (d *Decoder) decodeOtherResponse(p *pending, body []byte) bool {
 	resp := kmsg.ResponseForKey(p.header.key)
 	resp.SetVersion(p.header.version)
@@ -339,6 +382,7 @@ func (d *Decoder) decodeOtherResponse(p *pending, body []byte) bool {
 	if code, ok := topLevelErrorCode(resp); ok {
 		p.ev.ErrorCode = &code
 	}
+	d.responseDetails(p.ev, resp)
 	return true
 }
 

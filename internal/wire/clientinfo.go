@@ -79,7 +79,7 @@ type headerSummarizer interface {
 
 // requestDetails takes what a decoded request of any other API says of
 // its client: a Metadata request for every topic, a group request's group
-// and member.
+// and member, an OffsetCommit's offsets.
 func (d *Decoder) requestDetails(ev *event.Request, req kmsg.Request) {
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
@@ -101,6 +101,7 @@ func (d *Decoder) requestDetails(ev *event.Request, req kmsg.Request) {
 		ev.Group = d.group(r.Group, r.MemberID, r.InstanceID, r.Generation)
 	case *kmsg.OffsetCommitRequest:
 		ev.Group = d.group(r.Group, r.MemberID, r.InstanceID, r.Generation)
+		d.committedOffsets(ev, r)
 	case *kmsg.LeaveGroupRequest:
 		member := r.MemberID // v0-v2 leave one member; v3+ a list (KIP-345)
 		var instance *string

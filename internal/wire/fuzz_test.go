@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // FuzzFrames feeds arbitrary bytes as the two directions of a connection,
@@ -27,6 +29,23 @@ func FuzzFrames(f *testing.F) {
 	f.Add(requestFrame(produceRequest("orders", 1, -1, "m-1"), 9, 8, "p"), responseFrame(based, 9, 8), uint8(90))
 	// A request over a 1024-byte limit (odd segment size), answered.
 	f.Add(requestFrame(produceRequest("t", 0, 1, manyIDs(100)...), 9, 3, "c"), responseFrame(produceResponse("t", 0), 9, 3), uint8(201))
+	// The consumer side: a fetch answered with two batches, the second
+	// cut short; an OffsetCommit; a JoinGroup and a
+	// ConsumerGroupHeartbeat answered.
+	b2 := batchAt(3, 20, 30, "c", "d")
+	fetched := fetchResponse("orders", [16]byte{9}, fetchedPartition{2, 0, 500, 1, append(batchAt(1, 10, 11, "a", "b"), b2[:len(b2)-4]...)})
+	f.Add(requestFrame(fetchRequest("orders", [16]byte{9}, 2, 1, -1), 13, 5, "consumer-1"), responseFrame(fetched, 13, 5), uint8(120))
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Topics = "g", []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 2, Offset: 3}}}}
+	committed := kmsg.NewPtrOffsetCommitResponse()
+	committed.Topics = []kmsg.OffsetCommitResponseTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitResponseTopicPartition{{Partition: 2, ErrorCode: 22}}}}
+	f.Add(requestFrame(commit, 8, 6, "consumer-1"), responseFrame(committed, 8, 6), uint8(60))
+	joined := kmsg.NewPtrJoinGroupResponse()
+	joined.Generation, joined.MemberID, joined.LeaderID, joined.Members = 3, "m-1", "m-1", []kmsg.JoinGroupResponseMember{{MemberID: "m-1"}}
+	f.Add(requestFrame(kmsg.NewPtrJoinGroupRequest(), 9, 7, "consumer-1"), responseFrame(joined, 9, 7), uint8(80))
+	beat := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	beat.MemberEpoch, beat.Assignment = 4, &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{{Partitions: []int32{0, 1}}}}
+	f.Add(requestFrame(kmsg.NewPtrConsumerGroupHeartbeatRequest(), 0, 8, "consumer-1"), responseFrame(beat, 0, 8), uint8(100))
 	f.Fuzz(func(t *testing.T, req, resp []byte, mss uint8) {
 		seg := int(mss)%1400 + 1
 		c := newConversation(40100)
@@ -70,10 +89,38 @@ func FuzzFrames(f *testing.F) {
 				if p.FetchOffset != nil && r.APIKey != 1 {
 					t.Fatalf("fetch offset on a %s request", r.API)
 				}
+				checkConsumerFields(t, r, &p)
+			}
+			if r.GroupResult != (event.GroupResult{}) && (!r.Answered || r.APIKey != 11 && r.APIKey != 68) {
+				t.Fatalf("group result %+v on a %s request (answered %v)", r.GroupResult, r.API, r.Answered)
 			}
 		}
 		if st.Requests < st.Responses {
 			t.Fatalf("more responses than requests: %+v", st)
 		}
 	})
+}
+
+// checkConsumerFields holds a partition's consumer-side values to where
+// they belong: a fetch response's offsets and times on a Fetch answered
+// without error (offsets never negative, both timestamps or neither), a
+// committed offset on an OffsetCommit.
+func checkConsumerFields(t *testing.T, r *event.Request, p *event.Partition) {
+	t.Helper()
+	for _, v := range []*int64{p.LogStartOffset, p.FirstOffset, p.LastOffset, p.FirstTimestamp, p.MaxTimestamp} {
+		if v != nil && (r.APIKey != 1 || p.ErrorCode != 0) {
+			t.Fatalf("fetched offsets or times on a %s partition with error %d: %+v", r.API, p.ErrorCode, p)
+		}
+	}
+	for _, v := range []*int64{p.LogStartOffset, p.FirstOffset, p.LastOffset} {
+		if v != nil && *v < 0 {
+			t.Fatalf("negative offset %d: %+v", *v, p)
+		}
+	}
+	if (p.FirstTimestamp == nil) != (p.MaxTimestamp == nil) {
+		t.Fatalf("one timestamp without the other: %+v", p)
+	}
+	if p.CommittedOffset != nil && r.APIKey != 8 {
+		t.Fatalf("committed offset on a %s request", r.API)
+	}
 }
