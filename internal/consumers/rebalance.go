@@ -124,7 +124,7 @@ func (g *group) classicRebalance(evs []groupEvent, prev *generation, prevEnd tim
 	// The member the coordinator waited for: the last to send the
 	// JoinGroup it answered.
 	for id, j := range gen.joins {
-		at := g.joinStart(evs, id, j, rb.Start)
+		at := later(g.joinStart(evs, id, j, rb.Start.Add(-time.Nanosecond)), rb.Start)
 		if d := ms(at.Sub(rb.Start)); rb.Slowest == "" || d > rb.SlowestMs || (d == rb.SlowestMs && id < rb.Slowest) {
 			rb.Slowest, rb.SlowestClient, rb.SlowestMs = id, j.client, d
 		}
@@ -133,12 +133,12 @@ func (g *group) classicRebalance(evs []groupEvent, prev *generation, prevEnd tim
 }
 
 // joinStart is when a member started joining gen: its first JoinGroup
-// after the start (a first join asks twice, the first answered
-// MEMBER_ID_REQUIRED).
-func (g *group) joinStart(evs []groupEvent, id string, answered groupEvent, start time.Time) time.Time {
+// after since that the coordinator did not answer MEMBER_ID_REQUIRED (a
+// first join asks twice).
+func (g *group) joinStart(evs []groupEvent, id string, answered groupEvent, since time.Time) time.Time {
 	at := answered.arrival
 	for _, e := range evs {
-		if e.kind == joinEvent && e.member == id && !e.arrival.Before(start) && e.arrival.Before(at) {
+		if e.kind == joinEvent && e.member == id && e.errorCode != errMemberIDRequired && e.arrival.After(since) && e.arrival.Before(at) {
 			at = e.arrival
 		}
 	}
@@ -151,10 +151,26 @@ type cause struct {
 	trigger, member, client, detail string
 }
 
-// classicCauses lists what can have started the rebalance into gen.
+// classicCauses lists what can have started the rebalance into gen. A
+// member's JoinGroup counts from the one the coordinator did not answer
+// MEMBER_ID_REQUIRED (that one only hands out an id: the member is added,
+// and the rebalance prepared, when it asks again with it); a join that
+// arrived while the previous rebalance was completing starts this one
+// when that one ends.
 func (g *group) classicCauses(evs []groupEvent, prev *generation, prevEnd time.Time, gen *generation) []cause {
 	var out []cause
 	in := func(t time.Time) bool { return t.After(prevEnd) && !t.After(gen.joinDone) }
+	for id, j := range gen.joins {
+		at := g.joinStart(evs, id, j, prevEnd)
+		trigger, detail := "joined", "JoinGroup of a new member"
+		if prev != nil && hasMember(prev, id) {
+			if !in(at) || g.rejoinedAfterTimeout(id, at) != nil {
+				continue
+			}
+			trigger, detail = "rejoined", "JoinGroup of a member of the last generation"
+		}
+		out = append(out, cause{later(at, prevEnd), trigger, id, j.client, detail})
+	}
 	var firstInProgress *groupEvent
 	for i := range evs {
 		e := &evs[i]
@@ -164,10 +180,6 @@ func (g *group) classicCauses(evs []groupEvent, prev *generation, prevEnd time.T
 		switch {
 		case e.kind == leaveEvent:
 			out = append(out, cause{e.arrival, "left", e.member, e.client, "LeaveGroup"})
-		case e.kind == joinEvent && (prev == nil || !hasMember(prev, e.member)):
-			out = append(out, cause{e.arrival, "joined", e.member, e.client, "JoinGroup of a new member"})
-		case e.kind == joinEvent && g.rejoinedAfterTimeout(e.member, e.arrival) == nil:
-			out = append(out, cause{e.arrival, "rejoined", e.member, e.client, "JoinGroup of a member of the last generation"})
 		case e.kind == heartbeatErrorEvent && e.errorCode == errRebalanceInProgress && firstInProgress == nil:
 			firstInProgress = e
 		}

@@ -162,7 +162,9 @@ type Partition struct {
 	// lie below the fetch offset). FirstTimestamp is the first batch's
 	// first timestamp and MaxTimestamp the last batch's largest, in Unix
 	// milliseconds (CreateTime, or LogAppendTime where the topic says
-	// so; -1 for magic 0). Nil when no batch was returned. With the
+	// so; -1 for magic 0, and for a batch whose base timestamp the log
+	// cleaner replaced by its delete horizon, KIP-534). Nil when no whole
+	// batch was returned. With the
 	// response's time, how old the data at the consumer's position was.
 	FirstOffset    *int64 `json:"first_offset,omitempty"`
 	LastOffset     *int64 `json:"last_offset,omitempty"`
