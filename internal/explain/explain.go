@@ -275,7 +275,9 @@ type Explainer struct {
 	last map[string]connLast
 	// fetches are the recording's Fetch requests, readRequest reads one
 	// (Run sets both): evidence for network-thread-blocked.
-	fetches     []fetchRef
+	fetches []fetchRef
+	// groups maps consumer clients to their groups (Scan.groups).
+	groups      map[string]string
 	readRequest func(pos int64) (*event.Request, error)
 	// inFlight counts the produce requests in flight (Run sets it).
 	inFlight *inFlight

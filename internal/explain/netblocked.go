@@ -46,8 +46,11 @@ const (
 // in progress while that thread was blocked: the fetch it was probably
 // sending (the thread's kernel stack says where it slept).
 type FetchEvidence struct {
-	Client        string    `json:"client"`
-	ClientID      string    `json:"client_id"`
+	Client   string `json:"client"`
+	ClientID string `json:"client_id"`
+	// Group is the consumer group the client's group requests named (""
+	// for none seen: a follower, or a consumer without a group).
+	Group         string    `json:"group,omitempty"`
 	CorrelationID int32     `json:"correlation_id"`
 	Arrival       time.Time `json:"arrival"`
 	End           time.Time `json:"end"`
@@ -71,6 +74,9 @@ type FetchPartition struct {
 	// response) the fetch read: the consumer's lag, a measure of how
 	// cold its data was. Nil without both offsets.
 	Behind *int64 `json:"behind,omitempty"`
+	// AgeMs is how old the data it read was: the response's end minus
+	// the first batch's timestamp. Nil without a batch timestamp.
+	AgeMs *float64 `json:"age_ms,omitempty"`
 }
 
 // networkThreadBlocked measures the time the connection's network thread
@@ -199,14 +205,19 @@ func (e *Explainer) blockingFetches(f *Finding) {
 		if err != nil {
 			continue
 		}
-		fe := FetchEvidence{Client: r.Client, ClientID: r.ClientID, CorrelationID: r.CorrelationID, Arrival: r.Arrival, End: r.End,
-			LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes, Unanswered: !r.Answered}
+		fe := FetchEvidence{Client: r.Client, ClientID: r.ClientID, Group: e.groups[groupClientKey(r.Client, r.ClientID)],
+			CorrelationID: r.CorrelationID, Arrival: r.Arrival, End: r.End, LatencyMs: r.LatencyMs, ResponseBytes: r.ResponseBytes,
+			Unanswered: !r.Answered}
 		for _, p := range r.Partitions {
 			if p.Bytes > 0 || !r.Answered {
 				fp := FetchPartition{Topic: p.Topic, Partition: p.Partition, Bytes: p.Bytes, FetchOffset: p.FetchOffset}
 				if p.FetchOffset != nil && p.HighWatermark != nil {
 					behind := max(0, *p.HighWatermark-*p.FetchOffset)
 					fp.Behind = &behind
+				}
+				if p.FirstTimestamp != nil && *p.FirstTimestamp > 0 && !r.End.IsZero() {
+					age := max(0, float64(r.End.UnixMilli()-*p.FirstTimestamp))
+					fp.AgeMs = &age
 				}
 				fe.Partitions = append(fe.Partitions, fp)
 			}
@@ -238,6 +249,9 @@ func networkThreadBlockedDetail(f *Finding) string {
 		} else {
 			s += fmt.Sprintf(", serving %d fetch(es) on its other connections, the largest %d bytes to %s (%s)", len(f.BlockingFetches), b.ResponseBytes, b.Client, b.ClientID)
 		}
+		if b.Group != "" {
+			s += fmt.Sprintf(" of consumer group %s", b.Group)
+		}
 		if len(b.Partitions) > 0 {
 			p := b.Partitions[0]
 			s += fmt.Sprintf(" from %s-%d", p.Topic, p.Partition)
@@ -247,7 +261,23 @@ func networkThreadBlockedDetail(f *Finding) string {
 			if p.Behind != nil {
 				s += fmt.Sprintf(", %d records behind the high watermark", *p.Behind)
 			}
+			if p.AgeMs != nil {
+				s += fmt.Sprintf(", data %s old", ageText(*p.AgeMs))
+			}
 		}
 	}
 	return s
+}
+
+// ageText is how old fetched data was, in the unit that reads best.
+func ageText(ms float64) string {
+	switch {
+	case ms >= 2*3600_000:
+		return fmt.Sprintf("%.1f h", ms/3600_000)
+	case ms >= 120_000:
+		return fmt.Sprintf("%.1f min", ms/60_000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.1f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }

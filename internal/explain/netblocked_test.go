@@ -74,15 +74,19 @@ func TestNetworkThreadBlocked(t *testing.T) {
 // during the wait is named; one on another thread is not.
 func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
 	fetch := func(corr int32, client string, bytes int) *event.Request {
+		written := at(2).Add(-3 * time.Hour).UnixMilli() // data written three hours before
 		return &event.Request{Arrival: at(2), End: at(90), LatencyMs: 88, Client: client, Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
 			APIVersion: 12, CorrelationID: corr, ClientID: "lagging-consumer", ResponseBytes: bytes, Answered: true,
-			Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: bytes - 100}}}
+			Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: bytes - 100, FirstTimestamp: &written}}}
 	}
+	// The consumer's group requests, on its coordinator connection.
+	heartbeat := &event.Request{Arrival: at(1), End: at(1.5), Client: "127.0.0.1:41999", Broker: "127.0.0.1:9092", API: "Heartbeat", APIKey: 12,
+		ClientID: "lagging-consumer", Answered: true, Group: event.Group{ID: "backfill", MemberID: "m-1", Generation: 3}}
 	idx := indexOf(t, []*event.Write{wr(11, 90, 90.1, 100)},
 		[]*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000), connThread(21, "127.0.0.1:41000", -1000), connThread(22, "127.0.0.1:42000", -1000)},
 		[]*event.KernelWait{kwait(21, 5, 85, sendfileStack...)})
 	got, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, idx, nil),
-		[]*event.Request{fetch(7, "127.0.0.1:41000", 50<<20), fetch(8, "127.0.0.1:42000", 60<<20), req(1, 0, 100)})
+		[]*event.Request{heartbeat, fetch(7, "127.0.0.1:41000", 50<<20), fetch(8, "127.0.0.1:42000", 60<<20), req(1, 0, 100)})
 	if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked {
 		t.Fatalf("findings %+v", got)
 	}
@@ -90,8 +94,12 @@ func TestNetworkThreadBlockedFetchEvidence(t *testing.T) {
 	if len(bf) != 1 || bf[0].CorrelationID != 7 || bf[0].ClientID != "lagging-consumer" || len(bf[0].Partitions) != 1 || bf[0].Partitions[0].Topic != "history" {
 		t.Errorf("blocking fetches %+v", bf)
 	}
-	if !strings.Contains(got[0].Detail, "lagging-consumer") || !strings.Contains(got[0].Detail, "history-2") {
+	if !strings.Contains(got[0].Detail, "lagging-consumer") || !strings.Contains(got[0].Detail, "history-2") ||
+		!strings.Contains(got[0].Detail, "of consumer group backfill") || !strings.Contains(got[0].Detail, "data 3.0 h old") {
 		t.Errorf("detail %q", got[0].Detail)
+	}
+	if bf[0].Group != "backfill" || bf[0].Partitions[0].AgeMs == nil {
+		t.Errorf("group %q, age %v", bf[0].Group, bf[0].Partitions[0].AgeMs)
 	}
 }
 

@@ -143,6 +143,9 @@ type Scan struct {
 	StampsDropped int64
 	// produceTo counts produce requests by broker address (Addr).
 	produceTo map[string]int
+	// groups maps a consumer client ("host client-id") to the consumer
+	// group its group requests named: the group behind a fetch.
+	groups map[string]string
 }
 
 // fetchRef is a Fetch request: its line, connection and span (for one
@@ -207,6 +210,9 @@ func ScanRequestsWith(rd recording.Reader, path string, only *RequestID) (*Scan,
 		if r.key == produceKey && r.answered {
 			s.addProduce(line, pos, &r)
 		}
+		if bytes.Contains(line, []byte(`"group":{"id":`)) {
+			s.addGroup(line)
+		}
 		return nil
 	})
 	if err != nil {
@@ -216,6 +222,40 @@ func ScanRequestsWith(rd recording.Reader, path string, only *RequestID) (*Scan,
 	slices.Sort(s.inFlight.ends)
 	openFetches(s.fetches, fetchers)
 	return s, nil
+}
+
+// maxGroupClients bounds the consumer clients mapped to their group.
+const maxGroupClients = 100_000
+
+// addGroup maps a group request's client to its group.
+func (s *Scan) addGroup(line []byte) {
+	var g struct {
+		Client   string `json:"client"`
+		ClientID string `json:"client_id"`
+		Group    struct {
+			ID string `json:"id"`
+		} `json:"group"`
+	}
+	if json.Unmarshal(line, &g) != nil || g.Group.ID == "" {
+		return
+	}
+	if s.groups == nil {
+		s.groups = make(map[string]string)
+	}
+	k := groupClientKey(g.Client, g.ClientID)
+	if _, ok := s.groups[k]; ok || len(s.groups) < maxGroupClients {
+		s.groups[k] = g.Group.ID
+	}
+}
+
+// groupClientKey is a consumer client: its host and client id (a
+// consumer's fetch and group connections differ in port only).
+func groupClientKey(client, clientID string) string {
+	host := client
+	if i := strings.LastIndexByte(client, ':'); i >= 0 {
+		host = client[:i]
+	}
+	return host + " " + clientID
 }
 
 // addProduce keeps an answered produce request: a candidate for slow,
@@ -423,6 +463,7 @@ func scanFields(line []byte) (apiKey int, answered bool, latencyMs float64, clie
 func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) (*Summary, error) {
 	e.followers = scan.FollowerFetches > 0
 	e.fetches = scan.fetches
+	e.groups = scan.groups
 	e.inFlight = &scan.inFlight
 	e.sum.FollowerFetches = scan.FollowerFetches
 	th := opts.Threshold
