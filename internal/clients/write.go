@@ -34,7 +34,7 @@ func Write(w io.Writer, r *Report, format string, top int) error {
 }
 
 func writeTable(w io.Writer, r *Report, top int) error {
-	bw := &errWriter{w: w}
+	bw := &output.ErrWriter{W: w}
 	fmt.Fprintf(bw, "%d clients, %d requests in %s", len(r.Clients), r.Requests, secs(r.Seconds))
 	if r.Target != "" {
 		fmt.Fprintf(bw, "; checked against Kafka %s", r.Target)
@@ -60,7 +60,7 @@ func writeTable(w io.Writer, r *Report, top int) error {
 	if len(r.Clients) > len(rows) {
 		fmt.Fprintf(bw, "\n%d more clients (--top, or --format json for all)\n", len(r.Clients)-len(rows))
 	}
-	return bw.err
+	return bw.Err
 }
 
 func writeFindings(w io.Writer, fs []Finding, top int) {
@@ -288,18 +288,4 @@ func orDash(s string) string {
 // cell is a client-chosen name, escaped for the terminal, tabs included.
 func cell(s string) string {
 	return orDash(strings.ReplaceAll(output.Escape(s), "\t", `\t`))
-}
-
-// errWriter keeps the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	_, e.err = e.w.Write(p)
-	return len(p), nil
 }
