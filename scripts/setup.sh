@@ -9,7 +9,7 @@
 #
 #   - checks Go and Java (not installed here: they come with the machine)
 #   - apt: tcpdump, tshark, iproute2, xfsprogs, e2fsprogs, util-linux, maven,
-#     ethtool, chromium, tcpreplay, openssl, stress-ng
+#     ethtool, chromium, tcpreplay, openssl, stress-ng, jq
 #   - go mod download
 #   - Kafka broker/tools jars via scripts/kafka-jars.sh
 #   - the kafka-clients jar of every release internal/releases knows, via
@@ -57,6 +57,7 @@ declare -A pkgs=(
   [tcpreplay]=tcpreplay # bench/agent-replay.sh replays a capture at top speed
   [openssl]=openssl # a TLS 1.3 client that sends KeyUpdate (internal/tlsdecrypt)
   [stress-ng]=stress-ng # bench/agent.sh's control: a process that only takes CPU
+  [jq]=jq # bench/clients.sh: requests' JSON grouped by client, what a user would otherwise run
 )
 missing=()
 for p in "${!pkgs[@]}"; do

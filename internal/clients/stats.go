@@ -19,11 +19,14 @@ type client struct {
 	// requests apart): the connection closed, or the capture ended first.
 	unanswered int64
 	errors     map[int16]int64
-	software   map[string]int64 // "name/version" -> requests
-	apis       map[apiVersion]*use
-	producer   *producer
-	consumer   *consumer
-	groups     map[string]*groupUse
+	// software counts requests by the software their connection
+	// announced. Keyed by the two strings, not by "name/version": that
+	// key would be built, an allocation, for every request.
+	software map[softwareKey]int64
+	apis     map[apiVersion]*use
+	producer *producer
+	consumer *consumer
+	groups   map[string]*groupUse
 	// follower is set when the client fetched as a replica: a broker.
 	follower bool
 	// first and last are when its requests arrived: rates are over the
@@ -34,6 +37,9 @@ type client struct {
 }
 
 type apiVersion struct{ key, version int16 }
+
+// softwareKey is the client software a connection announced.
+type softwareKey struct{ name, version string }
 
 // use counts requests of one API version, and when they were seen.
 type use struct {
@@ -50,7 +56,7 @@ type groupUse struct {
 const maxMembers = 1000
 
 func newClient(k key) *client {
-	return &client{key: k, errors: map[int16]int64{}, software: map[string]int64{}, apis: map[apiVersion]*use{},
+	return &client{key: k, errors: map[int16]int64{}, software: map[softwareKey]int64{}, apis: map[apiVersion]*use{},
 		groups: map[string]*groupUse{}}
 }
 
@@ -74,7 +80,7 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 		c.errors[*r.ErrorCode]++
 	}
 	if r.SoftwareName != "" || r.SoftwareVersion != "" {
-		c.software[r.SoftwareName+"/"+r.SoftwareVersion]++
+		c.software[softwareKey{r.SoftwareName, r.SoftwareVersion}]++
 	}
 	av := apiVersion{r.APIKey, r.APIVersion}
 	u := c.apis[av]
