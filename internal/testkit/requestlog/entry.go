@@ -5,12 +5,14 @@ import (
 	"time"
 )
 
-// API keys of the requests Entry.TopicPartitions is filled for, and of
-// those Parse learns topic ids from.
+// API keys of the requests Entry.TopicPartitions is filled for (Produce,
+// Fetch, OffsetCommit: what kscope's decoder names partitions of), and
+// of those Parse learns topic ids from.
 const (
 	KeyProduce      int16 = 0
 	KeyFetch        int16 = 1
 	KeyMetadata     int16 = 3
+	KeyOffsetCommit int16 = 8
 	KeyCreateTopics int16 = 19
 )
 
@@ -50,7 +52,7 @@ type Entry struct {
 	SoftwareName     string // client software (ApiVersions v3+)
 	SoftwareVersion  string
 
-	// TopicPartitions named by a Produce or Fetch request, in request order.
+	// TopicPartitions named by a Produce, Fetch or OffsetCommit request, in request order.
 	TopicPartitions []TopicPartition
 
 	// Request and Response are the raw JSON, for anything not lifted above.

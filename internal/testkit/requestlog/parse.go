@@ -134,6 +134,8 @@ func parseLine(raw []byte, ids map[string]string) (Entry, bool, error) {
 		e.TopicPartitions = produceTopics(l.Request)
 	case KeyFetch:
 		e.TopicPartitions = fetchTopics(l.Request)
+	case KeyOffsetCommit:
+		e.TopicPartitions = offsetCommitTopics(l.Request)
 	case KeyMetadata, KeyCreateTopics:
 		if ids != nil {
 			learnTopicIDs(l.Response, ids)

@@ -26,6 +26,18 @@ type fetchRequest struct {
 	} `json:"topics"`
 }
 
+// OffsetCommit request: topics[].name (v0-9) or .topicId (v10+),
+// partitions[].partitionIndex.
+type offsetCommitRequest struct {
+	Topics []struct {
+		Name       string `json:"name"`
+		TopicID    string `json:"topicId"`
+		Partitions []struct {
+			PartitionIndex int32 `json:"partitionIndex"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
 // Metadata and CreateTopics responses both have topics[] with name and
 // topicId.
 type topicsResponse struct {
@@ -58,6 +70,20 @@ func fetchTopics(raw json.RawMessage) []TopicPartition {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tps = append(tps, TopicPartition{Topic: t.Topic, TopicID: realID(t.TopicID), Partition: p.Partition})
+		}
+	}
+	return tps
+}
+
+func offsetCommitTopics(raw json.RawMessage) []TopicPartition {
+	var req offsetCommitRequest
+	if json.Unmarshal(raw, &req) != nil {
+		return nil
+	}
+	var tps []TopicPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, TopicPartition{Topic: t.Name, TopicID: realID(t.TopicID), Partition: p.PartitionIndex})
 		}
 	}
 	return tps
