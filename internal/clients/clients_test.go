@@ -242,6 +242,20 @@ func TestBounded(t *testing.T) {
 	if rep.UntrackedRequests != 2 {
 		t.Errorf("untracked %d, want 2", rep.UntrackedRequests)
 	}
+	// One client naming a thousand softwares and error codes keeps a
+	// bounded number of each.
+	b := New(Options{})
+	for i := range 1000 {
+		r := req("10.0.0.1:1", "x", apiVersionsKey, 3, time.Duration(i)*time.Millisecond)
+		r.SoftwareName, r.SoftwareVersion = "s", fmt.Sprint(i)
+		code := int16(i + 1)
+		r.ErrorCode = &code
+		b.Add(r)
+	}
+	c := b.clients[key{"10.0.0.1", "", "x"}]
+	if len(c.software) != maxDistinct || len(c.errors) != maxDistinct || c.requests != 1000 || c.failed != 999 { // code 35 on ApiVersions is negotiation
+		t.Errorf("%d softwares, %d error codes, %d requests, %d failed", len(c.software), len(c.errors), c.requests, c.failed)
+	}
 }
 
 // TestOnlyOldVersionsRejected: a version newer than the target's newest

@@ -77,10 +77,15 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	// has, and asks again), not a failure.
 	if r.ErrorCode != nil && *r.ErrorCode != 0 && !(r.APIKey == apiVersionsKey && *r.ErrorCode == unsupportedVersion) {
 		c.failed++
-		c.errors[*r.ErrorCode]++
+		if _, ok := c.errors[*r.ErrorCode]; ok || len(c.errors) < maxDistinct {
+			c.errors[*r.ErrorCode]++
+		}
 	}
 	if r.SoftwareName != "" || r.SoftwareVersion != "" {
-		c.software[softwareKey{r.SoftwareName, r.SoftwareVersion}]++
+		k := softwareKey{r.SoftwareName, r.SoftwareVersion}
+		if _, ok := c.software[k]; ok || len(c.software) < maxDistinct {
+			c.software[k]++
+		}
 	}
 	av := apiVersion{r.APIKey, r.APIVersion}
 	u := c.apis[av]
@@ -100,6 +105,10 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	u.last = later(u.last, r.Arrival)
 	c.addByAPI(cn, r)
 }
+
+// maxDistinct bounds the error codes and software versions kept per
+// client: the wire may name any.
+const maxDistinct = 32
 
 // unsupportedVersion is Kafka's UNSUPPORTED_VERSION error code.
 const unsupportedVersion = 35
