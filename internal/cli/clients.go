@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -38,12 +37,7 @@ it connects and asks for metadata, and its share of the broker's requests.
 --target-version flags every request that Kafka release would reject (4.0
 removed the protocol versions of clients before 2.1), per client, with the
 first and last time seen. Findings are ranked by a table of rules (--rules).`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !o.rules {
-				return errors.New("give capture files or a recording directory (or --rules)")
-			}
-			return nil
-		},
+		Args: viewArgs(&o.rules),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.rules {
 				return writeRules(cmd.OutOrStdout())

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -36,12 +35,7 @@ messages produced and fetched in the same capture; and every rebalance of every
 group, classic and KIP-848: when it started, which member triggered it and how
 (joined, left, timed out), how long its join and sync phases took, and who was
 the slowest to rejoin. Findings are ranked by a table of rules (--rules).`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !o.rules {
-				return errors.New("give capture files or a recording directory (or --rules)")
-			}
-			return nil
-		},
+		Args: viewArgs(&o.rules),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.rules {
 				return writeConsumerRules(cmd.OutOrStdout())

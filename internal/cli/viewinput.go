@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/recording"
 	"github.com/kscope-dev/kscope/internal/source"
+
+	"github.com/spf13/cobra"
 )
 
 // viewInput is what the views on requests (clients, consumers) read:
@@ -77,4 +80,15 @@ func recordingDir(args []string) (string, bool) {
 	}
 	st, err := os.Stat(args[0])
 	return args[0], err == nil && st.IsDir()
+}
+
+// viewArgs is the argument check of the views on requests: capture files
+// or a recording, unless --rules only prints the rules.
+func viewArgs(rules *bool) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 && !*rules {
+			return errors.New("give capture files or a recording directory (or --rules)")
+		}
+		return nil
+	}
 }
