@@ -8,6 +8,7 @@ require (
 	github.com/gopacket/gopacket v1.7.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/grafana/jfr-parser v0.14.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0
