@@ -189,7 +189,8 @@ func jsonError(path string, b []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Errorf("%s:%s: %w: %v", path, lineCol(b, se.Offset), ErrBadProfile, se)
+		// Offset counts the bytes read, the offending one included.
+		return fmt.Errorf("%s:%s: %w: %v", path, lineCol(b, se.Offset-1), ErrBadProfile, se)
 	case errors.As(err, &te):
 		return fmt.Errorf("%s:%s: %w: %s: a %s where a %s belongs", path, lineCol(b, te.Offset), ErrBadProfile, te.Field, te.Value, te.Type)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -239,7 +240,7 @@ func locate(b []byte, path ...any) int64 {
 				stack, inArray = append(stack, 0), append(inArray, true)
 				continue
 			case '}', ']':
-				stack, inArray = stack[:len(stack)-1], inArray[:len(inArray)-1]
+				stack, inArray, expectKey = stack[:len(stack)-1], inArray[:len(inArray)-1], false
 			}
 		default:
 			if expectKey {
