@@ -110,6 +110,9 @@ func (d *Device) mount() error {
 	return err
 }
 
+// Stats are the counts so far.
+func (d *Device) Stats() Stats { return d.hold.snapshot() }
+
 // Loop is the loop device ("/dev/loopN").
 func (d *Device) Loop() string { return d.loop }
 

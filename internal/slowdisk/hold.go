@@ -16,8 +16,19 @@ type holder struct {
 	stop    chan struct{} // closed by release: hold no more
 	stopped sync.Once
 
-	mu   sync.Mutex
-	rngs [numOps]*rand.Rand // one stream per kind, from the seed
+	mu    sync.Mutex
+	rngs  [numOps]*rand.Rand // one stream per kind, from the seed
+	stats Stats
+}
+
+// Stats counts the requests the emulator served, by kind: how many, and
+// how long they were held in all (from service start: the queue wait
+// for a slot not included), and how many were served unheld because
+// the device was closing or the kernel interrupted them.
+type Stats struct {
+	Requests [numOps]uint64
+	Held     [numOps]time.Duration
+	Unheld   uint64
 }
 
 func newHolder(p Profile, seed uint64) *holder {
@@ -38,7 +49,23 @@ func newHolder(p Profile, seed uint64) *holder {
 func (h *holder) draw(op Op) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.stats.Requests[op]++
 	return h.profile.Dist(op).Draw(h.rngs[op])
+}
+
+func (h *holder) count(op Op, held time.Duration, unheld bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stats.Held[op] += held
+	if unheld {
+		h.stats.Unheld++
+	}
+}
+
+func (h *holder) snapshot() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
 }
 
 // do runs io (the real read or write of the image) as a request of kind
@@ -52,14 +79,17 @@ func (h *holder) do(ctx context.Context, op Op, io func()) {
 		defer func() { <-h.slots }()
 	case <-ctx.Done():
 		io()
+		h.count(op, 0, true)
 		return
 	case <-h.stop:
 		io()
+		h.count(op, 0, true)
 		return
 	}
 	start := time.Now()
 	lat := h.draw(op)
 	io()
+	defer func() { h.count(op, time.Since(start), false) }()
 	wait := time.Until(start.Add(lat))
 	if wait <= 0 {
 		return
