@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/lab/fsbench"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/safefile"
+	"github.com/kscope-dev/kscope/internal/slowdisk"
 )
 
 type labFSOptions struct {
@@ -35,6 +37,8 @@ type labFSOptions struct {
 	alpha     float64
 	cleanup   bool
 	verbose   bool
+	device    string
+	seed      uint64
 }
 
 // newLabFSCmd is `kscope lab fs`.
@@ -84,6 +88,8 @@ or by --cleanup.`,
 	f.IntVar(&o.heapMB, "heap-mb", 0, "broker heap in MiB (default 512)")
 	f.Var(&o.threshold, "threshold", "smallest change that can be a verdict: a percentage (5%) or a fraction (0.05)")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the tests (Holm-adjusted)")
+	f.StringVar(&o.device, "device", "", "put every variant on an emulated slow device: a profile ("+strings.Join(slowdisk.Names(), ", ")+"), a profile JSON file, or a 'kscope iotrace --summary --format json' file[#DEV] (docs/slowdisk.md)")
+	f.Uint64Var(&o.seed, "device-seed", 1, "seed of the emulated device's latency draws")
 	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
 	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
@@ -164,6 +170,13 @@ func labFSConfig(o *labFSOptions, stderr io.Writer) (fsbench.Config, error) {
 	if cfg.ImageSize, err = fsbench.ParseSize(o.imageSize); err != nil {
 		return cfg, badInput(fmt.Errorf("--image-size: %w", err))
 	}
+	if o.device != "" {
+		p, err := slowdisk.Resolve(o.device)
+		if err != nil {
+			return cfg, badInput(fmt.Errorf("--device: %w", err))
+		}
+		cfg.Device, cfg.DeviceSeed = &p, o.seed
+	}
 	if o.verbose {
 		cfg.BenchProgress = stderr
 	}
@@ -198,7 +211,13 @@ func writeLabFSResult(stdout, stderr io.Writer, o *labFSOptions, target safefile
 // must not replace nor be written into.
 func (o *labFSOptions) inputPaths() []string {
 	var paths []string
-	for _, p := range []string{o.workload, o.libs} {
+	device := o.device
+	if _, named := slowdisk.Named(device); named {
+		device = ""
+	} else if i := strings.LastIndexByte(device, '#'); i >= 0 {
+		device = device[:i]
+	}
+	for _, p := range []string{o.workload, o.libs, device} {
 		if p != "" {
 			paths = append(paths, p)
 		}

@@ -17,6 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FSType is the emulator's file system type in /proc/mounts.
+const FSType = "fuse.kscope_slowdisk"
+
 // Config is one emulated device.
 type Config struct {
 	// Image is the backing image (a regular file, made by the caller).
@@ -93,7 +96,7 @@ func (d *Device) mount() error {
 	opts := &fs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:            "kscope-slowdisk",
-			Name:              "kscope_slowdisk",
+			Name:              strings.TrimPrefix(FSType, "fuse."),
 			DirectMountStrict: true, // root: no fusermount
 			MaxBackground:     128,
 			MaxWrite:          1 << 20,

@@ -307,8 +307,12 @@ func sweep(dir string) (*Leftovers, error) {
 		}
 	}
 	s.killBrokers()
-	s.unmount(mounts)
+	// An emulated device's FUSE mount goes last: its file backs a loop
+	// device that holds it until detached.
+	emulators := emulatorMounts(mounts)
+	s.unmount(slices.DeleteFunc(mounts, func(m string) bool { return slices.Contains(emulators, m) }))
 	s.detachLoops()
+	s.unmount(emulators)
 	// Files only once nothing is mounted under them.
 	if left, _ := mountsUnder(dir); len(left) > 0 {
 		s.errs = append(s.errs, fmt.Errorf("still mounted under %s: %s (files kept)", dir, strings.Join(left, ", ")))
@@ -447,6 +451,22 @@ func mountsUnder(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// emulatorMounts are those of mounts that are slow-device emulators'
+// FUSE file systems.
+func emulatorMounts(mounts []string) []string {
+	ms, err := hostinfo.Mounts(0)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range ms {
+		if isEmulatorMount(m.FSType) && slices.Contains(mounts, m.MountPoint) {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out
 }
 
 func isMounted(path string) bool {

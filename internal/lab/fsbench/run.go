@@ -20,6 +20,7 @@ import (
 	"github.com/kscope-dev/kscope/internal/bench/compare"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
 	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/slowdisk"
 )
 
 // Config is one `kscope lab fs`.
@@ -43,6 +44,11 @@ type Config struct {
 	Version string
 	// HeapMB is the broker's heap (default 512).
 	HeapMB int
+	// Device puts every run's file system on an emulated slow device
+	// with this profile (package slowdisk; nil: the image's own loop
+	// device); DeviceSeed seeds its latency draws.
+	Device     *slowdisk.Profile
+	DeviceSeed uint64
 	// Threshold and Alpha tune the verdicts as in compare.Options
 	// (defaults 5% and 0.05).
 	Threshold float64
@@ -111,6 +117,9 @@ type Result struct {
 	Kernel      string    `json:"kernel"`
 	CPUs        int       `json:"cpus"`
 	Kafka       string    `json:"kafka"`
+	// Device names the emulated device's profile and its source (absent:
+	// none, the image's own loop device).
+	Device *DeviceProfile `json:"device,omitempty"`
 	// LoopDirectIO: the loop devices did direct I/O to their images
 	// (losetup --direct-io=on), so the page cache is not counted twice.
 	LoopDirectIO bool      `json:"loop_direct_io"`
@@ -213,6 +222,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO),
 		Threshold: cfg.Threshold, Alpha: cfg.Alpha, ImageBytes: cfg.ImageSize,
 		CPUs: runtime.NumCPU(), Runs: []*RunResult{}, Warnings: []string{}, LoopDirectIO: true,
+	}
+	if cfg.Device != nil {
+		res.Device = &DeviceProfile{Name: cfg.Device.Name, Source: cfg.Device.Source, Seed: cfg.DeviceSeed}
 	}
 	res.Host, _ = os.Hostname()
 	res.Kernel = hostinfo.Kernel()
@@ -359,6 +371,9 @@ func (r *runner) loopDevice(tag string) (string, error) {
 	}
 	if err := os.Truncate(img, r.cfg.ImageSize); err != nil {
 		return "", err
+	}
+	if r.cfg.Device != nil {
+		return r.slowLoopDevice(img, tag)
 	}
 	out, err := run("losetup", "--find", "--show", "--direct-io=on", img)
 	if err != nil {

@@ -1,0 +1,63 @@
+package fsbench
+
+// The emulated slow device (Config.Device, `kscope lab fs --device`):
+// each run's image is served by package slowdisk's FUSE file system, and
+// the loop device is attached to that file instead of the image, so
+// every variant's file system sits on a device with the profile's
+// latencies.
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+
+	"github.com/kscope-dev/kscope/internal/slowdisk"
+)
+
+// slowLoopDevice starts the emulator on img (a run's image) and returns
+// its loop device. The emulator is one resource on the stack, a mount:
+// its undo detaches the loop device and unmounts the FUSE file system
+// (the file system on the loop device is unmounted before, being above
+// it on the stack). A killed run leaves a FUSE mount whose server is
+// gone and a loop device on its file; sweep removes both.
+func (r *runner) slowLoopDevice(img, tag string) (string, error) {
+	dir := filepath.Join(r.dir, tag+".dev")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := r.st.push(&item{Kind: kindDir, Path: dir, undo: func() error { return os.Remove(dir) }}); err != nil {
+		return "", err
+	}
+	dev, err := slowdisk.Start(context.Background(), slowdisk.Config{
+		Image: img, MountDir: dir, Profile: *r.cfg.Device, Seed: runSeed(r.cfg.DeviceSeed, tag),
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := r.st.push(&item{Kind: kindMount, Path: dir, Dev: dev.Loop(), Name: "slow device " + dev.Loop(), undo: dev.Close}); err != nil {
+		return "", err
+	}
+	return dev.Loop(), nil
+}
+
+// runSeed is a run's seed: the configured one mixed with the run's tag,
+// so that trials differ and a rerun with the same seed repeats them.
+func runSeed(seed uint64, tag string) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", seed, tag)
+	return h.Sum64()
+}
+
+// isEmulatorMount reports whether a mount is an emulator's FUSE file
+// system, which sweep unmounts only once the loop devices on its file
+// are detached.
+func isEmulatorMount(fsType string) bool { return fsType == slowdisk.FSType }
+
+// DeviceProfile is the emulated device of a run, in its result.
+type DeviceProfile struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Seed   uint64 `json:"seed"`
+}
