@@ -30,6 +30,9 @@ const (
 	tolFixed    = 2 * time.Millisecond
 	tolShareP99 = 1.0
 	tolFixedP99 = 5 * time.Millisecond
+	// A flush's p99 also holds the rare flush queued behind another in
+	// the loop device's worker (a journal commit's): two draws.
+	tolShareFlushP99 = 2.0
 )
 
 // TestLatencyMatchesProfile runs reads, writes and fsyncs on ext4 on
@@ -69,7 +72,10 @@ func TestLatencyMatchesProfile(t *testing.T) {
 				for _, q := range []float64{0.5, 0.9, 0.99} {
 					m, prof, want := quantile(lats, q), d.Quantile(q), max(quantile(cal[op], q), d.Quantile(q))
 					share, fixed := tolShare, tolFixed
-					if q == 0.99 {
+					switch {
+					case q == 0.99 && op == OpFlush:
+						share, fixed = tolShareFlushP99, tolFixedP99
+					case q == 0.99:
 						share, fixed = tolShareP99, tolFixedP99
 					}
 					tol := time.Duration(share*float64(want)) + fixed
