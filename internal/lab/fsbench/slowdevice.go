@@ -36,10 +36,23 @@ func (r *runner) slowLoopDevice(img, tag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := r.st.push(&item{Kind: kindMount, Path: dir, Dev: dev.Loop(), Name: "slow device " + dev.Loop(), undo: dev.Close}); err != nil {
+	if err := r.st.push(&item{Kind: kindMount, Path: dir, Dev: dev.Loop(), Name: "slow device " + dev.Loop(), undo: r.closeDevice(tag, dev)}); err != nil {
 		return "", err
 	}
+	logf(r.cfg.Progress, "%s: %s is an emulated %s device (%s)", tag, dev.Loop(), r.cfg.Device.Name, r.cfg.Device.Source)
 	return dev.Loop(), nil
+}
+
+// closeDevice is the emulator's undo: Close, then a line with what it
+// served, so that a run's progress shows how much the device held.
+func (r *runner) closeDevice(tag string, dev *slowdisk.Device) func() error {
+	return func() error {
+		err := dev.Close()
+		st := dev.Stats()
+		logf(r.cfg.Progress, "%s: the emulated device served %d reads, %d writes, %d flushes (%d unheld while closing)",
+			tag, st.Requests[slowdisk.OpRead], st.Requests[slowdisk.OpWrite], st.Requests[slowdisk.OpFlush], st.Unheld)
+		return err
+	}
 }
 
 // runSeed is a run's seed: the configured one mixed with the run's tag,
