@@ -256,3 +256,33 @@ func loopsOn(file string) string {
 	}
 	return ""
 }
+
+// TestCloseWithFileHeldOpen: a process holding the emulator's file open
+// makes the unmount fail; Close then detaches the mount lazily and does
+// not wait for the holder for ever (where fusectl is mounted it aborts
+// the connection; where not, it gives up after serverWait and says
+// why). Once the holder lets go, nothing is left.
+func TestCloseWithFileHeldOpen(t *testing.T) {
+	requireDeviceTools(t)
+	dir := emulatorDirs(t)
+	p, _ := Named("fast")
+	dev, err := Start(context.Background(), Config{Image: filepath.Join(dir, "image"), MountDir: filepath.Join(dir, "fuse"), Profile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := dev.Loop()
+	held, err := os.Open(dev.File())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = dev.Close()
+	if took := time.Since(start); took > serverWait+5*time.Second {
+		t.Errorf("Close took %v", took)
+	}
+	if err != nil && !strings.Contains(err.Error(), "holds device open") {
+		t.Errorf("Close: %v", err)
+	}
+	held.Close()
+	checkNothingLeft(t, dir, loop, true)
+}

@@ -176,19 +176,29 @@ func waitDetached(dev string, limit time.Duration) bool {
 // unmountServer unmounts the file system and waits for the server's
 // loops to end. When the unmount fails (a process holds the file open),
 // the mount is detached lazily and its connection aborted, which ends
-// the server: whoever holds the file gets ENOTCONN.
+// the server: whoever holds the file gets ENOTCONN. Without the fusectl
+// file system (/sys/fs/fuse/connections) there is no abort: the server
+// then ends when the last holder lets go, and unmountServer waits for
+// that only serverWait.
 func unmountServer(server *fuse.Server, dir string, conn string) error {
 	if err := server.Unmount(); err == nil {
 		return nil
 	} else if lerr := unix.Unmount(dir, unix.MNT_DETACH); lerr != nil && !errors.Is(lerr, unix.EINVAL) {
 		return fmt.Errorf("slowdisk: unmount %s: %w (lazily: %v)", dir, err, lerr)
 	}
-	if err := abortConnection(conn); err != nil {
-		return err
+	abortErr := abortConnection(conn)
+	ended := make(chan struct{})
+	go func() { server.Wait(); close(ended) }()
+	select {
+	case <-ended:
+		return nil
+	case <-time.After(serverWait):
+		return errors.Join(fmt.Errorf("slowdisk: %s detached lazily, but its server still runs: a process holds %s open", dir, DeviceFile), abortErr)
 	}
-	server.Wait()
-	return nil
 }
+
+// serverWait bounds the wait for a lazily unmounted file system's server.
+const serverWait = 5 * time.Second
 
 // fuseConnection names the FUSE connection of the file system mounted on
 // dir: its dir in /sys/fs/fuse/connections is the anonymous device
@@ -207,7 +217,7 @@ func abortConnection(conn string) error {
 		return errors.New("slowdisk: the FUSE connection is unknown: cannot abort it")
 	}
 	p := filepath.Join("/sys/fs/fuse/connections", conn, "abort")
-	if err := os.WriteFile(p, []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.WriteFile(p, []byte("1"), 0); err != nil {
 		return fmt.Errorf("slowdisk: abort the FUSE connection: %w", err)
 	}
 	return nil

@@ -9,23 +9,28 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
 // requireDeviceTools fails under CI=true (skips otherwise) without root,
-// /dev/fuse, losetup or mkfs.ext4.
+// /dev/fuse, losetup or mkfs.ext4. (testkit/labtest imports lab, which
+// imports this package: it cannot be used here.)
 func requireDeviceTools(t *testing.T) {
 	t.Helper()
+	unavailable := func(format string, args ...any) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format+" (CI=true: prerequisites are mandatory; run scripts/setup.sh)", args...)
+		}
+		t.Skipf(format+" (run scripts/setup.sh)", args...)
+	}
 	if os.Geteuid() != 0 {
-		labtest.Unavailable(t, "the emulator needs root")
+		unavailable("the emulator needs root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		labtest.Unavailable(t, "no /dev/fuse: %v", err)
+		unavailable("no /dev/fuse: %v", err)
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			labtest.Unavailable(t, "no %s", tool)
+			unavailable("no %s", tool)
 		}
 	}
 }
