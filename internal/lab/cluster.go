@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/slowdisk"
 )
 
 // ClusterConfig describes a KRaft cluster of Brokers combined
@@ -59,6 +61,14 @@ type ClusterConfig struct {
 	// FSSizeMB is each image's size in MiB when it is made; default
 	// DefaultFSSizeMB. A restart keeps the images as they are.
 	FSSizeMB int
+	// Device, with FS, puts every node's file system on an emulated slow
+	// device with this profile (package slowdisk): the loop device is
+	// attached to a file of a FUSE file system served by this process,
+	// which holds each request for a latency drawn from the profile
+	// (DeviceSeed plus the node id seeds the draws). The emulator lives
+	// in this process: Device refuses Detach, and Stop closes it.
+	Device     *slowdisk.Profile
+	DeviceSeed uint64
 	// Security gives every node SSL and SASL_SSL listeners, as in
 	// BrokerConfig, with one CA, trust store and set of users for all
 	// of them in Security.Dir (default Dir/tls). Node i listens on

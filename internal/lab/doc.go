@@ -16,7 +16,8 @@
 // Dir/cluster.json. With ClusterConfig.Netns each node runs in a network
 // namespace of its own behind a bridge (netns.go), with ClusterConfig.FS
 // each node's log dir is a file system of its own on a loop device
-// (loopfs.go); isolation.go records, makes and removes both. With
+// (loopfs.go), with ClusterConfig.Device on an emulated slow device
+// (package slowdisk); isolation.go records, makes and removes them. With
 // Security (BrokerConfig, ClusterConfig) every node also has SSL and
 // SASL_SSL listeners (security.go, clientprops.go): certificates from a
 // CA of the lab's own made with keytool (tlsfiles.go, keytool.go), a PLAIN

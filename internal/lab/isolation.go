@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/slowdisk"
 )
 
 // nodePlace is where one node of a start runs and what it was given: with
@@ -34,6 +36,11 @@ type nodePlace struct {
 type isolation struct {
 	dir string
 	st  clusterState
+	// profile and seed are ClusterConfig.Device and DeviceSeed (nil:
+	// none); emulators the running emulated devices, by node index.
+	profile   *slowdisk.Profile
+	seed      uint64
+	emulators []*slowdisk.Device
 }
 
 // planIsolation returns the isolation cfg asks for (nil for none): the
@@ -67,6 +74,9 @@ func planIsolation(dir string, n int, cfg ClusterConfig, prev *clusterState, exi
 			iso.st.FS.SizeMB = DefaultFSSizeMB
 		}
 	}
+	if err := iso.planDevice(cfg); err != nil {
+		return nil, err
+	}
 	iso.st.Brokers = n
 	return iso, iso.planNodes(n)
 }
@@ -98,6 +108,11 @@ func (iso *isolation) planNodes(n int) error {
 		}
 		if iso.st.FS != nil {
 			f := &nodeFS{Image: filepath.Join(dir, FSImageFile), MountPoint: filepath.Join(dir, "data")}
+			if iso.profile != nil || (old != nil && old.EmulatorDir != "") {
+				// Kept without a profile too: what a killed start on an
+				// emulated device left is found and removed.
+				f.EmulatorDir = filepath.Join(dir, EmulatorDirName)
+			}
 			if old != nil {
 				// By node, not by path: a moved dir must not have its
 				// images formatted again.
@@ -200,7 +215,7 @@ func (iso *isolation) setUp(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lab: set up file systems: %w", err)
 			}
-			if err := node.FS.setUp(cf.Type, cf.SizeMB, iso.save); err != nil {
+			if err := node.FS.setUp(cf.Type, cf.SizeMB, iso.save, iso.attacher(ctx, node)); err != nil {
 				return err
 			}
 		}
@@ -214,9 +229,9 @@ func (iso *isolation) setUp(ctx context.Context) error {
 func (iso *isolation) tearDown() error {
 	owner := iso.owner()
 	var errs []error
-	for _, node := range iso.st.Nodes {
+	for i, node := range iso.st.Nodes {
 		if node.FS != nil {
-			errs = append(errs, node.FS.tearDown())
+			errs = append(errs, node.FS.tearDown(iso.emulator(i)))
 		}
 		if node.Net != nil {
 			errs = append(errs, removeNode(*node.Net, owner))
@@ -227,6 +242,63 @@ func (iso *isolation) tearDown() error {
 	}
 	errs = append(errs, iso.save())
 	return errors.Join(errs...)
+}
+
+// EmulatorDirName is where, in a node's dir, an emulated device's FUSE
+// file system is mounted (ClusterConfig.Device).
+const EmulatorDirName = "fs.dev"
+
+// planDevice takes ClusterConfig.Device into the plan: it needs FS, and
+// refuses Detach (the emulator lives in this process).
+func (iso *isolation) planDevice(cfg ClusterConfig) error {
+	if iso.st.FS != nil {
+		iso.st.FS.Device = ""
+	}
+	if cfg.Device == nil {
+		return nil
+	}
+	switch {
+	case cfg.FS == "":
+		return errors.New("lab: ClusterConfig.Device needs FS (a file system on the emulated device)")
+	case cfg.Detach:
+		return errors.New("lab: ClusterConfig.Device cannot be Detach: the emulated device lives in this process")
+	}
+	if err := cfg.Device.Validate(); err != nil {
+		return fmt.Errorf("lab: device profile %s: %w", cfg.Device.Name, err)
+	}
+	iso.profile, iso.seed, iso.st.FS.Device = cfg.Device, cfg.DeviceSeed, cfg.Device.Name
+	return nil
+}
+
+// attacher returns how node's image is attached to a loop device: the
+// image's own (attachLoop), or an emulated device's.
+func (iso *isolation) attacher(ctx context.Context, node clusterNode) func(string) (string, error) {
+	if iso.profile == nil || node.FS.EmulatorDir == "" {
+		return attachLoop
+	}
+	return func(image string) (string, error) {
+		if err := os.MkdirAll(node.FS.EmulatorDir, 0o755); err != nil {
+			return "", fmt.Errorf("lab: emulated device: %w", err)
+		}
+		dev, err := slowdisk.Start(ctx, slowdisk.Config{Image: image, MountDir: node.FS.EmulatorDir,
+			Profile: *iso.profile, Seed: iso.seed + uint64(node.ID)})
+		if err != nil {
+			return "", fmt.Errorf("lab: node %d: %w", node.ID, err)
+		}
+		if len(iso.emulators) < len(iso.st.Nodes) {
+			iso.emulators = make([]*slowdisk.Device, len(iso.st.Nodes))
+		}
+		iso.emulators[node.ID-1] = dev
+		return dev.Loop(), nil
+	}
+}
+
+// emulator is node i's emulated device run by this process, or nil.
+func (iso *isolation) emulator(i int) *slowdisk.Device {
+	if i < len(iso.emulators) {
+		return iso.emulators[i]
+	}
+	return nil
 }
 
 // thaw thaws every node's mounted file system: a JVM blocked on a frozen

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/hostinfo"
+	"github.com/kscope-dev/kscope/internal/slowdisk"
 )
 
 const (
@@ -41,6 +42,9 @@ const (
 type clusterFS struct {
 	Type   string `json:"type"`   // "ext4" or "xfs"
 	SizeMB int    `json:"sizeMB"` // of an image when it is made
+	// Device is the emulated device's profile of the last start (""
+	// for none; ClusterConfig.Device).
+	Device string `json:"device,omitempty"`
 }
 
 // nodeFS is one node's file system, in cluster.json. Paths are absolute,
@@ -53,6 +57,11 @@ type nodeFS struct {
 	// Formatted: mkfs completed on Image (an image made but not
 	// formatted when a start was killed is formatted next time).
 	Formatted bool `json:"formatted"`
+	// EmulatorDir is where the emulated device's FUSE file system is
+	// mounted (ClusterConfig.Device): the loop device is on its file,
+	// not on Image. Recorded before it is made, so that a stop from
+	// another process, after a crash, finds it.
+	EmulatorDir string `json:"emulatorDir,omitempty"`
 }
 
 // checkFSType accepts the file systems a node can have.
@@ -80,7 +89,10 @@ func mkfsArgs(fs string) []string {
 // (made, sparse, when missing), a loop device, mkfs unless done before,
 // the mount. save records progress in cluster.json; it runs as soon as
 // the loop device is known, so that a stop from another process finds it.
-func (f *nodeFS) setUp(fs string, sizeMB int, save func() error) error {
+//
+// attach attaches the image to a loop device (attachLoop, or an
+// emulated device's).
+func (f *nodeFS) setUp(fs string, sizeMB int, save func() error, attach func(image string) (string, error)) error {
 	created, err := makeImage(f.Image, sizeMB)
 	if err != nil {
 		return err
@@ -102,7 +114,7 @@ func (f *nodeFS) setUp(fs string, sizeMB int, save func() error) error {
 	if err := checkMountPoint(f.MountPoint); err != nil {
 		return err
 	}
-	dev, err := attachLoop(f.Image)
+	dev, err := attach(f.Image)
 	if err != nil {
 		return err
 	}
@@ -137,13 +149,19 @@ func (f *nodeFS) setUp(fs string, sizeMB int, save func() error) error {
 // tearDown thaws (a frozen file system cannot be unmounted), unmounts and
 // detaches every loop device backed by the image; what is not there is
 // skipped, so it can run any number of times. The nodes must be stopped.
-func (f *nodeFS) tearDown() error {
+// An emulated device is closed (emu, when this process runs it), or its
+// loop devices detached and its FUSE mount, whose server is gone,
+// removed.
+func (f *nodeFS) tearDown(emu *slowdisk.Device) error {
 	var errs []error
 	if isMountPoint(f.MountPoint) {
 		_ = ThawFS(f.MountPoint) // EINVAL when not frozen: nothing to do
 		if err := unmountFS(f.MountPoint); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if f.EmulatorDir != "" {
+		errs = append(errs, f.tearDownEmulator(emu))
 	}
 	for _, dev := range loopsBackedBy(f.Image) {
 		if err := detachLoop(dev); err != nil {
@@ -152,6 +170,24 @@ func (f *nodeFS) tearDown() error {
 	}
 	if len(errs) == 0 {
 		f.Device = ""
+	}
+	return errors.Join(errs...)
+}
+
+// tearDownEmulator closes emu, or, for an emulator of another (dead)
+// process, detaches the loop devices on its file and unmounts its dir.
+func (f *nodeFS) tearDownEmulator(emu *slowdisk.Device) error {
+	if emu != nil {
+		return emu.Close()
+	}
+	var errs []error
+	for _, dev := range loopsBackedBy(filepath.Join(f.EmulatorDir, slowdisk.DeviceFile)) {
+		if err := detachLoop(dev); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if isMountPoint(f.EmulatorDir) {
+		errs = append(errs, unmountFS(f.EmulatorDir))
 	}
 	return errors.Join(errs...)
 }
