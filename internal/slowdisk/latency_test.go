@@ -21,18 +21,18 @@ import (
 // lie this share plus a fixed part above the profile's as slept in this
 // process (see calibrate), or as far below the profile's own. The fixed
 // part is the loop device's and FUSE's own time (~0.1-0.3 ms) and their
-// extra wake-ups, which a loaded 2-core machine delays by milliseconds.
-// p99 of a few hundred requests is a handful of them, and a flush waits
-// for the loop device's worker (docs/slowdisk.md, limits): they get more
-// room.
+// extra wake-ups (the loop worker, FUSE's request, go-fuse's reader),
+// which a loaded 2-core machine delays by milliseconds. p99 of a few
+// hundred requests is a handful of them, each of which took several of
+// those wake-ups, and a flush may wait behind another in the loop
+// device's worker (docs/slowdisk.md, limits): p99 may be up to 3 times
+// the profile as slept. That still fails what the measurements of
+// docs/slowdisk.md showed for a serialising device (10 times at p50).
 const (
 	tolShare    = 0.25
 	tolFixed    = 2 * time.Millisecond
-	tolShareP99 = 1.0
+	tolShareP99 = 2.0
 	tolFixedP99 = 5 * time.Millisecond
-	// A flush's p99 also holds the rare flush queued behind another in
-	// the loop device's worker (a journal commit's): two draws.
-	tolShareFlushP99 = 2.0
 )
 
 // TestLatencyMatchesProfile runs reads, writes and fsyncs on ext4 on
@@ -72,10 +72,7 @@ func TestLatencyMatchesProfile(t *testing.T) {
 				for _, q := range []float64{0.5, 0.9, 0.99} {
 					m, prof, want := quantile(lats, q), d.Quantile(q), max(quantile(cal[op], q), d.Quantile(q))
 					share, fixed := tolShare, tolFixed
-					switch {
-					case q == 0.99 && op == OpFlush:
-						share, fixed = tolShareFlushP99, tolFixedP99
-					case q == 0.99:
+					if q == 0.99 {
 						share, fixed = tolShareP99, tolFixedP99
 					}
 					tol := time.Duration(share*float64(want)) + fixed
