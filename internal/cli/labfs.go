@@ -31,6 +31,8 @@ type labFSOptions struct {
 	libs      string
 	version   string
 	heapMB    int
+	port      int
+	commit    string
 	threshold thresholdFlag
 	alpha     float64
 	cleanup   bool
@@ -69,7 +71,9 @@ or by --cleanup.`,
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	f := cmd.Flags()
-	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline")
+	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline; mount options after colons, e.g. ext4:commit=30,xfs:logbsize=256k (docs/labfs.md lists those taken)")
+	f.StringVar(&o.commit, "commit-interval", "", "ext4's journal commit interval (commit=) for every ext4 variant without its own, whole seconds 1s..300s (default the kernel's 5s)")
+	f.IntVar(&o.port, "port", 0, "the brokers' client port on 127.0.0.1 (default a free one)")
 	f.StringVar(&o.workload, "workload", "", "JSON file of the load: rate, producers, message_size, duration, warmup, acks, linger, partitions, ... (default 2000 msg/s of 1 KiB, acks=all, 20 s)")
 	f.IntVar(&o.trials, "trials", 3, "runs of each variant")
 	f.StringVar(&o.stall, "stall", "", "inject stalls: fsfreeze:DURATION@everyPERIOD, e.g. fsfreeze:300ms@every10s")
@@ -87,6 +91,8 @@ or by --cleanup.`,
 	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
 	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
+	check(f, "commit-interval", &o.commit, func(s string) error { _, err := fsbench.ParseCommitInterval(s); return err })
+	check(f, "port", &o.port, portOrAny)
 	check(f, "trials", &o.trials, positive)
 	check(f, "stall", &o.stall, func(s string) error { _, err := fsbench.ParseStall(s); return err })
 	check(f, "noise", &o.noise, func(s string) error { _, err := fsbench.ParseNoise(s); return err })
@@ -144,10 +150,17 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 // parsed; the progress on stderr.
 func labFSConfig(o *labFSOptions, stderr io.Writer) (fsbench.Config, error) {
 	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
-		HeapMB: o.heapMB, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
+		HeapMB: o.heapMB, Port: o.port, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
 	var err error
 	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
 		return cfg, badInput(fmt.Errorf("--variants: %w", err))
+	}
+	interval, err := fsbench.ParseCommitInterval(o.commit)
+	if err != nil {
+		return cfg, badInput(err)
+	}
+	if cfg.Variants, err = fsbench.WithCommitInterval(cfg.Variants, interval); err != nil {
+		return cfg, badInput(err)
 	}
 	cfg.Workload = fsbench.DefaultWorkload()
 	if o.workload != "" {

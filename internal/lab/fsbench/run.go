@@ -43,6 +43,9 @@ type Config struct {
 	Version string
 	// HeapMB is the broker's heap (default 512).
 	HeapMB int
+	// Port is the brokers' client port on 127.0.0.1 (0: a free one); the
+	// runs are one at a time, so each broker takes it in turn.
+	Port int
 	// Threshold and Alpha tune the verdicts as in compare.Options
 	// (defaults 5% and 0.05).
 	Threshold float64
@@ -90,6 +93,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Threshold == 0 {
 		c.Threshold = compare.DefaultThreshold
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, fmt.Errorf("port %d is not a TCP port", c.Port)
 	}
 	if c.Alpha == 0 {
 		c.Alpha = compare.DefaultAlpha
@@ -309,7 +315,7 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 			err = errors.Join(err, uerr)
 		}
 	}()
-	tag := v.Name + "-" + strconv.Itoa(trial)
+	tag := v.FileName() + "-" + strconv.Itoa(trial)
 	rr = &RunResult{Variant: v.Name, Trial: trial}
 
 	dev, err := r.loopDevice(tag)
@@ -424,7 +430,7 @@ func (r *runner) broker(ctx context.Context, v Variant, trial int, tag, logDir s
 		return nil, err
 	}
 	b, err := lab.StartBroker(ctx, lab.BrokerConfig{
-		Dir: bdir, LogDirs: []string{logDir}, LibsDir: cfg.LibsDir, Version: cfg.Version, HeapMB: cfg.HeapMB,
+		Dir: bdir, LogDirs: []string{logDir}, LibsDir: cfg.LibsDir, Version: cfg.Version, HeapMB: cfg.HeapMB, Port: cfg.Port,
 		ExtraProps: map[string]string{"num.partitions": strconv.Itoa(int(cfg.Workload.Partitions))},
 	})
 	if err != nil {
