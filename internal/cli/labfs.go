@@ -48,7 +48,8 @@ func newLabFSCmd() *cobra.Command {
 		Long: `For each variant (ext4, ext4-writeback, ext4-fastcommit, xfs) and trial, makes
 the file system afresh on a loop device backed by a sparse image in --work-dir,
 starts a real Kafka broker with its log dir there, adds the --noise (a writer
-that fsyncs in a loop on the same file system) and --stall (fsfreeze) if asked,
+that fsyncs in a loop on the same file system, and/or one that dirties page
+cache for the kernel's writeback) and --stall (fsfreeze) if asked,
 runs the open-loop load of 'kscope bench run' with the broker's writes and the
 journal commits traced (eBPF), and tears it all down. Variants are interleaved
 within each trial round.
@@ -77,7 +78,7 @@ or by --cleanup.`,
 	f.StringVar(&o.workload, "workload", "", "JSON file of the load: rate, producers, message_size, duration, warmup, acks, linger, partitions, ... (default 2000 msg/s of 1 KiB, acks=all, 20 s)")
 	f.IntVar(&o.trials, "trials", 3, "runs of each variant")
 	f.StringVar(&o.stall, "stall", "", "inject stalls: fsfreeze:DURATION@everyPERIOD, e.g. fsfreeze:300ms@every10s")
-	f.StringVar(&o.noise, "noise", "", "noisy neighbour on the same file system: fsync-writer[:SIZE] (SIZE written per fsync, default 256KiB)")
+	f.StringVar(&o.noise, "noise", "", "noisy neighbours on the same file system, comma-separated: fsync-writer[:SIZE] (SIZE written per fsync, default 256KiB), dirty-writer[:RATE] (RATE per second dirtied without fsync and handed to the kernel's writeback, default 32MiB)")
 	f.DurationVar(&o.slo, "slo", 65*time.Millisecond, "produce latency SLO: the share of messages above it is reported")
 	f.StringVarP(&o.out, "out", "o", "", "write an HTML report here")
 	f.StringVar(&o.format, "format", "table", "table or json")

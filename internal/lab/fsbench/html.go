@@ -13,7 +13,9 @@ import (
 
 // The page: self-contained (inline SVG, no script, nothing fetched), its
 // head output.HTMLHead.
-var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.New("labfs").Funcs(template.FuncMap{
+	"mib": func(b int64) string { return num(float64(b) / (1 << 20)) },
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 {{.Head}}
@@ -53,8 +55,8 @@ var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
 {{end}}
 
 <h2>Runs</h2>
-<table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>freezes</th><th>device, mount options</th></tr>
-{{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
+<table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>dirty MiB</th><th>freezes</th><th>device, mount options</th></tr>
+{{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{mib .NoiseDirtyBytes}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
 {{end}}</table>
 </body>
 </html>

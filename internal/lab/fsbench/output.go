@@ -55,7 +55,7 @@ func (res *Result) Describe() string {
 	fmt.Fprintf(&b, "%d variant(s) x %d trial(s); load %g msg/s of %s B from %d producer(s), acks=%s, linger %v, %d partitions, %v measured after %v warm-up",
 		len(res.Variants), res.Trials, w.Rate, w.MessageSize, w.Producers, w.Acks, time.Duration(w.Linger), w.Partitions, time.Duration(w.Duration), time.Duration(w.Warmup))
 	if res.Noise != nil {
-		fmt.Fprintf(&b, "; noise %s (%d KiB per fsync)", res.Noise.Kind, res.Noise.Bytes>>10)
+		fmt.Fprintf(&b, "; noise %s", res.Noise.describe())
 	} else {
 		b.WriteString("; no noise")
 	}
@@ -130,13 +130,13 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(w, "\nRuns, in the order they ran:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "variant\ttrial\tacked\tmsg/s\tp50\tp99\tp99.9\tmax ms\tover SLO\twrites\twrite p99\twrite max ms\tjournal\tcommits\tp99\tmax ms\tnoise fsyncs\tfsync p99 ms\tfreezes\tmount")
+	fmt.Fprintln(tw, "variant\ttrial\tacked\tmsg/s\tp50\tp99\tp99.9\tmax ms\tover SLO\twrites\twrite p99\twrite max ms\tjournal\tcommits\tp99\tmax ms\tnoise fsyncs\tfsync p99 ms\tdirty MiB\tfreezes\tmount")
 	for _, r := range res.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s (%d)\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s (%d)\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n",
 			r.Variant, r.Trial, r.Acked, num(r.MsgsPerSec), num(r.P50Ms), num(r.P99Ms), num(r.P999Ms), num(r.MaxMs),
 			num(r.OverSLOPct)+"%", r.OverSLO, r.Writes, num(r.WriteP99Ms), num(r.WriteMaxMs),
 			r.JournalKind, r.Journal, num(r.JournalP99Ms), num(r.JournalMaxMs),
-			r.NoiseFsyncs, num(r.NoiseFsyncP99), r.Freezes, r.MountOptions)
+			r.NoiseFsyncs, num(r.NoiseFsyncP99), num(float64(r.NoiseDirtyBytes)/(1<<20)), r.Freezes, r.MountOptions)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -181,6 +181,11 @@ type RunResult struct {
 	// The noise writer's fsyncs in the measured part, and stalls made.
 	NoiseFsyncs   int64   `json:"noise_fsyncs"`
 	NoiseFsyncP99 float64 `json:"noise_fsync_p99_ms"`
+	// The dirty writer's bytes dirtied in the measured part, and the p99
+	// of its write calls (throttled by the kernel's dirty limits or held
+	// by the journal when slow).
+	NoiseDirtyBytes    int64   `json:"noise_dirty_bytes,omitempty"`
+	NoiseDirtyWriteP99 float64 `json:"noise_dirty_write_p99_ms,omitempty"`
 	Freezes       int     `json:"freezes"`
 
 	// Seconds are the per-second samples of the measured part, the unit
@@ -615,6 +620,8 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 		noise.mu.Lock()
 		rr.NoiseFsyncs = noise.fsyncs.TotalCount()
 		rr.NoiseFsyncP99 = usMs(noise.fsyncs.ValueAtQuantile(99))
+		rr.NoiseDirtyBytes = noise.dirtyBytes
+		rr.NoiseDirtyWriteP99 = usMs(noise.dirtyWrites.ValueAtQuantile(99))
 		noise.mu.Unlock()
 	}
 	return nil

@@ -118,41 +118,6 @@ func (v Variant) MountCommand(dev, dir string) []string {
 	return append(args, dev, dir)
 }
 
-// Noise is a noisy neighbour on the file system under test.
-type Noise struct {
-	// Kind is "fsync-writer": a writer that writes Bytes to a file on the
-	// same file system and fsyncs it, in a loop, cycling through a file of
-	// at most noiseFileMax bytes.
-	Kind  string `json:"kind"`
-	Bytes int    `json:"bytes"`
-}
-
-// noiseFileMax bounds the noise file: the writer starts again at offset 0
-// past it, so the noise never fills the file system.
-const noiseFileMax = 64 << 20
-
-// ParseNoise parses "fsync-writer" or "fsync-writer:SIZE" (bytes per
-// fsync, e.g. 256KiB; default 256 KiB). Empty or "none": no noise.
-func ParseNoise(spec string) (*Noise, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" || spec == "none" {
-		return nil, nil
-	}
-	kind, size, hasSize := strings.Cut(spec, ":")
-	if kind != "fsync-writer" {
-		return nil, fmt.Errorf("--noise %q: want fsync-writer[:SIZE]", spec)
-	}
-	n := &Noise{Kind: kind, Bytes: 256 << 10}
-	if hasSize {
-		b, err := ParseSize(size)
-		if err != nil || b < 4096 || b > 64<<20 {
-			return nil, fmt.Errorf("--noise %q: SIZE must be 4KiB..64MiB", spec)
-		}
-		n.Bytes = int(b)
-	}
-	return n, nil
-}
-
 // Stall is injected stalls: the file system is frozen (fsfreeze -f) for
 // Duration every Period during the measured part of each run, first at
 // half a Period into it.
