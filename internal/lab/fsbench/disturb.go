@@ -46,7 +46,9 @@ func startNoise(ctx context.Context, n *Noise, dir string, win *window) (*noiseS
 		name string
 		run  func(context.Context, *os.File, *window, *noiseStats)
 	}{
-		{n.Bytes > 0, "kscope-noise.dat", func(ctx context.Context, f *os.File, win *window, st *noiseStats) { fsyncWriter(ctx, f, n.Bytes, win, st) }},
+		{n.Bytes > 0, "kscope-noise.dat", func(ctx context.Context, f *os.File, win *window, st *noiseStats) {
+			fsyncWriter(ctx, f, n.Bytes, win, st)
+		}},
 		{n.DirtyBytesPerSec > 0, "kscope-dirty.dat", func(ctx context.Context, f *os.File, win *window, st *noiseStats) {
 			dirtyWriter(ctx, f, n.DirtyBytesPerSec, win, st)
 		}},

@@ -186,7 +186,7 @@ type RunResult struct {
 	// by the journal when slow).
 	NoiseDirtyBytes    int64   `json:"noise_dirty_bytes,omitempty"`
 	NoiseDirtyWriteP99 float64 `json:"noise_dirty_write_p99_ms,omitempty"`
-	Freezes       int     `json:"freezes"`
+	Freezes            int     `json:"freezes"`
 
 	// Seconds are the per-second samples of the measured part, the unit
 	// of evidence of the verdicts.
