@@ -105,6 +105,9 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := writeAbove(w, res); err != nil {
 		return err
 	}
+	if err := writeJournalDist(w, res); err != nil {
+		return err
+	}
 	if len(res.Verdicts) > 0 {
 		fmt.Fprintf(w, "\nVerdicts against %s: a change beyond %g%%, significant after Holm's adjustment. Produce latency over all trials'\n"+
 			"requests (docs/compare.md: p50 by Mann–Whitney on per-second p50, p99 and p99.9 by a bootstrap over trials and seconds,\n"+
@@ -235,4 +238,37 @@ func verdictCell(r *VerdictRow) string {
 		ch = "from 0"
 	}
 	return ch + " " + r.Verdict
+}
+
+// writeJournalDist writes each variant's journal commits by latency
+// bucket, over its trials: the columns where some variant has commits.
+func writeJournalDist(w io.Writer, res *Result) error {
+	jd := journalDist(res)
+	if jd == nil {
+		return nil
+	}
+	var cols []int
+	for k := range len(jd.Edges) + 1 {
+		for _, row := range jd.Counts {
+			if row[k] > 0 {
+				cols = append(cols, k)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nJournal commits by latency (ms), over all trials: jbd2 commits (ext4) or iclog writes (xfs).\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"variant", "journal"}
+	for _, k := range cols {
+		header = append(header, bucketLabel(jd.Edges, k))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i, row := range jd.Counts {
+		cells := []string{jd.Variants[i], orDash(jd.Kinds[i])}
+		for _, k := range cols {
+			cells = append(cells, fmt.Sprint(row[k]))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
 }

@@ -127,6 +127,9 @@ type Result struct {
 	Noise        *Noise    `json:"noise"`
 	Stall        *Stall    `json:"stall"`
 	SLOMs        float64   `json:"slo_ms"`
+	// BucketEdgesMs are the latency bucket edges of the runs'
+	// JournalBuckets and of the HTML's heatmaps (bucketEdgesMs).
+	BucketEdgesMs []float64 `json:"bucket_edges_ms,omitempty"`
 	Threshold    float64   `json:"threshold"`
 	Alpha        float64   `json:"alpha"`
 	// Runs in the order they ran (trial rounds, variants interleaved).
@@ -175,6 +178,9 @@ type RunResult struct {
 	JournalPerSec float64 `json:"journal_per_sec"`
 	JournalP99Ms  float64 `json:"journal_p99_ms"`
 	JournalMaxMs  float64 `json:"journal_max_ms"`
+	// JournalBuckets counts the commits by latency, in the buckets of
+	// Result.BucketEdgesMs (below the first edge first).
+	JournalBuckets []int64 `json:"journal_buckets,omitempty"`
 	// TraceLost is events the kernel dropped (ring buffer full).
 	TraceLost uint64 `json:"trace_lost"`
 
@@ -221,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{
 		Tool: "kscope lab fs", Start: time.Now(), Variants: cfg.Variants, Trials: cfg.Trials,
-		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO),
+		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO), BucketEdgesMs: bucketEdgesMs(ms(cfg.SLO)),
 		Threshold: cfg.Threshold, Alpha: cfg.Alpha, ImageBytes: cfg.ImageSize,
 		CPUs: runtime.NumCPU(), Runs: []*RunResult{}, Warnings: []string{}, LoopDirectIO: true,
 	}
@@ -598,6 +604,8 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 	rr.Journal = tr.commits.all.TotalCount()
 	rr.JournalP99Ms, rr.JournalMaxMs = nsMs(tr.commits.all.ValueAtQuantile(99)), nsMs(tr.commits.all.Max())
 	rr.JournalKind = journalKind(tr.kinds)
+	rr.JournalBuckets = make([]int64, len(r.res.BucketEdgesMs)+1)
+	addToBuckets(rr.JournalBuckets, r.res.BucketEdgesMs, tr.commits.all, 1e6) // ns
 	secs := len(br.Series)
 	if secs > 0 {
 		rr.JournalPerSec = float64(rr.Journal) / float64(secs)
