@@ -130,8 +130,8 @@ type Result struct {
 	// BucketEdgesMs are the latency bucket edges of the runs'
 	// JournalBuckets and of the HTML's heatmaps (bucketEdgesMs).
 	BucketEdgesMs []float64 `json:"bucket_edges_ms,omitempty"`
-	Threshold    float64   `json:"threshold"`
-	Alpha        float64   `json:"alpha"`
+	Threshold     float64   `json:"threshold"`
+	Alpha         float64   `json:"alpha"`
 	// Runs in the order they ran (trial rounds, variants interleaved).
 	Runs      []*RunResult  `json:"runs"`
 	Summary   []*Summary    `json:"summary"`
