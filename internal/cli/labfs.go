@@ -33,6 +33,8 @@ type labFSOptions struct {
 	heapMB    int
 	port      int
 	commit    string
+	record    string
+	recordOf  string
 	threshold thresholdFlag
 	alpha     float64
 	cleanup   bool
@@ -54,6 +56,10 @@ runs the open-loop load of 'kscope bench run' with the broker's writes and the
 journal commits traced (eBPF), and tears it all down. Variants are interleaved
 within each trial round.
 
+With --record DIR, keeps a recording of each variant's first trial (or every
+trial) in DIR/<variant>-<trial>, made by kscope record's recorder while the
+load runs, and reports what kscope explain says of each.
+
 Prints, per variant, the mean and 95% confidence interval over trials of
 produce latency p50/p99/p99.9/max, the share of messages over --slo, write
 latency p99, journal commit latency p99 and rate; per metric a verdict against
@@ -74,6 +80,8 @@ or by --cleanup.`,
 	f := cmd.Flags()
 	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline; mount options after colons, e.g. ext4:commit=30,xfs:logbsize=256k (docs/labfs.md lists those taken)")
 	f.StringVar(&o.commit, "commit-interval", "", "ext4's journal commit interval (commit=) for every ext4 variant without its own, whole seconds 1s..300s (default the kernel's 5s)")
+	f.StringVar(&o.record, "record", "", "keep a recording (kscope record's format) of each variant's recorded trials in DIR/<variant>-<trial>, and report what kscope explain says of each; DIR must not exist or be empty")
+	f.StringVar(&o.recordOf, "record-trials", fsbench.RecordFirst, "with --record, the trials recorded: first (trial 1 of each variant) or all")
 	f.IntVar(&o.port, "port", 0, "the brokers' client port on 127.0.0.1 (default a free one)")
 	f.StringVar(&o.workload, "workload", "", "JSON file of the load: rate, producers, message_size, duration, warmup, acks, linger, partitions, ... (default 2000 msg/s of 1 KiB, acks=all, 20 s)")
 	f.IntVar(&o.trials, "trials", 3, "runs of each variant")
@@ -94,6 +102,7 @@ or by --cleanup.`,
 	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
 	check(f, "commit-interval", &o.commit, func(s string) error { _, err := fsbench.ParseCommitInterval(s); return err })
 	check(f, "port", &o.port, portOrAny)
+	check(f, "record-trials", &o.recordOf, oneOf(fsbench.RecordFirst, fsbench.RecordAll))
 	check(f, "trials", &o.trials, positive)
 	check(f, "stall", &o.stall, func(s string) error { _, err := fsbench.ParseStall(s); return err })
 	check(f, "noise", &o.noise, func(s string) error { _, err := fsbench.ParseNoise(s); return err })
@@ -151,10 +160,15 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 // parsed; the progress on stderr.
 func labFSConfig(o *labFSOptions, stderr io.Writer) (fsbench.Config, error) {
 	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
-		HeapMB: o.heapMB, Port: o.port, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
+		HeapMB: o.heapMB, Port: o.port, Record: o.record, RecordTrials: o.recordOf, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
 	var err error
 	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
 		return cfg, badInput(fmt.Errorf("--variants: %w", err))
+	}
+	if o.record != "" {
+		if err := fsbench.CheckRecordDir(o.record, o.workDir, o.inputPaths()...); err != nil {
+			return cfg, badInput(err)
+		}
 	}
 	interval, err := fsbench.ParseCommitInterval(o.commit)
 	if err != nil {

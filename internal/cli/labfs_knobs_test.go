@@ -1,15 +1,22 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestLabFSKnobsRefused: hostile --variants knobs, --commit-interval and
-// --port values end lab fs before it makes anything, with exit 2 and one
-// line naming what was refused.
-func TestLabFSKnobsRefused(t *testing.T) {
-	work := t.TempDir()
+// TestLabFSFlagsRefused: hostile --variants knobs, --commit-interval,
+// --port and --record values end lab fs before it makes anything, with
+// exit 2 and one line naming what was refused.
+func TestLabFSFlagsRefused(t *testing.T) {
+	tmp := t.TempDir()
+	work := filepath.Join(tmp, "work")
+	full := filepath.Join(tmp, "full")
+	if err := os.MkdirAll(filepath.Join(full, "ext4-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -22,6 +29,9 @@ func TestLabFSKnobsRefused(t *testing.T) {
 		{"commit interval not whole seconds", []string{"--commit-interval", "1500ms"}, "whole seconds"},
 		{"commit interval on xfs only", []string{"--variants", "xfs", "--commit-interval", "30s"}, "ext4 variants"},
 		{"port out of range", []string{"--port", "70000"}, "not a TCP port"},
+		{"record into a full directory", []string{"--record", full}, "not empty"},
+		{"record inside the work dir", []string{"--record", filepath.Join(work, "rec")}, "inside"},
+		{"record-trials unknown", []string{"--record", filepath.Join(tmp, "r"), "--record-trials", "some"}, "first or all"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -63,6 +63,12 @@ var pageTmpl = template.Must(template.New("labfs").Funcs(template.FuncMap{
 <p class="note">Per variant, over its trials, the share of the file system's journal commits (jbd2 commits on ext4, iclog writes on XFS; their count in brackets) in each latency bucket (ms), those that started in the measured part.</p>
 {{.JournalSVG}}
 {{end}}
+{{if .Explained}}<h2>Explain on each recording</h2>
+<p class="note">Each recorded run's recording (the format of <code>kscope record</code>), and what <code>kscope explain</code> says of it with its defaults (slow: the recording's p99 of produce latency): the causes of the slow requests, how many have a journal commit at their root, and the appends of 10 ms and more with the commits that overlapped them.</p>
+<table id="explain"><tr><th>variant</th><th>trial</th><th>explain</th><th>recording</th></tr>
+{{range .Explained}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td>{{.Explain.Line}}</td><td><code>{{.Recording}}</code></td></tr>
+{{end}}</table>{{end}}
+
 <h2>Runs</h2>
 <table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>dirty MiB</th><th>freezes</th><th>device, mount options</th></tr>
 {{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{mib .NoiseDirtyBytes}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
@@ -84,6 +90,7 @@ type htmlPage struct {
 	Charts       []htmlChart
 	Heatmaps     []htmlChart
 	JournalSVG   template.HTML
+	Explained    []*RunResult
 	// The shares above thresholds.
 	AboveBaseline string
 	AboveHeaders  []string
@@ -152,6 +159,11 @@ func WriteHTML(w io.Writer, res *Result) error {
 		p.Charts = append(p.Charts, htmlChart{Title: label(m, res), SVG: ciChart(fmt.Sprintf("chart-%d", i), m, res.Summary)})
 	}
 	p.Heatmaps, p.JournalSVG = latencyCharts(res)
+	for _, r := range res.Runs {
+		if r.Explain != nil {
+			p.Explained = append(p.Explained, r)
+		}
+	}
 	return pageTmpl.Execute(w, p)
 }
 

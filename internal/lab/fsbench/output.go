@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // WriteJSON writes res as indented JSON.
@@ -144,8 +145,9 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeExplained(w, res)
 	for _, wn := range res.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		fmt.Fprintf(w, "warning: %s\n", output.Escape(wn))
 	}
 	return nil
 }
@@ -271,4 +273,20 @@ func writeJournalDist(w io.Writer, res *Result) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// writeExplained writes a line per recorded run: where its recording is
+// and what `kscope explain` says of it.
+func writeExplained(w io.Writer, res *Result) {
+	first := true
+	for _, r := range res.Runs {
+		if r.Explain == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nExplain on each recording (kscope explain DIR: slow = its p99 unless --slow):\n")
+			first = false
+		}
+		fmt.Fprintf(w, "%s trial %d: %s\n  %s\n", output.Escape(r.Variant), r.Trial, output.Escape(r.Explain.Line()), output.Escape(r.Recording))
+	}
 }

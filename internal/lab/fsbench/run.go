@@ -50,6 +50,13 @@ type Config struct {
 	// (defaults 5% and 0.05).
 	Threshold float64
 	Alpha     float64
+	// Record, when set, is a directory (absent or empty) where the
+	// recorder of `kscope record` keeps a recording of the recorded
+	// trials, one directory per run: Record/<variant>-<trial>, which
+	// `kscope explain` reads; RecordTrials says which trials
+	// (RecordFirst, the default, or RecordAll).
+	Record       string
+	RecordTrials string
 	// Progress receives a line per step (nil: none); BenchProgress the
 	// load generator's line per second (nil: none).
 	Progress      io.Writer
@@ -93,6 +100,20 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Threshold == 0 {
 		c.Threshold = compare.DefaultThreshold
+	}
+	if c.RecordTrials == "" {
+		c.RecordTrials = RecordFirst
+	}
+	if c.RecordTrials != RecordFirst && c.RecordTrials != RecordAll {
+		return c, fmt.Errorf("record trials %q: want %s or %s", c.RecordTrials, RecordFirst, RecordAll)
+	}
+	if c.Record != "" {
+		if err := CheckRecordDir(c.Record, c.WorkDir); err != nil {
+			return c, err
+		}
+		if c.Record, err = filepath.Abs(c.Record); err != nil {
+			return c, err
+		}
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return c, fmt.Errorf("port %d is not a TCP port", c.Port)
@@ -194,6 +215,11 @@ type RunResult struct {
 	NoiseDirtyWriteP99 float64 `json:"noise_dirty_write_p99_ms,omitempty"`
 	Freezes            int     `json:"freezes"`
 
+	// Recording is the run's recording (--record), Explain what explain
+	// says of it.
+	Recording string          `json:"recording,omitempty"`
+	Explain   *ExplainSummary `json:"explain,omitempty"`
+
 	// Seconds are the per-second samples of the measured part, the unit
 	// of evidence of the verdicts.
 	Seconds []SecondSample `json:"seconds"`
@@ -250,6 +276,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		logf(cfg.Progress, "removed what an earlier run (pid %d) left in %s: %s", left.PID, cfg.WorkDir, left)
 	}
 	r := &runner{cfg: cfg, res: res, st: newStack(cfg.WorkDir), dir: filepath.Join(cfg.WorkDir, runDir)}
+	if cfg.Record != "" {
+		// Made by this run: the recorder makes a directory per run in it.
+		if err := os.Mkdir(cfg.Record, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -485,10 +517,15 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 		win.set(measureStart, bc.Duration)
 		stalls.start(ctx, r, mnt, measureStart)
 	}
+	rec, stopRec, err := r.recording(ctx, v, trial, b, logDir)
+	if err != nil {
+		return err
+	}
 	others := otherBrokers(b.PID())
 	br, berr := bench.Run(ctx, bc)
 	others = append(others, otherBrokers(b.PID())...)
 	serr := stalls.stop()
+	recErr := stopRec()
 	nerr := stopNoise()
 	terr := stopTrace()
 	if ctx.Err() != nil {
@@ -509,6 +546,7 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 	if err := r.figures(rr, br, tr, noise); err != nil {
 		return err
 	}
+	r.explainRun(ctx, rr, rec, recErr)
 	if len(others) > 0 {
 		slices.Sort(others)
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: other Kafka brokers ran on this machine during the load (pids %v): they compete for CPU and disk", v.Name, trial, slices.Compact(others)))
@@ -536,6 +574,41 @@ func (r *runner) noise(ctx context.Context, mnt string, win *window) (*noiseStat
 		return nil, nil, err
 	}
 	return ns, stopNoise, nil
+}
+
+// recording starts the run's recorder when this trial is recorded, its
+// stop on the stack; without one it returns nil and a stop that does
+// nothing.
+func (r *runner) recording(ctx context.Context, v Variant, trial int, b *lab.Broker, logDir string) (*runRecording, func() error, error) {
+	tag := v.FileName() + "-" + strconv.Itoa(trial)
+	rec, err := r.startRecording(ctx, tag, trial, b.PID(), b.Addr(), logDir)
+	if err != nil || rec == nil {
+		return nil, func() error { return nil }, err
+	}
+	logf(r.cfg.Progress, "%s trial %d: recording into %s", v.Name, trial, rec.dir)
+	it, stop := r.task("recorder", rec.stop)
+	if err := r.st.push(it); err != nil {
+		_ = stop()
+		return nil, nil, err
+	}
+	return rec, stop, nil
+}
+
+// explainRun keeps where the run's recording is and what explain says
+// of it; a recording that failed is a warning (the run's figures stand)
+// and its explain line says why.
+func (r *runner) explainRun(ctx context.Context, rr *RunResult, rec *runRecording, recErr error) {
+	if rec == nil {
+		return
+	}
+	rr.Recording = rec.dir
+	if recErr != nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: recording %s: %v", rr.Variant, rr.Trial, rec.dir, recErr))
+		rr.Explain = &ExplainSummary{Error: "no recording: " + recErr.Error()}
+		return
+	}
+	rr.Explain = explainRecording(ctx, rec.dir)
+	logf(r.cfg.Progress, "%s trial %d: explain %s: %s", rr.Variant, rr.Trial, rec.dir, rr.Explain.Line())
 }
 
 // runStalls is a run's staller, started from the load's OnStart (on the
