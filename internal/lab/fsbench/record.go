@@ -14,8 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/iotrace"
+	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/recorder"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -105,16 +110,112 @@ type runRecording struct {
 	dir    string
 	cancel context.CancelFunc
 	done   chan error
+	// began is when the recording's meta says it started (zero until it
+	// ends).
+	began time.Time
+}
+
+// runRecorder is a run's recorder, when this trial is recorded: started
+// before the load, once the load's topic exists, so that the recorder
+// names its partitions from the log dir (the producers fetch the topic's
+// metadata before the capture could see it, and Produce names topics by
+// id); stop ends it. (Started later, from the load's OnStart, on a
+// loaded machine its tracer was seen to stop sending writes after two
+// seconds: the recorder is attached before the load instead.)
+type runRecorder struct {
+	mu    sync.Mutex
+	rec   *runRecording
+	stopF func() error // nil until started
+	err   error
+}
+
+// topicReadyTimeout bounds the wait for the load's topic to be made.
+const topicReadyTimeout = 30 * time.Second
+
+// start makes the load's topic (as the load would: its partitions,
+// replication factor 1) and starts the recorder on broker b into
+// Record/<variant>-<trial>, its stop on r's stack.
+func (rs *runRecorder) start(ctx context.Context, r *runner, v Variant, trial int, b *lab.Broker, logDir string, topic string, partitions int32) error {
+	if !r.cfg.recordsTrial(trial) {
+		return nil
+	}
+	if err := ensureTopic(ctx, b.Addr(), topic, partitions, logDir); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	tag := v.FileName() + "-" + strconv.Itoa(trial)
+	rs.rec, rs.err = startRecording(ctx, filepath.Join(r.cfg.Record, tag), "lab fs: record "+tag, r.cfg.Progress, b.PID(), b.Addr(), logDir)
+	if rs.err != nil {
+		return rs.err
+	}
+	logf(r.cfg.Progress, "%s trial %d: recording into %s", v.Name, trial, rs.rec.dir)
+	var it *item
+	it, rs.stopF = r.task("recorder", rs.rec.stop)
+	return r.st.push(it)
+}
+
+// ensureTopic creates topic with partitions partitions on the broker at
+// addr (an existing one is fine: the load reuses it) and waits until
+// each partition's directory is in logDir.
+func ensureTopic(ctx context.Context, addr, topic string, partitions int32, logDir string) error {
+	ctx, cancel := context.WithTimeout(ctx, topicReadyTimeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kscope-lab-fs"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(topicReadyTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", topic, err)
+		}
+	}
+	for {
+		if partitionDirsExist(logDir, topic, partitions) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s: its partitions' directories are not in %s after %v", topic, logDir, topicReadyTimeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// partitionDirsExist reports whether logDir has topic-0 .. topic-(n-1).
+func partitionDirsExist(logDir, topic string, n int32) bool {
+	for p := range n {
+		if _, err := os.Stat(filepath.Join(logDir, topic+"-"+strconv.Itoa(int(p)))); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// stop ends the recording if it started, and returns it (nil when this
+// trial was not recorded) with its error.
+func (rs *runRecorder) stop() (*runRecording, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.stopF != nil {
+		rs.err = rs.stopF()
+	}
+	return rs.rec, rs.err
 }
 
 // startRecording starts `kscope record`'s recorder on broker pid (its
-// client port in addr, its log dir logDir) into the run's recording
-// directory, Record/<variant>-<trial>; nil when this trial is not
-// recorded. The recorder runs until stop.
-func (r *runner) startRecording(ctx context.Context, tag string, trial int, pid int, addr, logDir string) (*runRecording, error) {
-	if !r.cfg.recordsTrial(trial) {
-		return nil, nil
-	}
+// client port in addr, its log dir logDir) into out. It runs until stop.
+func startRecording(ctx context.Context, out, name string, notes io.Writer, pid int, addr, logDir string) (*runRecording, error) {
 	_, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("record: broker address %q: %w", addr, err)
@@ -125,16 +226,19 @@ func (r *runner) startRecording(ctx context.Context, tag string, trial int, pid 
 	}
 	wc := wire.DefaultConfig()
 	wc.Ports = []uint16{uint16(port)}
-	opts := recorder.Options{Out: filepath.Join(r.cfg.Record, tag), PID: pid, LogDirs: []string{logDir}, Wire: wc,
+	opts := recorder.Options{Out: out, PID: pid, LogDirs: []string{logDir}, Wire: wc,
 		// The broker listens on 127.0.0.1 and the load connects there.
 		Interface:  "lo",
 		MinLatency: 0, WaitMinLatency: time.Millisecond, StealMin: 100 * time.Microsecond, RunQueueMin: iotrace.DefaultRunQueueMin,
 		Sched: true, JVMPauses: true,
-		Notes: orDiscard(r.cfg.Progress), Name: "lab fs: record " + tag, Quiet: true}
+		Notes: orDiscard(notes), Name: name, Quiet: true}
 	rctx, cancel := context.WithCancel(ctx)
-	rec := &runRecording{dir: opts.Out, cancel: cancel, done: make(chan error, 1)}
+	rec := &runRecording{dir: out, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		_, err := recorder.Run(rctx, opts)
+		res, err := recorder.Run(rctx, opts)
+		if res != nil && res.Meta != nil {
+			rec.began = res.Meta.Start
+		}
 		rec.done <- err
 	}()
 	return rec, nil

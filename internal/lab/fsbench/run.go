@@ -517,15 +517,15 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 		win.set(measureStart, bc.Duration)
 		stalls.start(ctx, r, mnt, measureStart)
 	}
-	rec, stopRec, err := r.recording(ctx, v, trial, b, logDir)
-	if err != nil {
+	recs := &runRecorder{}
+	if err := recs.start(ctx, r, v, trial, b, logDir, bc.Topics[0], bc.Partitions); err != nil {
 		return err
 	}
 	others := otherBrokers(b.PID())
 	br, berr := bench.Run(ctx, bc)
 	others = append(others, otherBrokers(b.PID())...)
 	serr := stalls.stop()
-	recErr := stopRec()
+	rec, recErr := recs.stop()
 	nerr := stopNoise()
 	terr := stopTrace()
 	if ctx.Err() != nil {
@@ -546,7 +546,7 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 	if err := r.figures(rr, br, tr, noise); err != nil {
 		return err
 	}
-	r.explainRun(ctx, rr, rec, recErr)
+	r.explainRun(ctx, rr, rec, recErr, rr.Start)
 	if len(others) > 0 {
 		slices.Sort(others)
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: other Kafka brokers ran on this machine during the load (pids %v): they compete for CPU and disk", v.Name, trial, slices.Compact(others)))
@@ -576,32 +576,18 @@ func (r *runner) noise(ctx context.Context, mnt string, win *window) (*noiseStat
 	return ns, stopNoise, nil
 }
 
-// recording starts the run's recorder when this trial is recorded, its
-// stop on the stack; without one it returns nil and a stop that does
-// nothing.
-func (r *runner) recording(ctx context.Context, v Variant, trial int, b *lab.Broker, logDir string) (*runRecording, func() error, error) {
-	tag := v.FileName() + "-" + strconv.Itoa(trial)
-	rec, err := r.startRecording(ctx, tag, trial, b.PID(), b.Addr(), logDir)
-	if err != nil || rec == nil {
-		return nil, func() error { return nil }, err
-	}
-	logf(r.cfg.Progress, "%s trial %d: recording into %s", v.Name, trial, rec.dir)
-	it, stop := r.task("recorder", rec.stop)
-	if err := r.st.push(it); err != nil {
-		_ = stop()
-		return nil, nil, err
-	}
-	return rec, stop, nil
-}
-
 // explainRun keeps where the run's recording is and what explain says
 // of it; a recording that failed is a warning (the run's figures stand)
 // and its explain line says why.
-func (r *runner) explainRun(ctx context.Context, rr *RunResult, rec *runRecording, recErr error) {
+func (r *runner) explainRun(ctx context.Context, rr *RunResult, rec *runRecording, recErr error, measureStart time.Time) {
 	if rec == nil {
 		return
 	}
 	rr.Recording = rec.dir
+	if late := rec.began.Sub(measureStart); recErr == nil && late > 0 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: the recording began %v into the measured part (a longer warm-up covers the recorder's start)",
+			rr.Variant, rr.Trial, late.Round(time.Millisecond)))
+	}
 	if recErr != nil {
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: recording %s: %v", rr.Variant, rr.Trial, rec.dir, recErr))
 		rr.Explain = &ExplainSummary{Error: "no recording: " + recErr.Error()}
