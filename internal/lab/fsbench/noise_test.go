@@ -112,3 +112,22 @@ func TestNoiseWriters(t *testing.T) {
 		}
 	})
 }
+
+// FuzzParseNoise: no --noise spec panics, and what is taken is within
+// the writers' bounds.
+func FuzzParseNoise(f *testing.F) {
+	for _, s := range []string{"fsync-writer", "fsync-writer:1MiB", "dirty-writer:64MiB", "fsync-writer,dirty-writer", "dirty-writer:1GiB", "none", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		n, err := ParseNoise(spec)
+		if err != nil || n == nil {
+			return
+		}
+		if n.Bytes != 0 && (n.Bytes < fsyncBytesMin || n.Bytes > fsyncBytesMax) ||
+			n.DirtyBytesPerSec != 0 && (n.DirtyBytesPerSec < dirtyRateMin || n.DirtyBytesPerSec > dirtyRateMax) ||
+			n.Bytes == 0 && n.DirtyBytesPerSec == 0 {
+			t.Fatalf("%q: %+v", spec, n)
+		}
+	})
+}
