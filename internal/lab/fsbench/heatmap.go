@@ -43,16 +43,28 @@ func bucketOf(edges []float64, ms float64) int {
 	return i
 }
 
-// bucketLabel names bucket i of edges: "<1", "50-65", ">=5000" (ms).
+// bucketLabel names bucket i of edges, in ms below a second and in s
+// from one up, short enough for a chart's column: "<1", "50–65",
+// "0.5–1s", "≥5s".
 func bucketLabel(edges []float64, i int) string {
-	edge := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	switch {
 	case i == 0:
-		return "<" + edge(edges[0])
+		return "<" + edgeLabel(edges[0], edges[0] >= 1000)
 	case i == len(edges):
-		return "≥" + edge(edges[i-1])
+		return "≥" + edgeLabel(edges[i-1], edges[i-1] >= 1000)
 	}
-	return edge(edges[i-1]) + "–" + edge(edges[i])
+	if edges[i] < 1000 {
+		return edgeLabel(edges[i-1], false) + "–" + edgeLabel(edges[i], false)
+	}
+	return strings.TrimSuffix(edgeLabel(edges[i-1], true), "s") + "–" + edgeLabel(edges[i], true)
+}
+
+// edgeLabel is an edge in ms, or in seconds with an "s" when inSeconds.
+func edgeLabel(ms float64, inSeconds bool) string {
+	if inSeconds {
+		return strconv.FormatFloat(ms/1000, 'g', 4, 64) + "s"
+	}
+	return strconv.FormatFloat(ms, 'g', 4, 64)
 }
 
 // addToBuckets adds h's counts to counts, by the lowest equivalent value
@@ -137,12 +149,20 @@ func heatColour(c, maxCount int64) string {
 	return fmt.Sprintf("#%02x%02x%02x", lerp(255, 128), lerp(237, 0), lerp(160, 38))
 }
 
+// inkOn is the text colour readable on heatColour(c, maxCount).
+func inkOn(c, maxCount int64) string {
+	if c > 0 && maxCount > 0 && math.Log1p(float64(c))/math.Log1p(float64(maxCount)) > 0.55 {
+		return "#ffffff"
+	}
+	return "#222222"
+}
+
 // svg draws the heatmap: seconds along x, latency buckets up y (the
 // slowest at the top), each cell's colour its count, with a tooltip; the
 // edge at the SLO is a dashed line.
 func (hm *heatmap) svg(id string, sloMs float64) template.HTML {
 	const (
-		width, labelW, right, cellH, top = 900, 70, 20, 16, 6
+		width, labelW, right, cellH, top = 900, 80, 20, 16, 6
 		plotW                            = width - labelW - right
 	)
 	rows := len(hm.Edges) + 1
@@ -160,7 +180,7 @@ func (hm *heatmap) svg(id string, sloMs float64) template.HTML {
 			if c == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.2f" height="%d" fill="%s"><title>second %d, %s ms: %d</title></rect>`,
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.2f" height="%d" fill="%s"><title>second %d, %s: %d</title></rect>`,
 				labelW+float64(i)*cellW, y(k), cellW, cellH, heatColour(c, hm.Max), i, html.EscapeString(bucketLabel(hm.Edges, k)), c)
 		}
 	}
@@ -232,7 +252,7 @@ func (jd *journalDistribution) svg(id string) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="%s" class="chart" viewBox="0 0 %d %d">`, html.EscapeString(id), width, h)
 	for k := range cols {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, labelW+(float64(k)+0.5)*cellW, top-5, html.EscapeString(bucketLabel(jd.Edges, k)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" style="font-size:11px">%s</text>`, labelW+(float64(k)+0.5)*cellW, top-5, html.EscapeString(bucketLabel(jd.Edges, k)))
 	}
 	for i, row := range jd.Counts {
 		var total int64
@@ -247,10 +267,12 @@ func (jd *journalDistribution) svg(id string) template.HTML {
 				continue
 			}
 			share := float64(c) / float64(total)
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s ms: %d commits</title></rect>`,
-				labelW+float64(k)*cellW, y, cellW-1, rowH-2, heatColour(int64(math.Round(share*1000)), 1000),
+			permille := int64(math.Round(share * 1000))
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s: %d commits</title></rect>`,
+				labelW+float64(k)*cellW, y, cellW-1, rowH-2, heatColour(permille, 1000),
 				html.EscapeString(jd.Variants[i]), html.EscapeString(bucketLabel(jd.Edges, k)), c)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`, labelW+(float64(k)+0.5)*cellW, y+rowH-8, html.EscapeString(num(share*100)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" style="fill:%s">%s%%</text>`,
+				labelW+(float64(k)+0.5)*cellW, y+rowH-8, inkOn(permille, 1000), html.EscapeString(num(share*100)))
 		}
 	}
 	b.WriteString(`</svg>`)

@@ -25,8 +25,10 @@ func TestBuckets(t *testing.T) {
 		{50, "50–65"},
 		{65, "65–100"},
 		{99, "65–100"},
-		{5000, "≥5000"},
-		{1e9, "≥5000"},
+		{700, "0.5–1s"},
+		{1500, "1–2s"},
+		{5000, "≥5s"},
+		{1e9, "≥5s"},
 	}
 	for _, c := range cases {
 		if got := bucketLabel(edges, bucketOf(edges, c.ms)); got != c.label {
