@@ -187,7 +187,7 @@ func (hm *heatmap) svg(id string, sloMs float64) template.HTML {
 	if k := slices.Index(hm.Edges, sloMs); k >= 0 {
 		ly := y(k+1) + cellH
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#1f77b4" stroke-width="1.5" stroke-dasharray="6 3"/>`, labelW, ly, labelW+plotW, ly)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#1f77b4">SLO %s ms</text>`, labelW+plotW-90, ly-3, html.EscapeString(num(sloMs)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#1f77b4">SLO %s ms</text>`, labelW+plotW-90, ly-3, html.EscapeString(edgeLabel(sloMs, false)))
 	}
 	axisY := top + rows*cellH
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888"/>`, labelW, axisY, labelW+plotW, axisY)

@@ -132,7 +132,7 @@ func TestLatencyChartsInOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := page.String()
-	for _, want := range []string{`id="heatmap-0"`, `id="heatmap-1"`, `id="journal-dist"`, "SLO 65 ms", "Journal commit latency", "xfs (jbd2-commit, 20)"} {
+	for _, want := range []string{`id="heatmap-0"`, `id="heatmap-1"`, `id="journal-dist"`, ">SLO 65 ms</text>", "Journal commit latency", "xfs (jbd2-commit, 20)"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
