@@ -281,6 +281,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := os.Mkdir(cfg.Record, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
+		// Checked again once it is there: what took its place since the
+		// first check (a link elsewhere, files) is refused.
+		if err := CheckRecordDir(cfg.Record, cfg.WorkDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, err
