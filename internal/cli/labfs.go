@@ -33,6 +33,10 @@ type labFSOptions struct {
 	libs      string
 	version   string
 	heapMB    int
+	port      int
+	commit    string
+	record    string
+	recordOf  string
 	threshold thresholdFlag
 	alpha     float64
 	cleanup   bool
@@ -50,10 +54,15 @@ func newLabFSCmd() *cobra.Command {
 		Long: `For each variant (ext4, ext4-writeback, ext4-fastcommit, xfs) and trial, makes
 the file system afresh on a loop device backed by a sparse image in --work-dir,
 starts a real Kafka broker with its log dir there, adds the --noise (a writer
-that fsyncs in a loop on the same file system) and --stall (fsfreeze) if asked,
+that fsyncs in a loop on the same file system, and/or one that dirties page
+cache for the kernel's writeback) and --stall (fsfreeze) if asked,
 runs the open-loop load of 'kscope bench run' with the broker's writes and the
 journal commits traced (eBPF), and tears it all down. Variants are interleaved
 within each trial round.
+
+With --record DIR, keeps a recording of each variant's first trial (or every
+trial) in DIR/<variant>-<trial>, made by kscope record's recorder while the
+load runs, and reports what kscope explain says of each.
 
 Prints, per variant, the mean and 95% confidence interval over trials of
 produce latency p50/p99/p99.9/max, the share of messages over --slo, write
@@ -73,11 +82,15 @@ or by --cleanup.`,
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	f := cmd.Flags()
-	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline")
+	f.StringVar(&o.variants, "variants", fsbench.DefaultVariants, "variants to compare, the first the baseline; mount options after colons, e.g. ext4:commit=30,xfs:logbsize=256k (docs/labfs.md lists those taken)")
+	f.StringVar(&o.commit, "commit-interval", "", "ext4's journal commit interval (commit=) for every ext4 variant without its own, whole seconds 1s..300s (default the kernel's 5s)")
+	f.StringVar(&o.record, "record", "", "keep a recording (kscope record's format) of each variant's recorded trials in DIR/<variant>-<trial>, and report what kscope explain says of each; DIR must not exist or be empty")
+	f.StringVar(&o.recordOf, "record-trials", fsbench.RecordFirst, "with --record, the trials recorded: first (trial 1 of each variant) or all")
+	f.IntVar(&o.port, "port", 0, "the brokers' client port on 127.0.0.1 (default a free one)")
 	f.StringVar(&o.workload, "workload", "", "JSON file of the load: rate, producers, message_size, duration, warmup, acks, linger, partitions, ... (default 2000 msg/s of 1 KiB, acks=all, 20 s)")
 	f.IntVar(&o.trials, "trials", 3, "runs of each variant")
 	f.StringVar(&o.stall, "stall", "", "inject stalls: fsfreeze:DURATION@everyPERIOD, e.g. fsfreeze:300ms@every10s")
-	f.StringVar(&o.noise, "noise", "", "noisy neighbour on the same file system: fsync-writer[:SIZE] (SIZE written per fsync, default 256KiB)")
+	f.StringVar(&o.noise, "noise", "", "noisy neighbours on the same file system, comma-separated: fsync-writer[:SIZE] (SIZE written per fsync, default 256KiB), dirty-writer[:RATE] (RATE per second dirtied without fsync and handed to the kernel's writeback, default 32MiB)")
 	f.DurationVar(&o.slo, "slo", 65*time.Millisecond, "produce latency SLO: the share of messages above it is reported")
 	f.StringVarP(&o.out, "out", "o", "", "write an HTML report here")
 	f.StringVar(&o.format, "format", "table", "table or json")
@@ -93,6 +106,9 @@ or by --cleanup.`,
 	f.BoolVar(&o.cleanup, "cleanup", false, "only remove what a killed run left in --work-dir (mounts, loop devices, brokers, images), and exit")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print the load generator's line per second")
 	check(f, "variants", &o.variants, func(s string) error { _, err := fsbench.ParseVariants(s); return err })
+	check(f, "commit-interval", &o.commit, func(s string) error { _, err := fsbench.ParseCommitInterval(s); return err })
+	check(f, "port", &o.port, portOrAny)
+	check(f, "record-trials", &o.recordOf, oneOf(fsbench.RecordFirst, fsbench.RecordAll))
 	check(f, "trials", &o.trials, positive)
 	check(f, "stall", &o.stall, func(s string) error { _, err := fsbench.ParseStall(s); return err })
 	check(f, "noise", &o.noise, func(s string) error { _, err := fsbench.ParseNoise(s); return err })
@@ -150,10 +166,22 @@ func runLabFS(ctx context.Context, stdout, stderr io.Writer, o *labFSOptions) er
 // parsed; the progress on stderr.
 func labFSConfig(o *labFSOptions, stderr io.Writer) (fsbench.Config, error) {
 	cfg := fsbench.Config{Trials: o.trials, SLO: o.slo, WorkDir: o.workDir, LibsDir: o.libs, Version: o.version,
-		HeapMB: o.heapMB, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
+		HeapMB: o.heapMB, Port: o.port, Record: o.record, RecordTrials: o.recordOf, Threshold: float64(o.threshold), Alpha: o.alpha, Progress: stderr}
 	var err error
 	if cfg.Variants, err = fsbench.ParseVariants(o.variants); err != nil {
 		return cfg, badInput(fmt.Errorf("--variants: %w", err))
+	}
+	if o.record != "" {
+		if err := fsbench.CheckRecordDir(o.record, o.workDir, o.inputPaths()...); err != nil {
+			return cfg, badInput(err)
+		}
+	}
+	interval, err := fsbench.ParseCommitInterval(o.commit)
+	if err != nil {
+		return cfg, badInput(err)
+	}
+	if cfg.Variants, err = fsbench.WithCommitInterval(cfg.Variants, interval); err != nil {
+		return cfg, badInput(err)
 	}
 	cfg.Workload = fsbench.DefaultWorkload()
 	if o.workload != "" {

@@ -13,7 +13,9 @@ import (
 
 // The page: self-contained (inline SVG, no script, nothing fetched), its
 // head output.HTMLHead.
-var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.New("labfs").Funcs(template.FuncMap{
+	"mib": func(b int64) string { return num(float64(b) / (1 << 20)) },
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 {{.Head}}
@@ -52,9 +54,24 @@ var pageTmpl = template.Must(template.New("labfs").Parse(`<!DOCTYPE html>
 {{.SVG}}
 {{end}}
 
+{{if .Heatmaps}}<h2>Produce latency over time</h2>
+<p class="note">Per variant, the produce requests (service latency) of each second of the measured part, summed over the trials (second i of every trial), by latency bucket; colour on a log scale of the count, white for none. The dashed line is the SLO: what is above it is what the share over the SLO counts.</p>
+{{range .Heatmaps}}<h3>{{.Title}}</h3>
+{{.SVG}}
+{{end}}{{end}}
+{{if .JournalSVG}}<h2>Journal commit latency</h2>
+<p class="note">Per variant, over its trials, the share of the file system's journal commits (jbd2 commits on ext4, iclog writes on XFS; their count in brackets) in each latency bucket (ms), those that started in the measured part.</p>
+{{.JournalSVG}}
+{{end}}
+{{if .Explained}}<h2>Explain on each recording</h2>
+<p class="note">Each recorded run's recording (the format of <code>kscope record</code>), and what <code>kscope explain</code> says of it with its defaults (slow: the recording's p99 of produce latency): the causes of the slow requests, how many have a journal commit at their root, and the appends of 10 ms and more with the commits that overlapped them.</p>
+<table id="explain"><tr><th>variant</th><th>trial</th><th>explain</th><th>recording</th></tr>
+{{range .Explained}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td>{{.Explain.Line}}</td><td><code>{{.Recording}}</code></td></tr>
+{{end}}</table>{{end}}
+
 <h2>Runs</h2>
-<table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>freezes</th><th>device, mount options</th></tr>
-{{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
+<table id="runs"><tr><th>variant</th><th>trial</th><th>acked</th><th>msg/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>over SLO</th><th>write p99 ms</th><th>journal</th><th>commits</th><th>journal p99 ms</th><th>noise fsyncs</th><th>dirty MiB</th><th>freezes</th><th>device, mount options</th></tr>
+{{range .Runs}}<tr><td>{{.Variant}}</td><td class="num">{{.Trial}}</td><td class="num">{{.Acked}}</td><td class="num">{{printf "%.0f" .MsgsPerSec}}</td><td class="num">{{printf "%.2f" .P50Ms}}</td><td class="num">{{printf "%.2f" .P99Ms}}</td><td class="num">{{printf "%.2f" .P999Ms}}</td><td class="num">{{printf "%.1f" .MaxMs}}</td><td class="num">{{printf "%.3f" .OverSLOPct}}% ({{.OverSLO}})</td><td class="num">{{printf "%.3f" .WriteP99Ms}}</td><td>{{.JournalKind}}</td><td class="num">{{.Journal}}</td><td class="num">{{printf "%.2f" .JournalP99Ms}}</td><td class="num">{{.NoiseFsyncs}}</td><td class="num">{{mib .NoiseDirtyBytes}}</td><td class="num">{{.Freezes}}</td><td>{{.Device}} {{.MountOptions}}{{with .Features}}<br>{{.}}{{end}}</td></tr>
 {{end}}</table>
 </body>
 </html>
@@ -71,6 +88,9 @@ type htmlPage struct {
 	ThresholdPct float64
 	VerdictRows  []htmlVerdictRow
 	Charts       []htmlChart
+	Heatmaps     []htmlChart
+	JournalSVG   template.HTML
+	Explained    []*RunResult
 	// The shares above thresholds.
 	AboveBaseline string
 	AboveHeaders  []string
@@ -137,6 +157,12 @@ func WriteHTML(w io.Writer, res *Result) error {
 	}
 	for i, m := range Metrics {
 		p.Charts = append(p.Charts, htmlChart{Title: label(m, res), SVG: ciChart(fmt.Sprintf("chart-%d", i), m, res.Summary)})
+	}
+	p.Heatmaps, p.JournalSVG = latencyCharts(res)
+	for _, r := range res.Runs {
+		if r.Explain != nil {
+			p.Explained = append(p.Explained, r)
+		}
 	}
 	return pageTmpl.Execute(w, p)
 }
@@ -209,4 +235,30 @@ func ciChart(id string, m Metric, sums []*Summary) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// latencyCharts are the page's heatmap per variant (from the runs' load
+// results) and the journal commit distribution (nil without data).
+func latencyCharts(res *Result) ([]htmlChart, template.HTML) {
+	edges := res.BucketEdgesMs
+	if len(edges) == 0 {
+		edges = bucketEdgesMs(res.SLOMs)
+	}
+	var maps []htmlChart
+	for i, v := range res.Variants {
+		hm := produceHeatmap(v.Name, res.Runs, edges)
+		if len(hm.Counts) == 0 {
+			continue
+		}
+		title := v.Name
+		if hm.Skipped > 0 || hm.Cut > 0 {
+			title += fmt.Sprintf(" (%d seconds without a readable histogram, %d past %d s not drawn)", hm.Skipped, hm.Cut, maxHeatmapSeconds)
+		}
+		maps = append(maps, htmlChart{Title: title, SVG: hm.svg(fmt.Sprintf("heatmap-%d", i), res.SLOMs)})
+	}
+	var journal template.HTML
+	if jd := journalDist(res); jd != nil {
+		journal = jd.svg("journal-dist")
+	}
+	return maps, journal
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/bench/compare"
+	"github.com/kscope-dev/kscope/internal/output"
 )
 
 // WriteJSON writes res as indented JSON.
@@ -55,7 +56,7 @@ func (res *Result) Describe() string {
 	fmt.Fprintf(&b, "%d variant(s) x %d trial(s); load %g msg/s of %s B from %d producer(s), acks=%s, linger %v, %d partitions, %v measured after %v warm-up",
 		len(res.Variants), res.Trials, w.Rate, w.MessageSize, w.Producers, w.Acks, time.Duration(w.Linger), w.Partitions, time.Duration(w.Duration), time.Duration(w.Warmup))
 	if res.Noise != nil {
-		fmt.Fprintf(&b, "; noise %s (%d KiB per fsync)", res.Noise.Kind, res.Noise.Bytes>>10)
+		fmt.Fprintf(&b, "; noise %s", res.Noise.describe())
 	} else {
 		b.WriteString("; no noise")
 	}
@@ -105,6 +106,9 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := writeAbove(w, res); err != nil {
 		return err
 	}
+	if err := writeJournalDist(w, res); err != nil {
+		return err
+	}
 	if len(res.Verdicts) > 0 {
 		fmt.Fprintf(w, "\nVerdicts against %s: a change beyond %g%%, significant after Holm's adjustment. Produce latency over all trials'\n"+
 			"requests (docs/compare.md: p50 by Mann–Whitney on per-second p50, p99 and p99.9 by a bootstrap over trials and seconds,\n"+
@@ -130,19 +134,20 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(w, "\nRuns, in the order they ran:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "variant\ttrial\tacked\tmsg/s\tp50\tp99\tp99.9\tmax ms\tover SLO\twrites\twrite p99\twrite max ms\tjournal\tcommits\tp99\tmax ms\tnoise fsyncs\tfsync p99 ms\tfreezes\tmount")
+	fmt.Fprintln(tw, "variant\ttrial\tacked\tmsg/s\tp50\tp99\tp99.9\tmax ms\tover SLO\twrites\twrite p99\twrite max ms\tjournal\tcommits\tp99\tmax ms\tnoise fsyncs\tfsync p99 ms\tdirty MiB\tfreezes\tmount")
 	for _, r := range res.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s (%d)\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s (%d)\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n",
 			r.Variant, r.Trial, r.Acked, num(r.MsgsPerSec), num(r.P50Ms), num(r.P99Ms), num(r.P999Ms), num(r.MaxMs),
 			num(r.OverSLOPct)+"%", r.OverSLO, r.Writes, num(r.WriteP99Ms), num(r.WriteMaxMs),
 			r.JournalKind, r.Journal, num(r.JournalP99Ms), num(r.JournalMaxMs),
-			r.NoiseFsyncs, num(r.NoiseFsyncP99), r.Freezes, r.MountOptions)
+			r.NoiseFsyncs, num(r.NoiseFsyncP99), num(float64(r.NoiseDirtyBytes)/(1<<20)), r.Freezes, r.MountOptions)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeExplained(w, res)
 	for _, wn := range res.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		fmt.Fprintf(w, "warning: %s\n", output.Escape(wn))
 	}
 	return nil
 }
@@ -235,4 +240,53 @@ func verdictCell(r *VerdictRow) string {
 		ch = "from 0"
 	}
 	return ch + " " + r.Verdict
+}
+
+// writeJournalDist writes each variant's journal commits by latency
+// bucket, over its trials: the columns where some variant has commits.
+func writeJournalDist(w io.Writer, res *Result) error {
+	jd := journalDist(res)
+	if jd == nil {
+		return nil
+	}
+	var cols []int
+	for k := range len(jd.Edges) + 1 {
+		for _, row := range jd.Counts {
+			if row[k] > 0 {
+				cols = append(cols, k)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nJournal commits by latency (ms), over all trials: jbd2 commits (ext4) or iclog writes (xfs).\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"variant", "journal"}
+	for _, k := range cols {
+		header = append(header, bucketLabel(jd.Edges, k))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i, row := range jd.Counts {
+		cells := []string{jd.Variants[i], orDash(jd.Kinds[i])}
+		for _, k := range cols {
+			cells = append(cells, fmt.Sprint(row[k]))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeExplained writes a line per recorded run: where its recording is
+// and what `kscope explain` says of it.
+func writeExplained(w io.Writer, res *Result) {
+	first := true
+	for _, r := range res.Runs {
+		if r.Explain == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nExplain on each recording (kscope explain DIR: slow = its p99 unless --slow):\n")
+			first = false
+		}
+		fmt.Fprintf(w, "%s trial %d: %s\n  %s\n", output.Escape(r.Variant), r.Trial, output.Escape(r.Explain.Line()), output.Escape(r.Recording))
+	}
 }

@@ -49,10 +49,20 @@ type Config struct {
 	// device); DeviceSeed seeds its latency draws.
 	Device     *slowdisk.Profile
 	DeviceSeed uint64
+	// Port is the brokers' client port on 127.0.0.1 (0: a free one); the
+	// runs are one at a time, so each broker takes it in turn.
+	Port int
 	// Threshold and Alpha tune the verdicts as in compare.Options
 	// (defaults 5% and 0.05).
 	Threshold float64
 	Alpha     float64
+	// Record, when set, is a directory (absent or empty) where the
+	// recorder of `kscope record` keeps a recording of the recorded
+	// trials, one directory per run: Record/<variant>-<trial>, which
+	// `kscope explain` reads; RecordTrials says which trials
+	// (RecordFirst, the default, or RecordAll).
+	Record       string
+	RecordTrials string
 	// Progress receives a line per step (nil: none); BenchProgress the
 	// load generator's line per second (nil: none).
 	Progress      io.Writer
@@ -97,6 +107,23 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Threshold == 0 {
 		c.Threshold = compare.DefaultThreshold
 	}
+	if c.RecordTrials == "" {
+		c.RecordTrials = RecordFirst
+	}
+	if c.RecordTrials != RecordFirst && c.RecordTrials != RecordAll {
+		return c, fmt.Errorf("record trials %q: want %s or %s", c.RecordTrials, RecordFirst, RecordAll)
+	}
+	if c.Record != "" {
+		if err := CheckRecordDir(c.Record, c.WorkDir); err != nil {
+			return c, err
+		}
+		if c.Record, err = filepath.Abs(c.Record); err != nil {
+			return c, err
+		}
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, fmt.Errorf("port %d is not a TCP port", c.Port)
+	}
 	if c.Alpha == 0 {
 		c.Alpha = compare.DefaultAlpha
 	}
@@ -130,8 +157,11 @@ type Result struct {
 	Noise        *Noise    `json:"noise"`
 	Stall        *Stall    `json:"stall"`
 	SLOMs        float64   `json:"slo_ms"`
-	Threshold    float64   `json:"threshold"`
-	Alpha        float64   `json:"alpha"`
+	// BucketEdgesMs are the latency bucket edges of the runs'
+	// JournalBuckets and of the HTML's heatmaps (bucketEdgesMs).
+	BucketEdgesMs []float64 `json:"bucket_edges_ms,omitempty"`
+	Threshold     float64   `json:"threshold"`
+	Alpha         float64   `json:"alpha"`
 	// Runs in the order they ran (trial rounds, variants interleaved).
 	Runs      []*RunResult  `json:"runs"`
 	Summary   []*Summary    `json:"summary"`
@@ -178,13 +208,26 @@ type RunResult struct {
 	JournalPerSec float64 `json:"journal_per_sec"`
 	JournalP99Ms  float64 `json:"journal_p99_ms"`
 	JournalMaxMs  float64 `json:"journal_max_ms"`
+	// JournalBuckets counts the commits by latency, in the buckets of
+	// Result.BucketEdgesMs (below the first edge first).
+	JournalBuckets []int64 `json:"journal_buckets,omitempty"`
 	// TraceLost is events the kernel dropped (ring buffer full).
 	TraceLost uint64 `json:"trace_lost"`
 
 	// The noise writer's fsyncs in the measured part, and stalls made.
 	NoiseFsyncs   int64   `json:"noise_fsyncs"`
 	NoiseFsyncP99 float64 `json:"noise_fsync_p99_ms"`
-	Freezes       int     `json:"freezes"`
+	// The dirty writer's bytes dirtied in the measured part, and the p99
+	// of its write calls (throttled by the kernel's dirty limits or held
+	// by the journal when slow).
+	NoiseDirtyBytes    int64   `json:"noise_dirty_bytes,omitempty"`
+	NoiseDirtyWriteP99 float64 `json:"noise_dirty_write_p99_ms,omitempty"`
+	Freezes            int     `json:"freezes"`
+
+	// Recording is the run's recording (--record), Explain what explain
+	// says of it.
+	Recording string          `json:"recording,omitempty"`
+	Explain   *ExplainSummary `json:"explain,omitempty"`
 
 	// Seconds are the per-second samples of the measured part, the unit
 	// of evidence of the verdicts.
@@ -219,7 +262,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{
 		Tool: "kscope lab fs", Start: time.Now(), Variants: cfg.Variants, Trials: cfg.Trials,
-		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO),
+		Workload: cfg.Workload, Noise: cfg.Noise, Stall: cfg.Stall, SLOMs: ms(cfg.SLO), BucketEdgesMs: bucketEdgesMs(ms(cfg.SLO)),
 		Threshold: cfg.Threshold, Alpha: cfg.Alpha, ImageBytes: cfg.ImageSize,
 		CPUs: runtime.NumCPU(), Runs: []*RunResult{}, Warnings: []string{}, LoopDirectIO: true,
 	}
@@ -245,6 +288,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		logf(cfg.Progress, "removed what an earlier run (pid %d) left in %s: %s", left.PID, cfg.WorkDir, left)
 	}
 	r := &runner{cfg: cfg, res: res, st: newStack(cfg.WorkDir), dir: filepath.Join(cfg.WorkDir, runDir)}
+	if cfg.Record != "" {
+		// Made by this run: the recorder makes a directory per run in it.
+		if err := os.Mkdir(cfg.Record, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		// Checked again once it is there: what took its place since the
+		// first check (a link elsewhere, files) is refused.
+		if err := CheckRecordDir(cfg.Record, cfg.WorkDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -321,7 +375,7 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 			err = errors.Join(err, uerr)
 		}
 	}()
-	tag := v.Name + "-" + strconv.Itoa(trial)
+	tag := v.FileName() + "-" + strconv.Itoa(trial)
 	rr = &RunResult{Variant: v.Name, Trial: trial}
 
 	dev, err := r.loopDevice(tag)
@@ -439,7 +493,7 @@ func (r *runner) broker(ctx context.Context, v Variant, trial int, tag, logDir s
 		return nil, err
 	}
 	b, err := lab.StartBroker(ctx, lab.BrokerConfig{
-		Dir: bdir, LogDirs: []string{logDir}, LibsDir: cfg.LibsDir, Version: cfg.Version, HeapMB: cfg.HeapMB,
+		Dir: bdir, LogDirs: []string{logDir}, LibsDir: cfg.LibsDir, Version: cfg.Version, HeapMB: cfg.HeapMB, Port: cfg.Port,
 		ExtraProps: map[string]string{"num.partitions": strconv.Itoa(int(cfg.Workload.Partitions))},
 	})
 	if err != nil {
@@ -483,10 +537,15 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 		win.set(measureStart, bc.Duration)
 		stalls.start(ctx, r, mnt, measureStart)
 	}
+	recs := &runRecorder{}
+	if err := recs.start(ctx, r, v, trial, b, logDir, bc.Topics[0], bc.Partitions); err != nil {
+		return err
+	}
 	others := otherBrokers(b.PID())
 	br, berr := bench.Run(ctx, bc)
 	others = append(others, otherBrokers(b.PID())...)
 	serr := stalls.stop()
+	rec, recErr := recs.stop()
 	nerr := stopNoise()
 	terr := stopTrace()
 	if ctx.Err() != nil {
@@ -507,6 +566,7 @@ func (r *runner) measure(ctx context.Context, v Variant, trial int, b *lab.Broke
 	if err := r.figures(rr, br, tr, noise); err != nil {
 		return err
 	}
+	r.explainRun(ctx, rr, rec, recErr, rr.Start)
 	if len(others) > 0 {
 		slices.Sort(others)
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: other Kafka brokers ran on this machine during the load (pids %v): they compete for CPU and disk", v.Name, trial, slices.Compact(others)))
@@ -534,6 +594,27 @@ func (r *runner) noise(ctx context.Context, mnt string, win *window) (*noiseStat
 		return nil, nil, err
 	}
 	return ns, stopNoise, nil
+}
+
+// explainRun keeps where the run's recording is and what explain says
+// of it; a recording that failed is a warning (the run's figures stand)
+// and its explain line says why.
+func (r *runner) explainRun(ctx context.Context, rr *RunResult, rec *runRecording, recErr error, measureStart time.Time) {
+	if rec == nil {
+		return
+	}
+	rr.Recording = rec.dir
+	if late := rec.began.Sub(measureStart); recErr == nil && late > 0 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: the recording began %v into the measured part (a longer warm-up covers the recorder's start)",
+			rr.Variant, rr.Trial, late.Round(time.Millisecond)))
+	}
+	if recErr != nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s trial %d: recording %s: %v", rr.Variant, rr.Trial, rec.dir, recErr))
+		rr.Explain = &ExplainSummary{Error: "no recording: " + recErr.Error()}
+		return
+	}
+	rr.Explain = explainRecording(ctx, rec.dir)
+	logf(r.cfg.Progress, "%s trial %d: explain %s: %s", rr.Variant, rr.Trial, rec.dir, rr.Explain.Line())
 }
 
 // runStalls is a run's staller, started from the load's OnStart (on the
@@ -602,6 +683,8 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 	rr.Journal = tr.commits.all.TotalCount()
 	rr.JournalP99Ms, rr.JournalMaxMs = nsMs(tr.commits.all.ValueAtQuantile(99)), nsMs(tr.commits.all.Max())
 	rr.JournalKind = journalKind(tr.kinds)
+	rr.JournalBuckets = make([]int64, len(r.res.BucketEdgesMs)+1)
+	addToBuckets(rr.JournalBuckets, r.res.BucketEdgesMs, tr.commits.all, 1e6) // ns
 	secs := len(br.Series)
 	if secs > 0 {
 		rr.JournalPerSec = float64(rr.Journal) / float64(secs)
@@ -624,6 +707,8 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 		noise.mu.Lock()
 		rr.NoiseFsyncs = noise.fsyncs.TotalCount()
 		rr.NoiseFsyncP99 = usMs(noise.fsyncs.ValueAtQuantile(99))
+		rr.NoiseDirtyBytes = noise.dirtyBytes
+		rr.NoiseDirtyWriteP99 = usMs(noise.dirtyWrites.ValueAtQuantile(99))
 		noise.mu.Unlock()
 	}
 	return nil

@@ -43,7 +43,8 @@ var Variants = []Variant{
 // DefaultVariants is --variants' default.
 const DefaultVariants = "ext4,ext4-writeback,ext4-fastcommit,xfs"
 
-// ParseVariants parses a comma-separated list of variant names.
+// ParseVariants parses a comma-separated list of variants: names, each
+// optionally with mount options ("ext4,ext4:commit=30,xfs:logbsize=256k").
 func ParseVariants(spec string) ([]Variant, error) {
 	var out []Variant
 	seen := map[string]bool{}
@@ -52,32 +53,56 @@ func ParseVariants(spec string) ([]Variant, error) {
 		if name == "" {
 			continue
 		}
-		var v *Variant
-		for i := range Variants {
-			if Variants[i].Name == name {
-				v = &Variants[i]
-			}
+		c, err := parseVariant(name)
+		if err != nil {
+			return nil, err
 		}
-		if v == nil {
-			names := make([]string, len(Variants))
-			for i, k := range Variants {
-				names[i] = k.Name
-			}
-			return nil, fmt.Errorf("unknown variant %q (known: %s)", name, strings.Join(names, ", "))
+		if seen[c.Name] {
+			return nil, fmt.Errorf("variant %q given twice", c.Name)
 		}
-		if seen[name] {
-			return nil, fmt.Errorf("variant %q given twice", name)
-		}
-		seen[name] = true
-		c := *v
-		c.MkfsArgs = slices.Clone(v.MkfsArgs)
+		seen[c.Name] = true
 		out = append(out, c)
+		if len(out) > maxVariants {
+			return nil, fmt.Errorf("at most %d variants", maxVariants)
+		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no variants")
 	}
 	return out, nil
 }
+
+// maxVariants bounds --variants: each is a broker run per trial.
+const maxVariants = 16
+
+// parseVariant parses one variant: a known name, optionally followed by
+// mount options (knobs.go), "ext4:commit=30:noatime".
+func parseVariant(spec string) (Variant, error) {
+	name, opts, hasOpts := strings.Cut(spec, ":")
+	var v *Variant
+	for i := range Variants {
+		if Variants[i].Name == name {
+			v = &Variants[i]
+		}
+	}
+	if v == nil {
+		names := make([]string, len(Variants))
+		for i, k := range Variants {
+			names[i] = k.Name
+		}
+		return Variant{}, fmt.Errorf("unknown variant %q (known: %s; mount options after a colon, e.g. ext4:commit=30)", name, strings.Join(names, ", "))
+	}
+	c := *v
+	c.MkfsArgs = slices.Clone(v.MkfsArgs)
+	if !hasOpts {
+		return c, nil
+	}
+	return c.withKnobs(opts)
+}
+
+// FileName is the variant's name as a file name part: the colons of its
+// knobs become '+' ("ext4+commit=30").
+func (v Variant) FileName() string { return strings.ReplaceAll(v.Name, ":", "+") }
 
 // MkfsCommand is the command line that makes v on dev.
 func (v Variant) MkfsCommand(dev string) []string {
@@ -91,41 +116,6 @@ func (v Variant) MountCommand(dev, dir string) []string {
 		args = append(args, "-o", v.MountOptions)
 	}
 	return append(args, dev, dir)
-}
-
-// Noise is a noisy neighbour on the file system under test.
-type Noise struct {
-	// Kind is "fsync-writer": a writer that writes Bytes to a file on the
-	// same file system and fsyncs it, in a loop, cycling through a file of
-	// at most noiseFileMax bytes.
-	Kind  string `json:"kind"`
-	Bytes int    `json:"bytes"`
-}
-
-// noiseFileMax bounds the noise file: the writer starts again at offset 0
-// past it, so the noise never fills the file system.
-const noiseFileMax = 64 << 20
-
-// ParseNoise parses "fsync-writer" or "fsync-writer:SIZE" (bytes per
-// fsync, e.g. 256KiB; default 256 KiB). Empty or "none": no noise.
-func ParseNoise(spec string) (*Noise, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" || spec == "none" {
-		return nil, nil
-	}
-	kind, size, hasSize := strings.Cut(spec, ":")
-	if kind != "fsync-writer" {
-		return nil, fmt.Errorf("--noise %q: want fsync-writer[:SIZE]", spec)
-	}
-	n := &Noise{Kind: kind, Bytes: 256 << 10}
-	if hasSize {
-		b, err := ParseSize(size)
-		if err != nil || b < 4096 || b > 64<<20 {
-			return nil, fmt.Errorf("--noise %q: SIZE must be 4KiB..64MiB", spec)
-		}
-		n.Bytes = int(b)
-	}
-	return n, nil
 }
 
 // Stall is injected stalls: the file system is frozen (fsfreeze -f) for
