@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,81 @@ func TestEndToEnd(t *testing.T) {
 	e := rep.EndToEnd[0]
 	if e.Messages != 20 || e.P50Ms < 14.9 || e.P50Ms > 15.1 || e.MaxMs < 19.9 || e.MaxMs > 20.1 {
 		t.Errorf("%+v", e)
+	}
+}
+
+// A KIP-848 member that stops heartbeating is fenced by the coordinator
+// its session timeout (the broker's group.consumer.session.timeout.ms)
+// after its last heartbeat, which bumps the group epoch: the rebalance
+// starts at that expiry (not at the last heartbeat), the fenced member is
+// not one the others wait for, its phases are the coordinator's answer
+// with the new epoch and the members' reconciliation, and an epoch that
+// a newer one replaces before every member reached it is superseded, not
+// cut off by the capture's end. The member's rejoin (epoch 0, same id) is
+// a join, and it counts again.
+func TestKIP848Fenced(t *testing.T) {
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	var reqs []*event.Request
+	// a and b at epoch 3, heartbeating every second; c joins at 0.5 s
+	// (epoch 4) and is superseded by nothing: it reaches 4 at 1.5 s. b
+	// goes silent after 2.7 s; fenced at 12.7 s (10 s session timeout):
+	// a's heartbeat at 13.3 s gets epoch 5, c's at 13.5 s.
+	for s := 0; s <= 20; s++ {
+		at := time.Duration(s) * time.Second
+		epoch := int32(3)
+		switch {
+		case s >= 13:
+			epoch = 5
+		case s >= 1:
+			epoch = 4
+		}
+		a := cgh("10.0.0.1:1", "a", epoch, epoch, at+300*time.Millisecond)
+		if s == 13 {
+			a = cgh("10.0.0.1:1", "a", 4, 5, at+300*time.Millisecond)
+		}
+		reqs = append(reqs, a)
+		if s <= 2 {
+			reqs = append(reqs, cgh("10.0.0.2:1", "b", min(epoch, 4), min(epoch, 4), at+700*time.Millisecond))
+		}
+	}
+	reqs = append(reqs, cgh("10.0.0.3:1", "c", 0, 4, 500*time.Millisecond))
+	for s := 1; s <= 20; s++ {
+		e := int32(4)
+		if s >= 13 {
+			e = 5
+		}
+		reqs = append(reqs, cgh("10.0.0.3:1", "c", e, e, time.Duration(s)*time.Second+500*time.Millisecond))
+	}
+	a := New(Options{GroupSessionTimeout: 10 * time.Second})
+	for _, r := range reqs {
+		a.Add(r)
+	}
+	rep := a.Report()
+	var fenced *Rebalance
+	for i := range rep.Rebalances {
+		if rep.Rebalances[i].Generation == 5 {
+			fenced = &rep.Rebalances[i]
+		}
+	}
+	if fenced == nil {
+		t.Fatalf("no rebalance into epoch 5: %+v", rep.Rebalances)
+	}
+	wantStart := at(2*time.Second + 700*time.Millisecond + 10*time.Second)
+	if fenced.Trigger != "timed out" || fenced.Member != "b" || !fenced.Start.Equal(wantStart) {
+		t.Errorf("trigger %q by %q at %s, want timed out by b at %s", fenced.Trigger, fenced.Member, fenced.Start.Format("15:04:05.000"), wantStart.Format("15:04:05.000"))
+	}
+	if !fenced.Complete || fenced.Members != 2 || fenced.Slowest != "c" {
+		t.Errorf("complete %v, %d members, slowest %q: the fenced member b is not waited for", fenced.Complete, fenced.Members, fenced.Slowest)
+	}
+	// Answered with epoch 5 at 13.305 s (a), c reached it at 13.505 s.
+	if math.Abs(fenced.JoinMs-605) > 1 || math.Abs(fenced.SyncMs-200) > 1 {
+		t.Errorf("join %.0f ms, sync %.0f ms; want 605 and 200", fenced.JoinMs, fenced.SyncMs)
+	}
+	if !strings.Contains(fenced.Detail, "session timeout 10s") {
+		t.Errorf("detail %q", fenced.Detail)
 	}
 }

@@ -29,8 +29,10 @@ type Rebalance struct {
 	Detail  string `json:"detail,omitempty"`
 	// JoinMs is from the start until the coordinator answered the
 	// JoinGroups (classic); SyncMs from then until the last member had
-	// its assignment (SyncGroup); TotalMs start to end. KIP-848 has one
-	// phase: until every member reached the new epoch.
+	// its assignment (SyncGroup); TotalMs start to end. KIP-848: JoinMs
+	// until the first answer with the new group epoch (the coordinator
+	// bumped it and computed the target assignment), SyncMs from then
+	// until every member reached it (reconciliation).
 	JoinMs  float64 `json:"join_ms"`
 	SyncMs  float64 `json:"sync_ms"`
 	TotalMs float64 `json:"total_ms"`
@@ -41,16 +43,20 @@ type Rebalance struct {
 	Slowest       string  `json:"slowest,omitempty"`
 	SlowestClient string  `json:"slowest_client,omitempty"`
 	SlowestMs     float64 `json:"slowest_ms"`
-	// Complete is false when the capture ended before the rebalance did.
-	Complete bool `json:"complete"`
+	// Complete is false when the capture ended before the rebalance did,
+	// or (Superseded) a newer one began before every member reached
+	// this one's epoch (KIP-848).
+	Complete   bool `json:"complete"`
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // rebalances works out a group's rebalances from its events.
-func (g *group) rebalances() []Rebalance {
+// sessionTimeout is KIP-848's, the broker's setting.
+func (g *group) rebalances(sessionTimeout time.Duration) []Rebalance {
 	evs := slices.Clone(g.events)
 	slices.SortStableFunc(evs, func(a, b groupEvent) int { return a.arrival.Compare(b.arrival) })
 	if slices.ContainsFunc(evs, func(e groupEvent) bool { return e.kind == cghEvent }) {
-		return g.consumerRebalances(evs)
+		return g.consumerRebalances(evs, sessionTimeout)
 	}
 	return g.classicRebalances(evs)
 }
