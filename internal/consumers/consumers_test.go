@@ -265,3 +265,51 @@ func TestKIP848Fenced(t *testing.T) {
 		t.Errorf("detail %q", fenced.Detail)
 	}
 }
+
+// Why the slowest member was slow, from the wire: a member that sent no
+// group request for seconds while the others waited for it (stopped,
+// paused in GC, or its poll loop stalled) is named silent, with when; a
+// member that answered at its usual pace gets no such claim.
+func TestSlowestMemberSilent(t *testing.T) {
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	tests := []struct {
+		name        string
+		bBeats []time.Duration // b's heartbeats before it reaches epoch 2 at 8 s
+		want   string
+	}{
+		{"silent member", []time.Duration{500 * time.Millisecond}, "no group request from it from 07:00:00.500 to 07:00:08.000 (7.5 s)"},
+		{"member at its pace", []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Options{})
+			a.Add(cgh("10.0.0.1:1", "a", 0, 1, 0))
+			a.Add(cgh("10.0.0.2:1", "b", 0, 1, 100*time.Millisecond))
+			for _, at := range tt.bBeats {
+				a.Add(cgh("10.0.0.2:1", "b", 1, 1, at))
+			}
+			a.Add(cgh("10.0.0.3:1", "c", 0, 2, time.Second)) // c joins: epoch 2
+			for s := 2; s <= 9; s++ {
+				a.Add(cgh("10.0.0.1:1", "a", 2, 2, time.Duration(s)*time.Second))
+				a.Add(cgh("10.0.0.3:1", "c", 2, 2, time.Duration(s)*time.Second))
+			}
+			a.Add(cgh("10.0.0.2:1", "b", 1, 2, 8*time.Second))
+			var rb *Rebalance
+			for i := range a.Report().Rebalances {
+				if r := a.Report().Rebalances[i]; r.Generation == 2 {
+					rb = &r
+				}
+			}
+			if rb == nil || rb.Slowest != "b" {
+				t.Fatalf("rebalance into 2: %+v", rb)
+			}
+			if tt.want == "" && rb.SlowestWhy != "" || !strings.Contains(rb.SlowestWhy, tt.want) {
+				t.Errorf("why %q, want %q", rb.SlowestWhy, tt.want)
+			}
+		})
+	}
+}
