@@ -277,7 +277,7 @@ func TestSlowestMemberSilent(t *testing.T) {
 		return r
 	}
 	tests := []struct {
-		name        string
+		name   string
 		bBeats []time.Duration // b's heartbeats before it reaches epoch 2 at 8 s
 		want   string
 	}{
