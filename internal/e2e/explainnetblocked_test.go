@@ -462,11 +462,12 @@ func checkColdFetchesCaptured(t *testing.T, dir string) {
 // cold reader as the operator knows it: its consumer group, its client,
 // the topic-partition, how far behind the high watermark it read, and how
 // much the log device read while its fetch was served; in the JSON and
-// in the table.
+// in the table of one of those requests (--request).
 func checkColdReaderNamed(t *testing.T, dir string, findings []*explain.Finding) {
 	t.Helper()
 	named := 0
 	var disk int64
+	var example *explain.Finding
 	for _, f := range findings {
 		if f.Cause != explain.CauseNetworkThreadBlocked {
 			continue
@@ -479,24 +480,27 @@ func checkColdReaderNamed(t *testing.T, dir string, findings []*explain.Finding)
 			if bf.Group == coldGroup && p.Topic == coldTopic && p.Behind != nil && *p.Behind >= coldRecords/3 && bf.DiskReadBytes >= 1<<20 {
 				named++
 				disk = max(disk, bf.DiskReadBytes)
-			} else {
-				t.Logf("cold fetch evidence not naming it whole: group %q, %s-%d, behind %v, %d bytes read from disk in %d reads",
-					bf.Group, p.Topic, p.Partition, p.Behind, bf.DiskReadBytes, bf.DiskReads)
+				example = f
 			}
 		}
 	}
 	t.Logf("%d findings name the cold reader whole; the most read from disk during one of its fetches: %.1f MB", named, float64(disk)/(1<<20))
 	if named == 0 {
-		t.Errorf("no network-thread-blocked finding names %s of group %s reading %s %d or more records behind with 1 MB or more read from disk",
+		t.Fatalf("no network-thread-blocked finding names %s of group %s reading %s %d or more records behind with 1 MB or more read from disk",
 			coldClientID, coldGroup, coldTopic, coldRecords/3)
 	}
-	out, errOut, code := runCLI([]string{"explain", dir, "--slow", "100ms"})
+	// The table of one request: its timeline and the cause's detail.
+	id := fmt.Sprintf("%s/%d", example.Client, example.CorrelationID)
+	out, errOut, code := runCLI([]string{"explain", dir, "--slow", "100ms", "--request", id})
 	if code != 0 {
 		t.Fatalf("explain: exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"of consumer group " + coldGroup, coldClientID, "records behind the high watermark", "read from disk while it was served"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("explain's table lacks %q", want)
+			t.Errorf("explain --request %s lacks %q", id, want)
 		}
+	}
+	if t.Failed() {
+		t.Logf("explain --request %s:\n%s", id, out)
 	}
 }
