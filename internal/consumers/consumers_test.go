@@ -3,6 +3,7 @@ package consumers
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,11 +237,33 @@ func TestKIP848Fenced(t *testing.T) {
 		}
 		reqs = append(reqs, cgh("10.0.0.3:1", "c", e, e, time.Duration(s)*time.Second+500*time.Millisecond))
 	}
-	a := New(Options{GroupSessionTimeout: 10 * time.Second})
-	for _, r := range reqs {
-		a.Add(r)
+	// The coordinator got to b's expiry late: c's heartbeat at 12.8 s,
+	// after it, was still answered with epoch 4.
+	late := cgh("10.0.0.3:1", "c", 4, 4, 12*time.Second+800*time.Millisecond)
+	tests := []struct {
+		name       string
+		extra      []*event.Request
+		wantStart  time.Duration
+		wantDetail string
+		wantJoinMs float64
+	}{
+		{"fenced at the expiry", nil, 12*time.Second + 700*time.Millisecond, "no heartbeat since 07:00:02.700, session timeout 10s", 605},
+		{"the coordinator late", []*event.Request{late}, 12*time.Second + 800*time.Millisecond,
+			"session timeout 10s: expired at 07:00:12.700, removed only after 07:00:12.800", 505},
 	}
-	rep := a.Report()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Options{GroupSessionTimeout: 10 * time.Second})
+			for _, r := range append(slices.Clone(reqs), tt.extra...) {
+				a.Add(r)
+			}
+			checkFenced(t, a.Report(), at(tt.wantStart), tt.wantDetail, tt.wantJoinMs)
+		})
+	}
+}
+
+func checkFenced(t *testing.T, rep *Report, wantStart time.Time, wantDetail string, wantJoinMs float64) {
+	t.Helper()
 	var fenced *Rebalance
 	for i := range rep.Rebalances {
 		if rep.Rebalances[i].Generation == 5 {
@@ -250,7 +273,6 @@ func TestKIP848Fenced(t *testing.T) {
 	if fenced == nil {
 		t.Fatalf("no rebalance into epoch 5: %+v", rep.Rebalances)
 	}
-	wantStart := at(2*time.Second + 700*time.Millisecond + 10*time.Second)
 	if fenced.Trigger != "timed out" || fenced.Member != "b" || !fenced.Start.Equal(wantStart) {
 		t.Errorf("trigger %q by %q at %s, want timed out by b at %s", fenced.Trigger, fenced.Member, fenced.Start.Format("15:04:05.000"), wantStart.Format("15:04:05.000"))
 	}
@@ -258,11 +280,11 @@ func TestKIP848Fenced(t *testing.T) {
 		t.Errorf("complete %v, %d members, slowest %q: the fenced member b is not waited for", fenced.Complete, fenced.Members, fenced.Slowest)
 	}
 	// Answered with epoch 5 at 13.305 s (a), c reached it at 13.505 s.
-	if math.Abs(fenced.JoinMs-605) > 1 || math.Abs(fenced.SyncMs-200) > 1 {
-		t.Errorf("join %.0f ms, sync %.0f ms; want 605 and 200", fenced.JoinMs, fenced.SyncMs)
+	if math.Abs(fenced.JoinMs-wantJoinMs) > 1 || math.Abs(fenced.SyncMs-200) > 1 {
+		t.Errorf("join %.0f ms, sync %.0f ms; want %.0f and 200", fenced.JoinMs, fenced.SyncMs, wantJoinMs)
 	}
-	if !strings.Contains(fenced.Detail, "session timeout 10s") {
-		t.Errorf("detail %q", fenced.Detail)
+	if !strings.Contains(fenced.Detail, wantDetail) {
+		t.Errorf("detail %q, want %q", fenced.Detail, wantDetail)
 	}
 }
 

@@ -101,20 +101,29 @@ func (s *kip848State) begin(e groupEvent) {
 // fencedAt dates a silent member's removal: its last heartbeat plus the
 // session timeout, when that falls between the last answer with the old
 // epoch and the first with the new one (the coordinator bumped the epoch
-// then); otherwise the timeout is not the one configured, and the
-// removal is dated at the earliest it can have been.
+// then). A coordinator that got to the expiry late (its timer fires on
+// its event loop, behind other work) answered with the old epoch after
+// the expiry: the removal is then dated at that answer, the earliest it
+// can have been. An expiry after the first answer with the new epoch
+// means the session timeout is not the one configured.
 func (s *kip848State) fencedAt(c cause, firstNew time.Time) cause {
 	last := c.at
 	expiry := last.Add(s.sessionTimeout)
 	from := later(last, s.lastOld)
-	if expiry.After(from) && !expiry.After(firstNew) {
+	clock := func(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+	switch {
+	case expiry.After(from) && !expiry.After(firstNew):
 		c.at = expiry
-		c.detail = fmt.Sprintf("no heartbeat since %s, session timeout %s", last.UTC().Format("15:04:05.000"), s.sessionTimeout)
-		return c
+		c.detail = fmt.Sprintf("no heartbeat since %s, session timeout %s", clock(last), s.sessionTimeout)
+	case !expiry.After(from):
+		c.at = from
+		c.detail = fmt.Sprintf("no heartbeat since %s, session timeout %s: expired at %s, removed only after %s (the coordinator answered with the old epoch until then)",
+			clock(last), s.sessionTimeout, clock(expiry), clock(from))
+	default:
+		c.at = from
+		c.detail = fmt.Sprintf("no heartbeat since %s; removed between %s and %s (not after a session timeout of %s: set --group-session-timeout to the brokers' group.consumer.session.timeout.ms)",
+			clock(last), clock(from), clock(firstNew), s.sessionTimeout)
 	}
-	c.at = from
-	c.detail = fmt.Sprintf("no heartbeat since %s; removed between %s and %s (not after a session timeout of %s: set --group-session-timeout to the brokers' group.consumer.session.timeout.ms)",
-		last.UTC().Format("15:04:05.000"), from.UTC().Format("15:04:05.000"), firstNew.UTC().Format("15:04:05.000"), s.sessionTimeout)
 	return c
 }
 
