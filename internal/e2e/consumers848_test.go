@@ -58,7 +58,9 @@ var kip848Props = map[string]string{
 // cover, on one broker (Kafka 4.x, the lab's pinned release): a KIP-848
 // group of three Java consumers (group.protocol=consumer) of which one is
 // stopped with SIGSTOP past the broker's session timeout and one leaves,
-// checked against the group coordinator's log lines; and a librdkafka
+// checked against the group coordinator's log lines, then one stopped for
+// less than the timeout while another leaves, which the next epoch waits
+// for (named the slowest, and silent); and a librdkafka
 // consumer (confluent-kafka) throttled to fall behind a producer in a
 // classic group, whose lag is checked against kafka-consumer-groups and
 // the client's own statistics.
@@ -83,15 +85,16 @@ func TestConsumersKIP848(t *testing.T) {
 	stopCapture := labtest.Capture(t, "lo", port, pcap)
 
 	const group = "kip848-group"
-	kip848Member(ctx, t, libs, b.Addr(), "kip848-members", group, "member-1")
+	m1 := kip848Member(ctx, t, libs, b.Addr(), "kip848-members", group, "member-1")
 	m2 := kip848Member(ctx, t, libs, b.Addr(), "kip848-members", group, "member-2")
 	m3 := kip848Member(ctx, t, libs, b.Addr(), "kip848-members", group, "member-3")
-	loadCtx, stopLoad := context.WithTimeout(ctx, 45*time.Second)
+	loadCtx, stopLoad := context.WithTimeout(ctx, 57*time.Second)
 	defer stopLoad()
-	produceCtx, stopProduce := context.WithTimeout(loadCtx, 38*time.Second)
+	produceCtx, stopProduce := context.WithTimeout(loadCtx, 50*time.Second)
 	defer stopProduce()
 	stopProducer := produceAt(produceCtx, t, b.Addr(), "rdkafka-lagging", 400)
-	rd := startRdkafkaReader(loadCtx, t, tools.Python, b.Addr(), "rdkafka-lagging", "rdkafka-group", "rdkafka-throttled", 50, 42*time.Second)
+	// Bounded by its own deadline (and ctx): it stops at a quiet moment after it.
+	rd := startRdkafkaReader(ctx, t, tools.Python, b.Addr(), "rdkafka-lagging", "rdkafka-group", "rdkafka-throttled", 50, 54*time.Second)
 	waitForConsumerGroup(ctx, t, b.Addr(), group, 3)
 	time.Sleep(3 * time.Second) // the group is steady
 	stopped := time.Now()
@@ -103,6 +106,17 @@ func TestConsumersKIP848(t *testing.T) {
 	t.Logf("member-2 stopped for %v", time.Since(stopped).Round(time.Millisecond))
 	time.Sleep(6 * time.Second)            // it rejoins
 	_ = m3.Process.Signal(syscall.SIGTERM) // a graceful close: a leave heartbeat (epoch -1)
+	time.Sleep(3 * time.Second)
+	// member-1 stopped for less than the session timeout while member-2
+	// leaves: the group's next epoch waits for member-1 to reconcile,
+	// and kscope must say why it was slow (silent on its side).
+	stopped = time.Now()
+	_ = m1.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(500 * time.Millisecond)
+	_ = m2.Process.Signal(syscall.SIGTERM)
+	time.Sleep(6 * time.Second)
+	_ = m1.Process.Signal(syscall.SIGCONT)
+	t.Logf("member-1 stopped for %v", time.Since(stopped).Round(time.Millisecond))
 	<-loadCtx.Done()
 	produced := stopProducer()
 	rdRes := rd.wait(t)
@@ -117,6 +131,7 @@ func TestConsumersKIP848(t *testing.T) {
 	t.Run("KIP-848 rebalances against the coordinator's log", func(t *testing.T) {
 		checkKIP848Rebalances(t, rep, kip848CoordinatorLog(t, b.OutPath(), group), group)
 	})
+	t.Run("the slowest member's silence", func(t *testing.T) { checkSlowestSilent(t, rep, group) })
 	t.Run("librdkafka lag", func(t *testing.T) {
 		checkRdkafkaLag(ctx, t, rep, rdRes, describeLag(ctx, t, libs, b.Addr(), "rdkafka-group"))
 	})
@@ -200,8 +215,8 @@ func kip848CoordinatorLog(t *testing.T, path, group string) map[int32]*kip848Epo
 // broker longer, that line falls between the request's arrival and its
 // answer: the coordinator handled it then); its first phase (until the
 // coordinator answered with the new epoch) ending within 100 ms of the
-// line saying it computed the epoch's target assignment, and not before
-// it. The member stopped with SIGSTOP is found timed out, the one closed
+// line saying it computed the epoch's target assignment (1 s for the
+// group's first epoch), and not before it. The member stopped with SIGSTOP is found timed out, the one closed
 // is found leaving.
 func checkKIP848Rebalances(t *testing.T, rep *consumers.Report, epochs map[int32]*kip848Epoch, group string) {
 	t.Helper()
@@ -232,7 +247,17 @@ func checkKIP848Rebalances(t *testing.T, rep *consumers.Report, epochs map[int32
 				e.trigger, e.cause.Format("15:04:05.000"), d)
 		}
 		if !e.computed.IsZero() {
-			if d := answered.Sub(e.computed); d < -10*time.Millisecond || d > 100*time.Millisecond {
+			// The group's first epoch is answered only once the
+			// coordinator has written the new group's records, the
+			// first to its __consumer_offsets partition on a fresh
+			// broker: up to a few hundred ms after it logged the
+			// computation on two busy cores. The answer is what kscope
+			// times; the line only bounds it from below there.
+			tolerance := 100 * time.Millisecond
+			if rb.Generation == 1 {
+				tolerance = time.Second
+			}
+			if d := answered.Sub(e.computed); d < -10*time.Millisecond || d > tolerance {
 				t.Errorf("epoch %d: answered with it at %s, the coordinator computed its assignment at %s (%v apart)", rb.Generation,
 					answered.Format("15:04:05.000"), e.computed.Format("15:04:05.000"), d)
 			}
@@ -249,6 +274,24 @@ func checkKIP848Rebalances(t *testing.T, rep *consumers.Report, epochs map[int32
 	if !timedOut || !left {
 		t.Errorf("found the member-2 timeout (named, with its last heartbeat): %v, the member-3 leave: %v", timedOut, left)
 	}
+}
+
+// checkSlowestSilent: the rebalance member-2's leave started waited for
+// member-1, stopped meanwhile; kscope names member-1 the slowest and says
+// it was silent.
+func checkSlowestSilent(t *testing.T, rep *consumers.Report, group string) {
+	t.Helper()
+	for _, rb := range rep.Rebalances {
+		if rb.Group != group || rb.Trigger != "left" || !strings.HasPrefix(rb.Client, "member-2@") {
+			continue
+		}
+		t.Logf("epoch %d: slowest %s after %.0f ms: %s", rb.Generation, rb.SlowestClient, rb.SlowestMs, rb.SlowestWhy)
+		if !strings.HasPrefix(rb.SlowestClient, "member-1@") || rb.SlowestMs < 4000 || !strings.Contains(rb.SlowestWhy, "no group request from it") {
+			t.Errorf("epoch %d: the slowest %s after %.0f ms (%q); want member-1, stopped 6 s, silent", rb.Generation, rb.SlowestClient, rb.SlowestMs, rb.SlowestWhy)
+		}
+		return
+	}
+	t.Errorf("no rebalance of %s started by member-2 leaving", group)
 }
 
 // waitForConsumerGroup waits until the KIP-848 group is stable with n
