@@ -18,6 +18,7 @@ type consumersOptions struct {
 	top                  int
 	rules                bool
 	lagWarning, lagAlarm time.Duration
+	groupSessionTimeout  time.Duration
 }
 
 func newConsumersCmd() *cobra.Command {
@@ -49,6 +50,8 @@ the slowest to rejoin. Findings are ranked by a table of rules (--rules).`,
 	f.IntVar(&o.top, "top", 20, "table: how many consumers, rebalances and findings to show")
 	f.DurationVar(&o.lagWarning, "lag-warning", consumers.DefaultLagWarning, "a consumer this far behind in time is a warning")
 	f.DurationVar(&o.lagAlarm, "lag-alarm", consumers.DefaultLagAlarm, "a consumer this far behind in time is an alarm")
+	f.DurationVar(&o.groupSessionTimeout, "group-session-timeout", consumers.DefaultGroupSessionTimeout,
+		"KIP-848 groups: the brokers' group.consumer.session.timeout.ms (not on the wire), which dates a silent member's removal")
 	f.IntVar(&o.maxFrame, "max-frame", 100<<20, "largest Kafka frame accepted, in bytes (socket.request.max.bytes)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no footer or progress bar on stderr")
 	f.BoolVar(&o.rules, "rules", false, "print the rules findings come from (threshold and source) and exit")
@@ -58,6 +61,7 @@ the slowest to rejoin. Findings are ranked by a table of rules (--rules).`,
 	check(f, "top", &o.top, positive)
 	check(f, "lag-warning", &o.lagWarning, positive)
 	check(f, "lag-alarm", &o.lagAlarm, positive)
+	check(f, "group-session-timeout", &o.groupSessionTimeout, positive)
 	check(f, "max-frame", &o.maxFrame, between(minMaxFrame, math.MaxInt32))
 	return cmd
 }
@@ -66,7 +70,7 @@ func runConsumers(stdout, stderr io.Writer, args []string, o *consumersOptions) 
 	if o.lagAlarm < o.lagWarning {
 		return badInput(fmt.Errorf("--lag-alarm %s is below --lag-warning %s", o.lagAlarm, o.lagWarning))
 	}
-	agg := consumers.New(consumers.Options{LagWarning: o.lagWarning, LagAlarm: o.lagAlarm})
+	agg := consumers.New(consumers.Options{LagWarning: o.lagWarning, LagAlarm: o.lagAlarm, GroupSessionTimeout: o.groupSessionTimeout})
 	if err := o.read(stderr, args, agg.Add); err != nil {
 		return err
 	}

@@ -36,7 +36,16 @@ type Options struct {
 	// LagWarning and LagAlarm are the time lags from which a consumer is
 	// a warning and an alarm (0: DefaultLagWarning, DefaultLagAlarm).
 	LagWarning, LagAlarm time.Duration
+	// GroupSessionTimeout is the brokers' group.consumer.session.timeout.ms
+	// (0: DefaultGroupSessionTimeout): a KIP-848 member's session timeout
+	// is the broker's, not on the wire, and says when the coordinator
+	// fenced a member that went silent.
+	GroupSessionTimeout time.Duration
 }
+
+// DefaultGroupSessionTimeout is Kafka's default
+// group.consumer.session.timeout.ms.
+const DefaultGroupSessionTimeout = 45 * time.Second
 
 // Default lag thresholds: a minute behind is worth a look; ten minutes
 // is an outage for most consumers that serve people.
@@ -107,6 +116,7 @@ func New(o Options) *Aggregator {
 	o.MaxGroups = cmp.Or(o.MaxGroups, DefaultMaxGroups)
 	o.LagWarning = cmp.Or(o.LagWarning, DefaultLagWarning)
 	o.LagAlarm = cmp.Or(o.LagAlarm, DefaultLagAlarm)
+	o.GroupSessionTimeout = cmp.Or(o.GroupSessionTimeout, DefaultGroupSessionTimeout)
 	return &Aggregator{o: o, memberOf: map[clientKey]string{}, partitions: map[partKey]*partition{}, e2e: newEndToEnd(),
 		groups: map[string]*group{}, commits: map[string]map[topicPartition]commit{}, commitRequests: map[string]int64{}}
 }

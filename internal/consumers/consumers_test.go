@@ -2,6 +2,8 @@ package consumers
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +188,150 @@ func TestEndToEnd(t *testing.T) {
 	e := rep.EndToEnd[0]
 	if e.Messages != 20 || e.P50Ms < 14.9 || e.P50Ms > 15.1 || e.MaxMs < 19.9 || e.MaxMs > 20.1 {
 		t.Errorf("%+v", e)
+	}
+}
+
+// A KIP-848 member that stops heartbeating is fenced by the coordinator
+// its session timeout (the broker's group.consumer.session.timeout.ms)
+// after its last heartbeat, which bumps the group epoch: the rebalance
+// starts at that expiry (not at the last heartbeat), the fenced member is
+// not one the others wait for, its phases are the coordinator's answer
+// with the new epoch and the members' reconciliation, and an epoch that
+// a newer one replaces before every member reached it is superseded, not
+// cut off by the capture's end. The member's rejoin (epoch 0, same id) is
+// a join, and it counts again.
+func TestKIP848Fenced(t *testing.T) {
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	var reqs []*event.Request
+	// a and b at epoch 3, heartbeating every second; c joins at 0.5 s
+	// (epoch 4) and is superseded by nothing: it reaches 4 at 1.5 s. b
+	// goes silent after 2.7 s; fenced at 12.7 s (10 s session timeout):
+	// a's heartbeat at 13.3 s gets epoch 5, c's at 13.5 s.
+	for s := 0; s <= 20; s++ {
+		at := time.Duration(s) * time.Second
+		epoch := int32(3)
+		switch {
+		case s >= 13:
+			epoch = 5
+		case s >= 1:
+			epoch = 4
+		}
+		a := cgh("10.0.0.1:1", "a", epoch, epoch, at+300*time.Millisecond)
+		if s == 13 {
+			a = cgh("10.0.0.1:1", "a", 4, 5, at+300*time.Millisecond)
+		}
+		reqs = append(reqs, a)
+		if s <= 2 {
+			reqs = append(reqs, cgh("10.0.0.2:1", "b", min(epoch, 4), min(epoch, 4), at+700*time.Millisecond))
+		}
+	}
+	reqs = append(reqs, cgh("10.0.0.3:1", "c", 0, 4, 500*time.Millisecond))
+	for s := 1; s <= 20; s++ {
+		e := int32(4)
+		if s >= 13 {
+			e = 5
+		}
+		reqs = append(reqs, cgh("10.0.0.3:1", "c", e, e, time.Duration(s)*time.Second+500*time.Millisecond))
+	}
+	// The coordinator got to b's expiry late: c's heartbeat at 12.8 s,
+	// after it, was still answered with epoch 4.
+	late := cgh("10.0.0.3:1", "c", 4, 4, 12*time.Second+800*time.Millisecond)
+	tests := []struct {
+		name       string
+		extra      []*event.Request
+		wantStart  time.Duration
+		wantDetail string
+		wantJoinMs float64
+	}{
+		{"fenced at the expiry", nil, 12*time.Second + 700*time.Millisecond, "no heartbeat since 07:00:02.700, session timeout 10s", 605},
+		{"the coordinator late", []*event.Request{late}, 12*time.Second + 800*time.Millisecond,
+			"session timeout 10s: expired at 07:00:12.700, removed only after 07:00:12.800", 505},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Options{GroupSessionTimeout: 10 * time.Second})
+			for _, r := range append(slices.Clone(reqs), tt.extra...) {
+				a.Add(r)
+			}
+			checkFenced(t, a.Report(), at(tt.wantStart), tt.wantDetail, tt.wantJoinMs)
+		})
+	}
+}
+
+func checkFenced(t *testing.T, rep *Report, wantStart time.Time, wantDetail string, wantJoinMs float64) {
+	t.Helper()
+	var fenced *Rebalance
+	for i := range rep.Rebalances {
+		if rep.Rebalances[i].Generation == 5 {
+			fenced = &rep.Rebalances[i]
+		}
+	}
+	if fenced == nil {
+		t.Fatalf("no rebalance into epoch 5: %+v", rep.Rebalances)
+	}
+	if fenced.Trigger != "timed out" || fenced.Member != "b" || !fenced.Start.Equal(wantStart) {
+		t.Errorf("trigger %q by %q at %s, want timed out by b at %s", fenced.Trigger, fenced.Member, fenced.Start.Format("15:04:05.000"), wantStart.Format("15:04:05.000"))
+	}
+	if !fenced.Complete || fenced.Members != 2 || fenced.Slowest != "c" {
+		t.Errorf("complete %v, %d members, slowest %q: the fenced member b is not waited for", fenced.Complete, fenced.Members, fenced.Slowest)
+	}
+	// Answered with epoch 5 at 13.305 s (a), c reached it at 13.505 s.
+	if math.Abs(fenced.JoinMs-wantJoinMs) > 1 || math.Abs(fenced.SyncMs-200) > 1 {
+		t.Errorf("join %.0f ms, sync %.0f ms; want %.0f and 200", fenced.JoinMs, fenced.SyncMs, wantJoinMs)
+	}
+	if !strings.Contains(fenced.Detail, wantDetail) {
+		t.Errorf("detail %q, want %q", fenced.Detail, wantDetail)
+	}
+}
+
+// Why the slowest member was slow, from the wire: a member that sent no
+// group request for seconds while the others waited for it (stopped,
+// paused in GC, or its poll loop stalled) is named silent, with when; a
+// member that answered at its usual pace gets no such claim.
+func TestSlowestMemberSilent(t *testing.T) {
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	tests := []struct {
+		name   string
+		bBeats []time.Duration // b's heartbeats before it reaches epoch 2 at 8 s
+		want   string
+	}{
+		{"silent member", []time.Duration{500 * time.Millisecond}, "no group request from it from 07:00:00.500 to 07:00:08.000 (7.5 s)"},
+		{"member at its pace", []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Options{})
+			a.Add(cgh("10.0.0.1:1", "a", 0, 1, 0))
+			a.Add(cgh("10.0.0.2:1", "b", 0, 1, 100*time.Millisecond))
+			for _, at := range tt.bBeats {
+				a.Add(cgh("10.0.0.2:1", "b", 1, 1, at))
+			}
+			a.Add(cgh("10.0.0.3:1", "c", 0, 2, time.Second)) // c joins: epoch 2
+			for s := 2; s <= 9; s++ {
+				a.Add(cgh("10.0.0.1:1", "a", 2, 2, time.Duration(s)*time.Second))
+				a.Add(cgh("10.0.0.3:1", "c", 2, 2, time.Duration(s)*time.Second))
+			}
+			a.Add(cgh("10.0.0.2:1", "b", 1, 2, 8*time.Second))
+			var rb *Rebalance
+			for i := range a.Report().Rebalances {
+				if r := a.Report().Rebalances[i]; r.Generation == 2 {
+					rb = &r
+				}
+			}
+			if rb == nil || rb.Slowest != "b" {
+				t.Fatalf("rebalance into 2: %+v", rb)
+			}
+			if tt.want == "" && rb.SlowestWhy != "" || !strings.Contains(rb.SlowestWhy, tt.want) {
+				t.Errorf("why %q, want %q", rb.SlowestWhy, tt.want)
+			}
+		})
 	}
 }

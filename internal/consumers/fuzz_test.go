@@ -27,6 +27,14 @@ func FuzzAggregate(f *testing.F) {
 	f.Add(seed(join("10.0.0.1:1", "m1", "g", 1, 0, time.Second), syncGroup("10.0.0.1:1", "m1", "g", 1, time.Second, time.Millisecond),
 		heartbeat("10.0.0.1:1", "m1", "g", 1, 20*time.Second, errRebalanceInProgress),
 		fetch("10.0.0.1:1", "m1-client", time.Second, "t", 0, 5, 9, 100, t0), fetch("10.0.0.2:1", "x", 0, "t", 0, 50, 10, 5, t0)))
+	// A KIP-848 group: a join, a member gone silent and fenced, a leave.
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, 5*time.Millisecond, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	f.Add(seed(cgh("10.0.0.1:1", "a", 0, 1, 0), cgh("10.0.0.2:1", "b", 0, 2, time.Second), cgh("10.0.0.1:1", "a", 1, 2, 2*time.Second),
+		cgh("10.0.0.1:1", "a", 2, 2, 13*time.Second), cgh("10.0.0.1:1", "a", 2, 3, 14*time.Second), cgh("10.0.0.1:1", "a", -1, -1, 15*time.Second)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := New(Options{MaxPartitions: 4, MaxGroups: 2})
 		sc := bufio.NewScanner(bytes.NewReader(data))

@@ -29,8 +29,10 @@ type Rebalance struct {
 	Detail  string `json:"detail,omitempty"`
 	// JoinMs is from the start until the coordinator answered the
 	// JoinGroups (classic); SyncMs from then until the last member had
-	// its assignment (SyncGroup); TotalMs start to end. KIP-848 has one
-	// phase: until every member reached the new epoch.
+	// its assignment (SyncGroup); TotalMs start to end. KIP-848: JoinMs
+	// until the first answer with the new group epoch (the coordinator
+	// bumped it and computed the target assignment), SyncMs from then
+	// until every member reached it (reconciliation).
 	JoinMs  float64 `json:"join_ms"`
 	SyncMs  float64 `json:"sync_ms"`
 	TotalMs float64 `json:"total_ms"`
@@ -41,18 +43,50 @@ type Rebalance struct {
 	Slowest       string  `json:"slowest,omitempty"`
 	SlowestClient string  `json:"slowest_client,omitempty"`
 	SlowestMs     float64 `json:"slowest_ms"`
-	// Complete is false when the capture ended before the rebalance did.
-	Complete bool `json:"complete"`
+	// SlowestWhy is what the wire says of why the slowest was slow: it
+	// sent no group request for a while during the rebalance (stopped,
+	// paused, or its poll loop stalled: silence on the client's side).
+	// Empty when it kept its pace.
+	SlowestWhy string `json:"slowest_why,omitempty"`
+	// Complete is false when the capture ended before the rebalance did,
+	// or (Superseded) a newer one began before every member reached
+	// this one's epoch (KIP-848).
+	Complete   bool `json:"complete"`
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // rebalances works out a group's rebalances from its events.
-func (g *group) rebalances() []Rebalance {
+// sessionTimeout is KIP-848's, the broker's setting.
+func (g *group) rebalances(sessionTimeout time.Duration) []Rebalance {
 	evs := slices.Clone(g.events)
 	slices.SortStableFunc(evs, func(a, b groupEvent) int { return a.arrival.Compare(b.arrival) })
+	var out []Rebalance
 	if slices.ContainsFunc(evs, func(e groupEvent) bool { return e.kind == cghEvent }) {
-		return g.consumerRebalances(evs)
+		out = g.consumerRebalances(evs, sessionTimeout)
+	} else {
+		out = g.classicRebalances(evs)
 	}
-	return g.classicRebalances(evs)
+	for i := range out {
+		out[i].SlowestWhy = g.slowestWhy(&out[i])
+	}
+	return out
+}
+
+// slowestWhy is the slowest member's silence during rb, if it had one:
+// the others waited for a client that said nothing.
+func (g *group) slowestWhy(rb *Rebalance) string {
+	m := g.members[rb.Slowest]
+	if m == nil {
+		return ""
+	}
+	came := rb.Start.Add(time.Duration(rb.SlowestMs * float64(time.Millisecond)))
+	for _, s := range m.silences {
+		if s.from.Before(came) && s.to.After(rb.Start) {
+			return fmt.Sprintf("no group request from it from %s to %s (%s): silent on the client's side (stopped, paused, or its poll loop stalled)",
+				s.from.UTC().Format("15:04:05.000"), s.to.UTC().Format("15:04:05.000"), dur(ms(s.to.Sub(s.from))))
+		}
+	}
+	return ""
 }
 
 // generation is one classic generation: the JoinGroups the coordinator

@@ -110,7 +110,7 @@ func (a *Aggregator) Report() *Report {
 	rep.Consumers = a.consumers()
 	rep.EndToEnd = a.e2e.report()
 	for _, g := range a.groups {
-		rep.Rebalances = append(rep.Rebalances, g.rebalances()...)
+		rep.Rebalances = append(rep.Rebalances, g.rebalances(a.o.GroupSessionTimeout)...)
 		rep.DroppedGroupEvents += g.dropped
 	}
 	sortRebalances(rep.Rebalances)

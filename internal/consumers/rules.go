@@ -119,7 +119,13 @@ func rebalanceFindings(r *Report, _ Options) []Finding {
 		}
 		ev := fmt.Sprintf("%s; %s protocol, generation %d, %d members; join %s, sync %s; the slowest, %s, came %s after the start",
 			rb.Detail, rb.Protocol, rb.Generation, rb.Members, dur(rb.JoinMs), dur(rb.SyncMs), quote(rb.Slowest), dur(rb.SlowestMs))
-		if !rb.Complete {
+		if rb.SlowestWhy != "" {
+			ev += "; " + rb.SlowestWhy
+		}
+		switch {
+		case rb.Superseded:
+			ev += "; superseded by the next epoch before every member reached it"
+		case !rb.Complete:
 			ev += "; not complete when the capture ended"
 		}
 		if perGroup[rb.Group] >= 3 {

@@ -95,7 +95,10 @@ func writeRebalances(w io.Writer, r *Report, top int) {
 	fmt.Fprintln(tw, "GROUP\tPROTOCOL\tSTART\tTRIGGER\tMEMBER\tJOIN\tSYNC\tTOTAL\tMEMBERS\tSLOWEST (AFTER)")
 	for _, rb := range limit(r.Rebalances, top) {
 		total := dur(rb.TotalMs)
-		if !rb.Complete {
+		switch {
+		case rb.Superseded:
+			total += " (superseded)"
+		case !rb.Complete:
 			total += " (not complete)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s (%s)\n", cell(rb.Group), rb.Protocol, rb.Start.UTC().Format("15:04:05.000"),

@@ -264,9 +264,9 @@ func produceAt(ctx context.Context, t *testing.T, addr, topic string, perSecond 
 	}
 }
 
-func consumersOf(t *testing.T, pcap string, port int) *consumers.Report {
+func consumersOf(t *testing.T, pcap string, port int, args ...string) *consumers.Report {
 	t.Helper()
-	out, errOut, code := runCLI([]string{"consumers", "--format", "json", "-q", "--port", strconv.Itoa(port), pcap})
+	out, errOut, code := runCLI(append([]string{"consumers", "--format", "json", "-q", "--port", strconv.Itoa(port), pcap}, args...))
 	if code != 0 {
 		t.Fatalf("kscope consumers: exit %d: %s", code, errOut)
 	}

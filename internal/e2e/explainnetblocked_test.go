@@ -15,7 +15,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -62,6 +64,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 	logDir := filepath.Join(mnt, "data")
 	b := labtest.Broker(t, lab.BrokerConfig{
 		Dir:     filepath.Join(t.TempDir(), "broker"),
+		Port:    19641,
 		LibsDir: libs,
 		LogDirs: []string{logDir},
 		// One network (processor) thread serves every connection: the
@@ -98,12 +101,15 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 		var ws []freezeWindow
 		for i := range 3 {
 			time.Sleep(800 * time.Millisecond)
+			// It joins its group first, its fetches paused: the window
+			// is its reading, not its joining.
+			resume, stop := coldConsumer(ctx, t, b.Addr(), coldWindowOffset(i))
 			prepare()
 			var w freezeWindow
 			w.frozeAt = time.Now()
 			throttle()
 			w.frozen = time.Now()
-			stop := coldConsumer(ctx, t, b.Addr(), coldWindowOffset(i))
+			resume()
 			time.Sleep(1200 * time.Millisecond)
 			w.thawAt = time.Now()
 			// Lifted before the consumer stops: its fetch in flight then
@@ -194,6 +200,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 		if !slices.ContainsFunc(behind, func(b int64) bool { return b >= coldRecords/3 }) {
 			t.Errorf("no answered cold fetch in the evidence says it read %d or more records behind the high watermark: %v", coldRecords/3, behind)
 		}
+		t.Run("the cold reader named", func(t *testing.T) { checkColdReaderNamed(t, dir, findings) })
 	})
 }
 
@@ -232,24 +239,34 @@ func fillCold(ctx context.Context, t *testing.T, addr string) {
 	}
 }
 
-// coldConsumer starts a consumer of coldTopic from offset on every
-// partition, with large fetches, and returns its stop. The consumer polls
-// until it has 16 MB (about as much as a cold window reads: in the control
-// it would otherwise read the page cache as fast as lo carries it). stop
-// waits up to 5 s for the first fetch to be answered (so the capture has
-// it whole), ends the consumer, and says how many bytes and polls it got.
-func coldConsumer(ctx context.Context, t *testing.T, addr string, offset int64) (stop func() (read int64, polls int)) {
+// coldGroup is the cold consumer's group: the finding must name it.
+const coldGroup = "kscope-cold-backfill"
+
+// coldConsumer starts a consumer of coldTopic in coldGroup from offset on
+// every partition (committed for the group before it joins), with large
+// fetches paused until resume, and returns resume and stop. The consumer
+// polls until it has 16 MB (about as much as a cold window reads: in the
+// control it would otherwise read the page cache as fast as lo carries
+// it). stop waits up to 5 s for the first fetch to be answered (so the
+// capture has it whole), ends the consumer (leaving the group), and says
+// how many bytes and polls it got.
+func coldConsumer(ctx context.Context, t *testing.T, addr string, offset int64) (resume func(), stop func() (read int64, polls int)) {
 	t.Helper()
-	parts := make(map[int32]kgo.Offset, coldPartitions)
-	for p := range coldPartitions {
-		parts[int32(p)] = kgo.NewOffset().At(offset)
-	}
+	commitColdOffsets(ctx, t, addr, offset)
+	assigned := make(chan struct{}, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(coldClientID),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{coldTopic: parts}),
+		kgo.ConsumerGroup(coldGroup), kgo.ConsumeTopics(coldTopic), kgo.DisableAutoCommit(),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+		}),
 		kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cl.PauseFetchTopics(coldTopic)
 	ctx, cancel := context.WithCancel(ctx)
 	var n int64
 	var polls int
@@ -266,7 +283,12 @@ func coldConsumer(ctx context.Context, t *testing.T, addr string, offset int64) 
 			}
 		}
 	}()
-	return func() (int64, int) {
+	select {
+	case <-assigned:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the cold consumer was not assigned %s within 30 s", coldTopic)
+	}
+	return func() { cl.ResumeFetchTopics(coldTopic) }, func() (int64, int) {
 		select {
 		case <-got:
 		case <-done:
@@ -277,6 +299,38 @@ func coldConsumer(ctx context.Context, t *testing.T, addr string, offset int64) 
 		<-done
 		cl.Close()
 		return n, polls
+	}
+}
+
+// commitColdOffsets commits offset on every partition of coldTopic for
+// coldGroup (empty between windows: the last window's consumer left).
+func commitColdOffsets(ctx context.Context, t *testing.T, addr string, offset int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = coldGroup, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = coldTopic
+	for p := range coldPartitions {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = int32(p), offset
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("commit %s offsets: %v", coldGroup, err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("commit %s offsets: %s-%d: %v", coldGroup, rt.Topic, rp.Partition, err)
+			}
+		}
 	}
 }
 
@@ -401,5 +455,52 @@ func checkColdFetchesCaptured(t *testing.T, dir string) {
 	t.Logf("%d answered fetches of the cold consumer captured", n)
 	if n == 0 {
 		t.Errorf("no answered fetch of %s in the capture", coldClientID)
+	}
+}
+
+// checkColdReaderNamed: the network-thread-blocked findings name the
+// cold reader as the operator knows it: its consumer group, its client,
+// the topic-partition, how far behind the high watermark it read, and how
+// much the log device read while its fetch was served; in the JSON and
+// in the table of one of those requests (--request).
+func checkColdReaderNamed(t *testing.T, dir string, findings []*explain.Finding) {
+	t.Helper()
+	named := 0
+	var disk int64
+	var example *explain.Finding
+	for _, f := range findings {
+		if f.Cause != explain.CauseNetworkThreadBlocked {
+			continue
+		}
+		for _, bf := range f.BlockingFetches {
+			if bf.ClientID != coldClientID || bf.Unanswered || len(bf.Partitions) == 0 {
+				continue
+			}
+			p := bf.Partitions[0]
+			if bf.Group == coldGroup && p.Topic == coldTopic && p.Behind != nil && *p.Behind >= coldRecords/3 && bf.DiskReadBytes >= 1<<20 {
+				named++
+				disk = max(disk, bf.DiskReadBytes)
+				example = f
+			}
+		}
+	}
+	t.Logf("%d findings name the cold reader whole; the most read from disk during one of its fetches: %.1f MB", named, float64(disk)/(1<<20))
+	if named == 0 {
+		t.Fatalf("no network-thread-blocked finding names %s of group %s reading %s %d or more records behind with 1 MB or more read from disk",
+			coldClientID, coldGroup, coldTopic, coldRecords/3)
+	}
+	// The table of one request: its timeline and the cause's detail.
+	id := fmt.Sprintf("%s/%d", example.Client, example.CorrelationID)
+	out, errOut, code := runCLI([]string{"explain", dir, "--slow", "100ms", "--request", id})
+	if code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"of consumer group " + coldGroup, coldClientID, "records behind the high watermark", "read from disk while it was served"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain --request %s lacks %q", id, want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("explain --request %s:\n%s", id, out)
 	}
 }

@@ -54,6 +54,10 @@ func indexOf(t *testing.T, evs ...any) *Index {
 			for _, p := range ev {
 				idx.AddJVMPause(p)
 			}
+		case []*event.BlockIO:
+			for _, b := range ev {
+				idx.AddBlock(b)
+			}
 		default:
 			t.Fatalf("indexOf: no Index method for %T", ev)
 		}

@@ -71,8 +71,11 @@ type Index struct {
 	maxSync  int64
 	maxWrite int64
 
-	// Syncs and block requests are counted, not joined (yet); so is
-	// steal taken from other processes or from idle CPUs.
+	// reads are the log devices' block reads (blockreads.go).
+	reads blockReads
+	// Syncs and block requests are counted; block reads are joined with
+	// the fetches that blocked a network thread; steal taken from other
+	// processes or from idle CPUs is counted only.
 	Syncs, Blocks, OtherSteal int64
 	built                     bool
 }
@@ -188,6 +191,7 @@ func (x *Index) Build() {
 		x.parts[i].maxDur = 0
 	}
 	x.buildSyncs()
+	x.reads.build()
 	x.handlers, x.handlerTIDs = make(map[int32]bool), x.handlerTIDs[:0]
 	x.tidWrites, x.maxWrite = make(map[int32][]int32), 0
 	for i := range x.writes {

@@ -60,6 +60,13 @@ type FetchEvidence struct {
 	// first, or the capture ended); its partitions are the request's.
 	Unanswered bool             `json:"unanswered,omitempty"`
 	Partitions []FetchPartition `json:"partitions,omitempty"`
+	// DiskReads and DiskReadBytes are the log devices' block reads
+	// issued while the fetch was served (from its arrival to its
+	// response, or for an unanswered one to the end of the thread's last
+	// wait): the page-cache misses it cost, which other fetches in
+	// progress then may share. Zero without block traces.
+	DiskReads     int   `json:"disk_reads,omitempty"`
+	DiskReadBytes int64 `json:"disk_read_bytes,omitempty"`
 }
 
 // FetchPartition is one partition of a Fetch response, with the offset
@@ -200,6 +207,10 @@ func (e *Explainer) blockingFetches(f *Finding) {
 			}
 		}
 	}
+	var lastWait int64
+	for _, kw := range f.NetworkThreadWaits {
+		lastWait = max(lastWait, kw.End.UnixNano())
+	}
 	for _, fr := range found {
 		r, err := e.readRequest(fr.pos)
 		if err != nil {
@@ -222,6 +233,7 @@ func (e *Explainer) blockingFetches(f *Finding) {
 				fe.Partitions = append(fe.Partitions, fp)
 			}
 		}
+		fe.DiskReads, fe.DiskReadBytes = e.idx.reads.during(fr.arrival, min(fr.end, lastWait+fetchEvidenceWindow))
 		f.BlockingFetches = append(f.BlockingFetches, fe)
 	}
 	slices.SortStableFunc(f.BlockingFetches, func(a, b FetchEvidence) int { return cmp.Compare(b.ResponseBytes, a.ResponseBytes) })
@@ -264,6 +276,9 @@ func networkThreadBlockedDetail(f *Finding) string {
 			if p.AgeMs != nil {
 				s += fmt.Sprintf(", data %s old", ageText(*p.AgeMs))
 			}
+		}
+		if b.DiskReads > 0 {
+			s += fmt.Sprintf(", %.1f MB read from disk while it was served (%d block reads)", float64(b.DiskReadBytes)/(1<<20), b.DiskReads)
 		}
 	}
 	return s

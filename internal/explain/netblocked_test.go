@@ -272,3 +272,37 @@ func TestNetworkThreadBlockedUnansweredFetch(t *testing.T) {
 		})
 	}
 }
+
+// The fetch that blocked the network thread carries what the log device
+// read while it was served: the block reads issued between its arrival
+// and its response (page-cache misses the thread waited for), not those
+// before or after it, nor writes.
+func TestNetworkThreadBlockedFetchDiskReads(t *testing.T) {
+	blk := func(op string, a, b float64, bytes int64) *event.BlockIO {
+		return &event.BlockIO{Kind: event.KindBlockIO, Start: at(a), End: at(b), LatencyMs: b - a, Dev: "7:0", Op: op, Bytes: bytes}
+	}
+	fetch := &event.Request{Arrival: at(2), End: at(90), LatencyMs: 88, Client: "127.0.0.1:41000", Broker: "127.0.0.1:9092", API: "Fetch", APIKey: 1,
+		APIVersion: 12, CorrelationID: 7, ClientID: "lagging-consumer", ResponseBytes: 8 << 20, Answered: true,
+		Partitions: []event.Partition{{Topic: "history", Partition: 2, Bytes: 8<<20 - 100}}}
+	idx := indexOf(t, []*event.Write{wr(11, 90, 90.1, 100)},
+		[]*event.ConnThread{connThread(21, "127.0.0.1:40000", -1000), connThread(21, "127.0.0.1:41000", -1000)},
+		[]*event.KernelWait{kwait(21, 5, 85, sendfileStack...)},
+		[]*event.BlockIO{
+			blk("read", 1, 1.5, 1<<20),  // before the fetch
+			blk("read", 10, 20, 2<<20),  // during it
+			blk("read", 30, 45, 2<<20),  // during it
+			blk("write", 40, 41, 4<<20), // a write: not what it read
+			blk("read", 95, 96, 1<<20),  // after its response
+		})
+	got, _ := runFile(t, New(Config{Slow: 50 * time.Millisecond}, idx, nil), []*event.Request{fetch, req(1, 0, 100)})
+	if len(got) != 1 || got[0].Cause != CauseNetworkThreadBlocked || len(got[0].BlockingFetches) != 1 {
+		t.Fatalf("findings %+v", got)
+	}
+	bf := got[0].BlockingFetches[0]
+	if bf.DiskReads != 2 || bf.DiskReadBytes != 4<<20 {
+		t.Errorf("disk reads %d, %d bytes; want 2, %d", bf.DiskReads, bf.DiskReadBytes, 4<<20)
+	}
+	if !strings.Contains(got[0].Detail, "4.0 MB read from disk while it was served (2 block reads)") {
+		t.Errorf("detail %q", got[0].Detail)
+	}
+}

@@ -44,7 +44,7 @@ func (x *Index) Handlers() recording.IOHandlers {
 		Write:      func(w *event.Write) error { x.AddWrite(w); return nil },
 		Commit:     func(c *event.JournalCommit) error { x.AddCommit(c); return nil },
 		Sync:       func(s *event.FileSync) error { x.Syncs++; x.AddSync(s); return nil },
-		Block:      func(*event.BlockIO) error { x.Blocks++; return nil },
+		Block:      func(b *event.BlockIO) error { x.Blocks++; x.AddBlock(b); return nil },
 		Wait:       func(k *event.KernelWait) error { x.AddWait(k); return nil },
 		Steal:      func(s *event.CPUSteal) error { x.AddSteal(s); return nil },
 		RunDelay:   func(r *event.RunDelay) error { x.AddRunDelay(r); return nil },
