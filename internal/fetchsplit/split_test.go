@@ -113,6 +113,20 @@ func TestSplit(t *testing.T) {
 			want: Split{TotalMs: 302, OtherMs: 301, SendingMs: 1, AbnormalMs: 301 + slow(1, 1000), Basis: BasisDataThere},
 		},
 		{
+			name:   "two partitions, min_bytes 1: the one whose data was there completed it, the other's unknown arrival makes no purgatory",
+			before: []*event.Request{fetch("10.0.0.6:6000", -20, -11, -10, 0, 1000, 500)},
+			fetch: func() *event.Request {
+				r := fetch(consumer, 0, 205, 206, 100, 1000, 500)
+				q := r.Partitions[0]
+				q.Topic, q.FetchOffset, q.HighWatermark = "other", i64(0), i64(10)
+				r.Partitions = append(r.Partitions, q)
+				r.Partitions[0].Topic = "t"
+				r.Partitions[0].FetchOffset = i64(100)
+				return r
+			}(),
+			want: Split{TotalMs: 206, OtherMs: 205, SendingMs: 1, AbnormalMs: 205 + slow(1, 1000), Basis: BasisDataThere},
+		},
+		{
 			name: "acks=1 with followers seen: its answer does not move the high watermark",
 			before: []*event.Request{
 				func() *event.Request {

@@ -175,28 +175,49 @@ type availability struct {
 	known bool
 }
 
-// available is when the data of every partition the fetch got records
-// of became available: the first mark past its fetch offset, the latest
-// of them (a fetch that needs min_bytes from several partitions waits
-// for all it got). Unknown when a partition has no such mark, or its
-// fetch offset is not known.
+// available is when the fetch's data became available. A partition that
+// returned min_bytes alone completed the fetch when its data came: the
+// earliest of those; else the fetch needed several, and waited for the
+// latest. Unknown when the partitions it rests on have no mark past their
+// fetch offset, or their fetch offset is not known (a known earliest
+// stands for an unknown one: it can only make the purgatory longer, and
+// the fetch less slow).
 func (s *Splitter) available(r *event.Request) availability {
-	var av availability
+	var alone, all availability
+	someUnknown := false
 	for _, p := range r.Partitions {
 		if p.Bytes <= 0 {
 			continue
 		}
-		offset, ok := s.offsetOf(r, &p)
-		if !ok {
-			return availability{}
+		at, ok := s.partitionAvailable(r, &p)
+		switch {
+		case !ok:
+			someUnknown = true
+			continue
+		case int64(p.Bytes) >= int64(r.Fetch.MinBytes) && (!alone.known || at < alone.at):
+			alone = availability{at: at, known: true}
 		}
-		at, ok := s.firstPast(topicPartition{p.Topic, p.Partition}, offset)
-		if !ok {
-			return availability{}
+		if !all.known || at > all.at {
+			all = availability{at: at, known: true}
 		}
-		av = availability{at: max(av.at, at), known: true}
 	}
-	return av
+	switch {
+	case alone.known:
+		return alone
+	case someUnknown:
+		return availability{}
+	}
+	return all
+}
+
+// partitionAvailable is when p's data at the fetch's offset became
+// available: the first mark past it.
+func (s *Splitter) partitionAvailable(r *event.Request, p *event.Partition) (int64, bool) {
+	offset, ok := s.offsetOf(r, p)
+	if !ok {
+		return 0, false
+	}
+	return s.firstPast(topicPartition{p.Topic, p.Partition}, offset)
 }
 
 // offsetOf is the offset the fetch read p from: the request's, or, for a
