@@ -28,7 +28,8 @@ func init() {
 }
 
 // measureDiskRead measures the waits of a fetch's network thread on
-// reads of file pages while its response left, and lists them.
+// reads from disk while its response left, and lists them with the runs
+// of pages the thread added to the page cache meanwhile.
 func measureDiskRead(m *measuring) measured {
 	if m.fetch == nil || m.netTID == 0 {
 		return measured{}
@@ -36,7 +37,7 @@ func measureDiskRead(m *measuring) measured {
 	span := interval{m.fetch.respStart, m.E}
 	var ivs []interval
 	for _, kw := range m.e.idx.waitsOverlapping(m.netTID, span.a, span.b) {
-		parts := diskWaits([]event.KernelWait{kw}, span)
+		parts := m.e.diskWaits([]event.KernelWait{kw}, span)
 		if len(parts) > 0 {
 			ivs = append(ivs, parts...)
 			m.f.DiskReads = append(m.f.DiskReads, kw)
@@ -44,6 +45,13 @@ func measureDiskRead(m *measuring) measured {
 	}
 	slices.SortStableFunc(m.f.DiskReads, func(a, b event.KernelWait) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	m.f.DiskReads = m.f.DiskReads[:min(len(m.f.DiskReads), maxNetWaitEvidence)]
+	runs := m.e.idx.pagesOverlapping(m.netTID, span.a, span.b)
+	m.f.PagesFromDisk = 0
+	for _, p := range runs {
+		m.f.PagesFromDisk += p.Pages
+	}
+	slices.SortStableFunc(runs, func(a, b event.PageCacheAdds) int { return cmp.Compare(b.Pages, a.Pages) })
+	m.f.PageCacheAdds = runs[:min(len(runs), maxNetWaitEvidence)]
 	return measured{ns: min(unionLen(ivs), m.L), ivs: ivs}
 }
 
@@ -52,6 +60,10 @@ func diskReadDetail(f *Finding) string {
 	if len(f.DiskReads) > 0 {
 		k := f.DiskReads[0]
 		s += fmt.Sprintf(" (network thread tid %d, longest %.1f ms at %s)", k.TID, k.LatencyMs, frames(k.Stack))
+	}
+	if f.PagesFromDisk > 0 {
+		p := f.PageCacheAdds[0]
+		s += fmt.Sprintf("; %d pages read into the page cache meanwhile (the most, %d, of inode %d on %s)", f.PagesFromDisk, p.Pages, p.Inode, p.Dev)
 	}
 	if f.Group != "" {
 		s += fmt.Sprintf("; consumer group %s", f.Group)

@@ -152,6 +152,11 @@ type Finding struct {
 	// connection on reads of file pages from disk while its response
 	// left (disk-read).
 	DiskReads []event.KernelWait `json:"disk_reads,omitempty"`
+	// PagesFromDisk are the pages that thread added to the page cache
+	// meanwhile (the tracepoint filemap:mm_filemap_add_to_page_cache),
+	// PageCacheAdds its runs of them (the largest first).
+	PagesFromDisk int64                 `json:"pages_from_disk,omitempty"`
+	PageCacheAdds []event.PageCacheAdds `json:"page_cache_adds,omitempty"`
 
 	Cause string `json:"cause"`
 	// Root is RootJournal when the write the cause rests on overlapped
@@ -329,6 +334,7 @@ func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
 	e.slowWrites()
 	e.sum.init(e.causes)
 	e.sum.Writes = int64(len(idx.writes))
+	e.sum.PageCacheRuns = idx.PageCacheRuns
 	for _, cs := range idx.commits {
 		e.sum.Commits += int64(len(cs))
 	}

@@ -67,7 +67,7 @@ func (e *Explainer) fetchScan(rd recording.Reader, path string) ([]fetchCand, er
 }
 
 // fetchReading is what the traces say of a fetch's reading: the
-// network thread serving its connection asleep on a page-cache read
+// network thread serving its connection asleep on a read from disk
 // (diskWaits) while its response was leaving. All of it is from disk:
 // reads from the page cache do not sleep.
 func (e *Explainer) fetchReading(r *event.Request) fetchsplit.Reading {
@@ -80,21 +80,37 @@ func (e *Explainer) fetchReading(r *event.Request) fetchsplit.Reading {
 	}
 	E := r.End.UnixNano()
 	send := interval{E - int64(max(r.ResponseMs, 0)*1e6), E}
-	ivs := diskWaits(e.idx.waitsOverlapping(ct.TID, send.a, send.b), send)
+	ivs := e.diskWaits(e.idx.waitsOverlapping(ct.TID, send.a, send.b), send)
 	n := unionLen(ivs)
 	return fetchsplit.Reading{Ns: n, DiskNs: n}
 }
 
 // diskWaits are the parts within span of the waits that slept on a read
-// of file pages from disk.
-func diskWaits(ws []event.KernelWait, span interval) []interval {
+// from disk (fromDisk).
+func (e *Explainer) diskWaits(ws []event.KernelWait, span interval) []interval {
 	var ivs []interval
 	for _, kw := range ws {
-		if readsFromDisk(kw.Stack) {
+		if e.fromDisk(&kw) {
 			ivs = append(ivs, clipAll([]interval{{kw.Start.UnixNano(), kw.End.UnixNano()}}, span)...)
 		}
 	}
 	return ivs
+}
+
+// pageAddSlack is how long before a wait the thread's adds to the page
+// cache count for it: the pages are added, and their reads submitted,
+// just before the thread sleeps on them.
+const pageAddSlack = int64(time.Millisecond)
+
+// fromDisk says whether a thread's wait was a read from disk: its kernel
+// stack is on the path of a read of file pages, or the thread added
+// pages to the page cache (the tracepoint filemap:mm_filemap_add_to_page_cache)
+// just before or while it slept.
+func (e *Explainer) fromDisk(kw *event.KernelWait) bool {
+	if readsFromDisk(kw.Stack) {
+		return true
+	}
+	return len(e.idx.pagesOverlapping(kw.TID, kw.Start.UnixNano()-pageAddSlack, kw.End.UnixNano())) > 0
 }
 
 // pageReadFrames are kernel functions on the path of a read of file

@@ -64,6 +64,7 @@ func TestExplainFetch(t *testing.T) {
 		reqs   []*event.Request
 		waits  []*event.KernelWait
 		pauses []event.JVMPause
+		pages  []event.PageCacheAdds
 		cause  string // "" for no finding
 		detail []string
 		basis  fetchsplit.Basis
@@ -75,6 +76,22 @@ func TestExplainFetch(t *testing.T) {
 			cause:  CauseDiskRead,
 			detail: []string{"its data came from disk: 250.0 ms of page-cache misses", "tid 21", "consumer group backfill", "history-2"},
 			basis:  fetchsplit.BasisDataThere,
+		},
+		{
+			name:   "disk read known from the page cache: the thread added the pages it then slept on (a stack not on the read path)",
+			reqs:   []*event.Request{heartbeat, dataThere, consumerFetch(7, 0, 300, 302, 100, 900_000, 1<<20)},
+			waits:  []*event.KernelWait{kwait(21, 20, 270, "__schedule", "io_schedule", "bit_wait_io")},
+			pages:  []event.PageCacheAdds{{Kind: event.KindPageCacheAdds, Start: at(19.5), End: at(19.9), TID: 21, Dev: "8:0", Inode: 77, Pages: 256}},
+			cause:  CauseDiskRead,
+			detail: []string{"250.0 ms of page-cache misses", "256 pages read into the page cache meanwhile (the most, 256, of inode 77 on 8:0)"},
+			basis:  fetchsplit.BasisDataThere,
+		},
+		{
+			name:  "without the page cache adds, the same wait is the network thread's, not a read",
+			reqs:  []*event.Request{heartbeat, dataThere, consumerFetch(7, 0, 300, 302, 100, 900_000, 1<<20)},
+			waits: []*event.KernelWait{kwait(21, 20, 270, "__schedule", "io_schedule", "bit_wait_io")},
+			cause: CauseNetworkThreadBlocked,
+			basis: fetchsplit.BasisDataThere,
 		},
 		{
 			name:   "network thread blocked: before its response, the thread read another connection's cold data",
@@ -104,6 +121,9 @@ func TestExplainFetch(t *testing.T) {
 			idx := indexOf(t, conns, tt.waits)
 			for _, p := range tt.pauses {
 				idx.AddJVMPause(&p)
+			}
+			for _, p := range tt.pages {
+				idx.AddPageCacheAdds(&p)
 			}
 			got, sum, err := runFetchFile(t, idx, 100*time.Millisecond, nil, tt.reqs...)
 			if err != nil {

@@ -70,6 +70,10 @@ type Index struct {
 	syncs    map[int][]fileSync
 	maxSync  int64
 	maxWrite int64
+	// pages are the threads' runs of adds to the page cache
+	// (pagecacheindex.go); PageCacheRuns counts them.
+	pages         pageRuns
+	PageCacheRuns int64
 
 	// Syncs and block requests are counted, not joined (yet); so is
 	// steal taken from other processes or from idle CPUs.
@@ -234,6 +238,7 @@ func (x *Index) Build() {
 		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
 	slices.SortStableFunc(x.steals, func(a, b stealRec) int { return cmp.Compare(a.from, b.from) })
+	x.pages.build()
 	x.sched.build()
 	x.built = true
 }

@@ -1,6 +1,9 @@
 package explain
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // measureResponseSend measures the response's leaving: from its first
 // byte to its last. For a fetch, without its reads from disk, and only
@@ -15,7 +18,7 @@ func measureResponseSend(m *measuring) measured {
 	if m.fetch == nil {
 		return measured{ns: response, ivs: ivs}
 	}
-	ivs = minus(ivs[0], m.of(CauseDiskRead).ivs)
+	ivs = minus(ivs[0], slices.Concat(m.of(CauseDiskRead).ivs, m.of(CauseNetworkThreadBlocked).ivs))
 	sp := m.fetch.split
 	slow := int64(max(sp.AbnormalMs-sp.OtherMs-sp.DiskMs, 0) * 1e6)
 	ivs = keepLast(ivs, slow)
@@ -44,9 +47,11 @@ func init() {
 		order: 50,
 		short: "response",
 		help:  "the response took most of the time to leave",
-		// A fetch's response leaves while its data is read: that part
-		// is disk-read's.
-		after:   []string{CauseDiskRead},
+		// A fetch's response leaves while its data is read, and its
+		// network thread sends it: the time it read from disk is
+		// disk-read's, the time the thread was stuck elsewhere
+		// network-thread-blocked's.
+		after:   []string{CauseDiskRead, CauseNetworkThreadBlocked},
 		measure: measureResponseSend,
 		detail: func(f *Finding) string {
 			return fmt.Sprintf("the %.1f ms response took %.1f ms to leave", f.LatencyMs, f.ResponseMs)

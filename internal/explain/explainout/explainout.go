@@ -183,6 +183,7 @@ func writeSummaryHead(w io.Writer, s *explain.Summary) {
 	if s.API == explain.APIFetch {
 		fmt.Fprintf(w, "%d answered consumer fetches; slow beyond their purgatory: >= %.1f ms (%s): %d fetches, %.1f s of latency\n",
 			s.FetchRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+		fmt.Fprintf(w, "reads from disk: %d runs of pages added to the page cache traced\n", s.PageCacheRuns)
 	} else {
 		fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 			s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
@@ -476,6 +477,9 @@ func (t *timeline) fetchSplit(f *explain.Finding) {
 	for _, k := range f.DiskReads {
 		t.add(k.Start, "  network thread tid %d sleeps reading from disk at %s", k.TID, output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 4)], " < ")))
 		t.add(k.End, "  network thread tid %d reads on after %.1f ms", k.TID, k.LatencyMs)
+	}
+	for _, p := range f.PageCacheAdds {
+		t.add(p.Start, "  tid %d adds %d pages of inode %d on %s to the page cache (read from disk)", p.TID, p.Pages, p.Inode, output.Escape(p.Dev))
 	}
 	t.add(f.End, "split: purgatory %.1f ms, other wait %.1f ms, reading %.1f ms (disk %.1f), sending %.1f ms; slow: %.1f ms",
 		sp.PurgatoryMs, sp.OtherMs, sp.ReadingMs, sp.DiskMs, sp.SendingMs, sp.AbnormalMs)
