@@ -102,6 +102,7 @@ type explainOptions struct {
 	top       int
 	quiet     bool
 	otlp      string
+	api       string
 }
 
 func newExplainCmd() *cobra.Command {
@@ -135,7 +136,13 @@ leader's wait for its followers (replication) then names the follower whose
 fetch ended it and what the follower's part went to (follower_cause): its
 own appends (slow-write, with the journal or a frozen file system), the
 network between the two, its fetcher thread's waits for a CPU, its JVM's
-pauses, or the fetch waiting in the leader. See docs/explain.md.`,
+pauses, or the fetch waiting in the leader.
+With --api fetch, the consumer fetches are explained instead: each fetch's
+time is split into purgatory (waiting for data that was not there, as its
+max_wait_ms and min_bytes asked: normal), the rest of the broker's wait,
+reading (the network thread asleep on page-cache misses: disk-read) and
+sending; a fetch is slow by the part that was not purgatory. See
+docs/explain.md.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.percentileSet = cmd.Flags().Changed("percentile")
@@ -152,12 +159,14 @@ pauses, or the fetch waiting in the leader. See docs/explain.md.`,
 	f.BoolVar(&o.summary, "summary", false, "print only the summary")
 	f.IntVar(&o.top, "top", 10, "rows in the summary's worst-of lists")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
+	f.StringVar(&o.api, "api", explain.APIProduce, "what to explain: produce, or fetch (consumer fetches slow beyond their purgatory, the wait for data they asked for; --slow and --percentile apply to that part)")
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "also send each slow request's explanation as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
 	check(f, "share", &o.share, share)
 	check(f, "stall", &o.stall, positive)
 	check(f, "slow-write", &o.slowWrite, positive)
 	check(f, "request", &o.request, requestID)
 	check(f, "format", &o.format, oneOf("table", "json"))
+	check(f, "api", &o.api, oneOf(explain.APIs()...))
 	check(f, "top", &o.top, positive)
 	check(f, "otlp-endpoint", &o.otlp, otlpEndpoint)
 	return cmd
@@ -184,7 +193,7 @@ func runExplain(stdout, stderr io.Writer, args []string, o *explainOptions) erro
 	defer cleanup()
 	opts := o.explainOptions(stderr, o.quiet)
 	opts.Share, opts.StallMin, opts.SlowWrite = o.share, o.stall, o.slowWrite
-	opts.Request, opts.Top = only, o.top
+	opts.Request, opts.Top, opts.API = only, o.top, o.api
 	if only != nil {
 		return explainRequest(stdout, inputs, opts, o.format)
 	}
@@ -232,8 +241,8 @@ func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
 	if len(o.pcaps) > 0 && len(o.ioFiles) == 0 {
 		return nil, errors.New("--pcap needs --io (the broker's iotrace --format json output)")
 	}
-	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "") {
-		return nil, errors.New("--request, --log-dirs and --jfr go with one recording, not several")
+	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "" || o.api == explain.APIFetch) {
+		return nil, errors.New("--request, --log-dirs, --jfr and --api fetch go with one recording, not several")
 	}
 	if o.request == "" {
 		return nil, nil

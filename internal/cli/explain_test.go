@@ -21,7 +21,9 @@ func TestExplainAndRecordBadInput(t *testing.T) {
 		{"explain", dir, "--share", "2"},
 		{"explain", dir, "--request", "nocorr"},
 		{"explain", dir, "--format", "csv"},
-		{"record"}, // no --out
+		{"explain", dir, "--api", "metadata"},
+		{"explain", dir, dir, "--api", "fetch"}, // one recording
+		{"record"},                              // no --out
 		{"record", "--out", dir, "--pid", "x"},
 		{"record", "--out", dir, "--port", "70000"},
 	}
@@ -85,5 +87,52 @@ func TestExplainRecording(t *testing.T) {
 	errOut.Reset()
 	if code := Main([]string{"explain", dir, "--request", "40000/999"}, &out, &errOut); code != ExitBadInput {
 		t.Errorf("unknown request: exit %d: %s", code, errOut.String())
+	}
+}
+
+// TestExplainFetchRecording: explain --api fetch over a hand-made
+// recording: consumer fetches waiting for data are not slow; the one the
+// broker held 300 ms with its data there is, and its timeline shows the
+// split.
+func TestExplainFetchRecording(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	w, err := recording.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	replica := int32(-1)
+	for i := range 20 {
+		a, lat, off, hwm, bytes := float64(i*600), 501.0, int64(100), int64(100), 0
+		if i == 10 { // behind: the last response said the data was there
+			lat, hwm, bytes = 300, 5000, 1000
+		}
+		if i == 9 {
+			lat, hwm, bytes = 2, 5000, 0
+		}
+		w.Request(&event.Request{Arrival: at(a), End: at(a + lat), LatencyMs: lat, BrokerMs: lat, ResponseMs: 0.5, Client: "127.0.0.1:41000",
+			API: "Fetch", APIKey: 1, APIVersion: 12, CorrelationID: int32(i), ClientID: "reader", ReplicaID: &replica, Answered: true,
+			Fetch:      event.FetchParams{MaxWaitMs: 500, MinBytes: 1},
+			Partitions: []event.Partition{{Topic: "t", Partition: 0, Bytes: bytes, FetchOffset: &off, HighWatermark: &hwm}}})
+	}
+	if err := w.Close(&recording.Meta{Tool: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"explain", dir, "--api", "fetch", "--slow", "100ms"}, &out, &errOut); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"20 answered consumer fetches; slow beyond their purgatory: >= 100.0 ms (--slow): 1 fetches", "127.0.0.1:41000/10"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := Main([]string{"explain", dir, "--api", "fetch", "--request", "41000/10"}, &out, &errOut); code != ExitOK {
+		t.Fatalf("--request: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "request arrives: Fetch v12") || !strings.Contains(out.String(), "split: purgatory 0.0 ms, other wait 299.5 ms") {
+		t.Errorf("timeline:\n%s", out.String())
 	}
 }

@@ -29,6 +29,7 @@ type iotraceOptions struct {
 	functions    string
 	waits        bool
 	steal        bool
+	pageCache    bool
 	runq         bool
 	runqMin      time.Duration
 	conns        bool
@@ -88,6 +89,7 @@ mounted). See docs/iotrace.md.`,
 	addSyscallProbeFlag(f, &o.syscallProbe)
 	f.StringVar(&o.functions, "functions", "auto", "also time ext4_file_write_iter/xfs_file_write_iter with fentry: auto (where the kernel allows it), on (fail if it does not), off")
 	f.BoolVar(&o.waits, "waits", false, "also trace the broker threads' uninterruptible kernel sleeps (D state) with their kernel stacks")
+	f.BoolVar(&o.pageCache, "page-cache", false, "also trace the pages the broker adds to the page cache (reads from disk), as runs per thread and file (op page-cache-add; kind page_cache_adds in JSON); without the tracepoint filemap:mm_filemap_add_to_page_cache the mode says so")
 	f.BoolVar(&o.steal, "steal", false, "also trace the time the hypervisor takes from each vCPU (steal), per interval between context switches, at --min-latency or more (virtual machines only)")
 	f.BoolVar(&o.runq, "runq", false, "also trace the broker threads' run-queue latency: waits for a CPU of at least --runq-min, and who had the CPU")
 	f.DurationVar(&o.runqMin, "runq-min", iotrace.DefaultRunQueueMin, "with --runq: report waits for a CPU of at least this long")
@@ -179,7 +181,7 @@ func (o *iotraceOptions) followConfig(stdout io.Writer) (iotrace.FollowConfig, i
 	fc = iotrace.FollowConfig{
 		Config: iotrace.Config{PID: o.pid, LogDirs: o.logDirs, MinLatency: o.minLatency, AllFiles: o.allFiles, Journal: o.journal,
 			Waits: o.waits, SyscallProbes: o.syscallProbe, Functions: functions, Steal: o.steal, StealMin: o.minLatency,
-			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports},
+			RunQueue: o.runq, RunQueueMin: o.runqMin, Conns: o.conns, Ports: ports, PageCache: o.pageCache},
 		Summaries: o.summary,
 	}
 	if o.auto {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/fetchsplit"
 )
 
 // Options configure an Aggregator.
@@ -41,6 +42,13 @@ type Options struct {
 	// is the broker's, not on the wire, and says when the coordinator
 	// fenced a member that went silent.
 	GroupSessionTimeout time.Duration
+	// FetchSendRate is the rate (bytes/s) a fetch response is expected
+	// to pass the capture point at (0: fetchsplit.DefaultSendRate).
+	FetchSendRate float64
+	// SlowFetchWarning and SlowFetchAlarm are the p99 of a consumer's
+	// fetches' abnormal part from which it is a warning and an alarm (0:
+	// DefaultSlowFetchWarning, DefaultSlowFetchAlarm).
+	SlowFetchWarning, SlowFetchAlarm time.Duration
 }
 
 // DefaultGroupSessionTimeout is Kafka's default
@@ -52,6 +60,14 @@ const DefaultGroupSessionTimeout = 45 * time.Second
 const (
 	DefaultLagWarning = time.Minute
 	DefaultLagAlarm   = 10 * time.Minute
+)
+
+// Default slow fetch thresholds, on the abnormal part of a fetch (not
+// its purgatory): a consumer's poll loop waits for every fetch, and a
+// broker that keeps it waiting 200 ms beyond its data is worth a look.
+const (
+	DefaultSlowFetchWarning = 200 * time.Millisecond
+	DefaultSlowFetchAlarm   = time.Second
 )
 
 // Bounds: a hostile or broken client population cannot make the
@@ -90,6 +106,11 @@ type Aggregator struct {
 	e2e         *endToEnd
 	groups      map[string]*group
 	first, last time.Time
+	// splitter splits each consumer fetch's time; fetchTimes are the
+	// splits by client, untrackedFetchClients the clients past the bound.
+	splitter              *fetchsplit.Splitter
+	fetchTimes            map[clientKey]*fetchTimes
+	untrackedFetchClients int64
 }
 
 // clientKey is a consumer client: its address and client id.
@@ -117,8 +138,11 @@ func New(o Options) *Aggregator {
 	o.LagWarning = cmp.Or(o.LagWarning, DefaultLagWarning)
 	o.LagAlarm = cmp.Or(o.LagAlarm, DefaultLagAlarm)
 	o.GroupSessionTimeout = cmp.Or(o.GroupSessionTimeout, DefaultGroupSessionTimeout)
+	o.SlowFetchWarning = cmp.Or(o.SlowFetchWarning, DefaultSlowFetchWarning)
+	o.SlowFetchAlarm = cmp.Or(o.SlowFetchAlarm, DefaultSlowFetchAlarm)
 	return &Aggregator{o: o, memberOf: map[clientKey]string{}, partitions: map[partKey]*partition{}, e2e: newEndToEnd(),
-		groups: map[string]*group{}, commits: map[string]map[topicPartition]commit{}, commitRequests: map[string]int64{}}
+		groups: map[string]*group{}, commits: map[string]map[topicPartition]commit{}, commitRequests: map[string]int64{},
+		splitter: fetchsplit.New(fetchsplit.Options{SendRate: o.FetchSendRate, MaxPartitions: o.MaxPartitions}), fetchTimes: map[clientKey]*fetchTimes{}}
 }
 
 // Add counts one request.
@@ -127,6 +151,7 @@ func (a *Aggregator) Add(r *event.Request) {
 		a.first = r.Arrival
 	}
 	a.last = later(a.last, r.Arrival, r.End)
+	a.split(r)
 	switch r.APIKey {
 	case apiProduce:
 		a.e2e.produced(r)

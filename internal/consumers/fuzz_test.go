@@ -57,6 +57,14 @@ func FuzzAggregate(f *testing.F) {
 				}
 			}
 		}
+		if len(a.fetchTimes) > 2*10 {
+			t.Fatalf("%d fetch clients: past the bound", len(a.fetchTimes))
+		}
+		for _, fl := range rep.FetchLatency {
+			if fl.AbnormalP99Ms < 0 || fl.P99Ms < 0 || fl.PurgatoryShare < 0 || fl.PurgatoryShare > 1 || len(fl.Clients) == 0 {
+				t.Fatalf("fetch latency %+v", fl)
+			}
+		}
 		for _, format := range Formats() {
 			if err := Write(io.Discard, rep, format, 3); err != nil {
 				t.Fatalf("%s: %v", format, err)

@@ -54,6 +54,11 @@ func (a *Aggregator) prune(before time.Time) {
 			delete(a.partitions, k)
 		}
 	}
+	for k, ft := range a.fetchTimes {
+		if ft.last.Before(before) {
+			delete(a.fetchTimes, k)
+		}
+	}
 	for id, g := range a.groups {
 		g.events = slices.DeleteFunc(g.events, func(e groupEvent) bool { return e.arrival.Before(before) })
 		for mid, m := range g.members {

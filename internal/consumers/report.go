@@ -15,10 +15,13 @@ type Report struct {
 	Seconds float64   `json:"seconds"`
 	// Consumers are the groups and group-less clients, the most behind
 	// (in time) first.
-	Consumers  []Consumer     `json:"consumers"`
-	EndToEnd   []TopicLatency `json:"end_to_end"`
-	Rebalances []Rebalance    `json:"rebalances"`
-	Findings   []Finding      `json:"findings"`
+	Consumers []Consumer     `json:"consumers"`
+	EndToEnd  []TopicLatency `json:"end_to_end"`
+	// FetchLatency is each consumer's fetch time, split (the slowest
+	// first).
+	FetchLatency []FetchLatency `json:"fetch_latency"`
+	Rebalances   []Rebalance    `json:"rebalances"`
+	Findings     []Finding      `json:"findings"`
 	// UntrackedPartitions counts consumer fetch partitions past the
 	// bound on those followed; DroppedGroupEvents group requests past the
 	// bound per group; UnmatchedMessages produced messages whose fetch
@@ -26,6 +29,11 @@ type Report struct {
 	UntrackedPartitions int64 `json:"untracked_partitions,omitempty"`
 	DroppedGroupEvents  int64 `json:"dropped_group_events,omitempty"`
 	UnmatchedMessages   int64 `json:"unmatched_messages,omitempty"`
+	// UntrackedFetchClients counts consumer clients whose fetch times
+	// were not kept (past the bound), UntrackedFetchPartitions the
+	// partitions whose high watermark the fetch split did not follow.
+	UntrackedFetchClients    int64 `json:"untracked_fetch_clients,omitempty"`
+	UntrackedFetchPartitions int64 `json:"untracked_fetch_partitions,omitempty"`
 }
 
 // Consumer is one group (or a client without a group) and its partitions.
@@ -109,6 +117,8 @@ func (a *Aggregator) Report() *Report {
 	}
 	rep.Consumers = a.consumers()
 	rep.EndToEnd = a.e2e.report()
+	rep.FetchLatency = a.fetchLatencies()
+	rep.UntrackedFetchClients, rep.UntrackedFetchPartitions = a.untrackedFetchClients, a.splitter.Untracked
 	for _, g := range a.groups {
 		rep.Rebalances = append(rep.Rebalances, g.rebalances(a.o.GroupSessionTimeout)...)
 		rep.DroppedGroupEvents += g.dropped

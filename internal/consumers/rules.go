@@ -48,6 +48,9 @@ func Rules() []Rule {
 		{Name: "never-commits", Threshold: "a consumer that fetched and committed no offset in the capture",
 			Source: "tools that read lag from committed offsets (Burrow, kafka-lag-exporter, kafka_exporter) do not see it (kafka-lag-exporter #126, kafka_exporter #237)",
 			fire:   neverCommits},
+		{Name: "slow-fetch", Threshold: "a consumer whose fetches' p99, without the time they waited for data that was not there, is 200 ms or more (warning), 1 s or more (alarm)",
+			Source: "a fetch's latency includes the purgatory wait its client asked for (max_wait_ms), which KIP-736 calls greatly skewing it; only the rest is the broker's or the network's",
+			fire:   slowFetches},
 	}
 }
 
@@ -56,6 +59,9 @@ func Rules() []Rule {
 func Evaluate(r *Report, o Options) []Finding {
 	if o.LagWarning == 0 {
 		o.LagWarning, o.LagAlarm = DefaultLagWarning, DefaultLagAlarm
+	}
+	if o.SlowFetchWarning == 0 {
+		o.SlowFetchWarning, o.SlowFetchAlarm = DefaultSlowFetchWarning, DefaultSlowFetchAlarm
 	}
 	var out []Finding
 	for _, rule := range Rules() {
@@ -153,6 +159,29 @@ func neverCommits(r *Report, _ Options) []Finding {
 			Title: fmt.Sprintf("%s reads and never commits: commit-based lag tools do not see it", c.Name()),
 			Evidence: fmt.Sprintf("%d fetches of %d partitions, no OffsetCommit in %s; its lag from the wire: %d messages, %s",
 				fetches, len(c.Partitions), dur(r.Seconds*1000), c.LagMessages, dur(c.MaxLagMs))})
+	}
+	return out
+}
+
+// slowFetches names each consumer whose fetches are slow beyond their
+// purgatory.
+func slowFetches(r *Report, o Options) []Finding {
+	var out []Finding
+	for _, fl := range r.FetchLatency {
+		sev := ""
+		switch {
+		case fl.AbnormalP99Ms >= float64(o.SlowFetchAlarm.Milliseconds()):
+			sev = Alarm
+		case fl.AbnormalP99Ms >= float64(o.SlowFetchWarning.Milliseconds()):
+			sev = Warning
+		default:
+			continue
+		}
+		c := Consumer{Group: fl.Group, Clients: fl.Clients}
+		out = append(out, Finding{Severity: sev, Weight: fl.AbnormalP99Ms / 1000,
+			Title: fmt.Sprintf("%s's fetches are slow: p99 %s beyond waiting for data", c.Name(), dur(fl.AbnormalP99Ms)),
+			Evidence: fmt.Sprintf("%d fetches, p99 %s in all, %.0f%% of their time waiting for data (purgatory); the rest: %s in the broker before the response, %s sending; kscope explain --api fetch names the causes",
+				fl.Fetches, dur(fl.P99Ms), fl.PurgatoryShare*100, dur(fl.OtherMs), dur(fl.SendingMs))})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kscope-dev/kscope/internal/fetchsplit"
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
@@ -43,6 +44,7 @@ func writeTable(w io.Writer, r *Report, top int) {
 	}
 	writeConsumers(w, r, top)
 	writeRebalances(w, r, top)
+	writeFetchLatency(w, r, top)
 	if len(r.EndToEnd) > 0 {
 		fmt.Fprintln(w, "\nEND-TO-END LATENCY (produce request's arrival to the first fetch response carrying the message)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -82,6 +84,28 @@ func writeConsumers(w io.Writer, r *Report, top int) {
 			fmt.Fprintf(tw, "%s\t%s-%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(group), cell(p.Topic), p.Partition, cell(p.Client),
 				p.Position, p.HighWatermark, p.LagMessages, lagTime, dur(p.BehindSec*1000), committed, gap)
 		}
+	}
+	tw.Flush()
+}
+
+func writeFetchLatency(w io.Writer, r *Report, top int) {
+	if len(r.FetchLatency) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFETCH LATENCY (request's arrival to response's last byte; SLOW: without purgatory, the wait for data that was not there)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tCLIENTS\tFETCHES\tp50\tp99\tSLOW p50\tSLOW p99\tSLOW MAX\tPURGATORY\tASSUMED")
+	for _, fl := range limit(r.FetchLatency, top) {
+		group := fl.Group
+		if group == "" {
+			group = "(none)"
+		}
+		clients := cell(fl.Clients[0])
+		if len(fl.Clients) > 1 {
+			clients += fmt.Sprintf(" +%d", len(fl.Clients)-1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%d\n", cell(group), clients, fl.Fetches, dur(fl.P50Ms), dur(fl.P99Ms),
+			dur(fl.AbnormalP50Ms), dur(fl.AbnormalP99Ms), dur(fl.AbnormalMaxMs), fl.PurgatoryShare*100, fl.Bases[fetchsplit.BasisAssumed])
 	}
 	tw.Flush()
 }

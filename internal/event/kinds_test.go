@@ -10,7 +10,7 @@ import (
 // named field or with On, and to no other; Bind sees them too.
 func TestKindsDispatch(t *testing.T) {
 	events := []any{&Write{}, &JournalCommit{}, &FileSync{}, &BlockIO{}, &KernelWait{}, &CPUSteal{},
-		&RunDelay{}, &Wakeup{}, &ConnThread{}, &CPUThrottle{}, &JVMPause{}}
+		&RunDelay{}, &Wakeup{}, &ConnThread{}, &CPUThrottle{}, &JVMPause{}, &PageCacheAdds{}}
 	if len(events) != len(Kinds()) {
 		t.Fatalf("%d kinds, %d events to try", len(Kinds()), len(events))
 	}
@@ -25,7 +25,7 @@ func TestKindsDispatch(t *testing.T) {
 		}
 	}
 	if want := "*event.Write,*event.JournalCommit,*event.FileSync,*event.BlockIO,*event.KernelWait,*event.CPUSteal," +
-		"*event.RunDelay,*event.Wakeup,*event.ConnThread,*event.CPUThrottle,*event.JVMPause"; strings.Join(got, ",") != want {
+		"*event.RunDelay,*event.Wakeup,*event.ConnThread,*event.CPUThrottle,*event.JVMPause,*event.PageCacheAdds"; strings.Join(got, ",") != want {
 		t.Errorf("bound handlers got %s", strings.Join(got, ","))
 	}
 	// Named fields are the kinds' handlers.

@@ -49,6 +49,8 @@ type reqCtx struct {
 	lockWaited  []interval
 	ownerParked []interval
 	ownerParks  []ParkWait
+	// fetch is a consumer fetch's split (nil for a produce request).
+	fetch *fetchCtx
 }
 
 // measured is what a cause accounts for in a request: the union of ivs,

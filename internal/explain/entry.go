@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/jfr"
@@ -73,6 +75,9 @@ type Options struct {
 	Request *RequestID
 	// Top bounds the summaries' worst-of lists (0: no bound).
 	Top int
+	// API is what to explain: APIProduce ("" too) or APIFetch, the
+	// consumer fetches slow beyond their purgatory (one input only).
+	API string
 	// LogDirs are the broker's log dirs, where the segment files are
 	// (none: meta.json's).
 	LogDirs []string
@@ -136,6 +141,10 @@ func Run(ctx context.Context, inputs []Input, opts Options, out Output) error {
 	switch {
 	case len(inputs) == 0:
 		return errors.New("nothing to explain")
+	case opts.API != "" && !slices.Contains(APIs(), opts.API):
+		return fmt.Errorf("explain explains %s requests, not %q", strings.Join(APIs(), " or "), output.Escape(opts.API))
+	case opts.API == APIFetch && (len(inputs) > 1 || inputs[0].Held != nil):
+		return errors.New("fetches are explained from one recording or requests file at a time")
 	case len(inputs) > 1:
 		return runCluster(ctx, inputs, opts, out)
 	case inputs[0].Held != nil:
@@ -339,7 +348,7 @@ func (l *loaded) readJFR(opts Options) error {
 // other brokers', in a cluster) into out, and returns its summary.
 func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Peer, out Output) (*Summary, error) {
 	th, warning := DecideThreshold(opts.Config, l.slowLog(), l.Scan.Latencies())
-	if warning != "" {
+	if warning != "" && opts.API != APIFetch {
 		opts.warn("%s is %s", output.Escape(l.name), warning)
 	}
 	e := New(opts.Config, l.Index, l.idLookup(opts))
@@ -347,13 +356,21 @@ func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Pee
 		e.SetPeers(peers)
 	}
 	var outErr error
-	sum, err := e.Run(l.Scan, RunOptions{Top: opts.Top, Threshold: &th}, func(f *Finding) error {
+	emit := func(f *Finding) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		outErr = out.Finding(f)
 		return outErr
-	})
+	}
+	var sum *Summary
+	var err error
+	if opts.API == APIFetch {
+		// The threshold is the fetches' own, on their abnormal part.
+		sum, err = e.runFetches(l.fetchReader(), l.Scan, RunOptions{Top: opts.Top}, emit)
+	} else {
+		sum, err = e.Run(l.Scan, RunOptions{Top: opts.Top, Threshold: &th}, emit)
+	}
 	if outErr != nil {
 		return nil, &OutputError{outErr}
 	}
@@ -365,6 +382,17 @@ func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Pee
 	}
 	sum.MissingEvidence = append(sum.MissingEvidence, l.tally.Warnings()...)
 	return sum, nil
+}
+
+// fetchReader reads the requests file a second time for the fetches:
+// within the recording's window, what it leaves out counted apart (the
+// first pass counted it already).
+func (l *loaded) fetchReader() recording.Reader {
+	rd := recording.Reader{Tally: &recording.Tally{}}
+	if l.Meta != nil {
+		rd.Window = l.Meta.Window()
+	}
+	return rd
 }
 
 // slowLog is the recording's slow-log header: set when it is an agent's.

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/fetchsplit"
 )
 
 // CauseUnexplained is the verdict when no cause accounts for at least
@@ -136,6 +137,26 @@ type Finding struct {
 	ZeroWindows         int     `json:"zero_windows,omitempty"`
 	BrokerZeroWindows   int     `json:"broker_zero_windows,omitempty"`
 	ResponseAckWaitMs   float64 `json:"response_ack_wait_ms,omitempty"`
+
+	// API is the request's API when it is not a produce request
+	// (kscope explain --api fetch: "Fetch").
+	API string `json:"api,omitempty"`
+	// Group is a fetch's consumer group, as its client's group requests
+	// named it (empty: none seen).
+	Group string `json:"group,omitempty"`
+	// FetchSplit is a fetch's time, split: its purgatory (waiting for
+	// data that was not there, normal), the rest of its wait, reading and
+	// sending; the causes account for its abnormal part.
+	FetchSplit *fetchsplit.Split `json:"fetch_split,omitempty"`
+	// DiskReads are the waits of the network thread serving a fetch's
+	// connection on reads of file pages from disk while its response
+	// left (disk-read).
+	DiskReads []event.KernelWait `json:"disk_reads,omitempty"`
+	// PagesFromDisk are the pages that thread added to the page cache
+	// meanwhile (the tracepoint filemap:mm_filemap_add_to_page_cache),
+	// PageCacheAdds its runs of them (the largest first).
+	PagesFromDisk int64                 `json:"pages_from_disk,omitempty"`
+	PageCacheAdds []event.PageCacheAdds `json:"page_cache_adds,omitempty"`
 
 	Cause string `json:"cause"`
 	// Root is RootJournal when the write the cause rests on overlapped
@@ -313,6 +334,7 @@ func New(cfg Config, idx *Index, lookup IDLookup) *Explainer {
 	e.slowWrites()
 	e.sum.init(e.causes)
 	e.sum.Writes = int64(len(idx.writes))
+	e.sum.PageCacheRuns = idx.PageCacheRuns
 	for _, cs := range idx.commits {
 		e.sum.Commits += int64(len(cs))
 	}
@@ -491,7 +513,14 @@ func (e *Explainer) newRequest(r *event.Request) *reqCtx {
 		brokerStart = A
 	}
 	f := newFinding(r)
-	sw := e.partitionWrites(r, f, A, brokerStart, E)
+	// A fetch appends nothing: the writes to its partitions are
+	// others'.
+	sw := storageWaits{ownEnd: -1}
+	if r.APIKey == fetchKey {
+		f.Partitions = fetchPartitions(r)
+	} else {
+		sw = e.partitionWrites(r, f, A, brokerStart, E)
+	}
 	c := &reqCtx{r: r, f: f, A: A, E: E, L: E - A, brokerStart: brokerStart, netFrom: brokerStart, sw: &sw, ownEnd: sw.ownEnd,
 		replicating: e.followers && r.Acks != nil && *r.Acks == -1,
 		lockWaited:  sw.blockPart, ownerParked: sw.ownerParked, ownerParks: sw.ownerParks}

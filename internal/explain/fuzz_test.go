@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/recording"
 )
 
@@ -63,4 +65,49 @@ func checkLineError(t *testing.T, path string, err error) {
 	if strings.Contains(msg, "\n") || len(msg) > len(path)+600 || !strings.HasPrefix(msg, path) {
 		t.Fatalf("error of %d bytes: %.800q", len(msg), msg)
 	}
+}
+
+// FuzzExplainFetches: any bytes of a requests.jsonl are read as
+// kscope explain --api fetch reads them (the fetch split's second pass,
+// then the slow fetches again), without panic, strictly and with a tally
+// and a window; an error is one bounded line naming the file and line;
+// no finding's split is negative or beyond its latency.
+func FuzzExplainFetches(f *testing.F) {
+	seed, err := os.ReadFile("testdata/requests.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var fetches []byte
+	for _, r := range []*event.Request{consumerFetch(1, -50, 1, -40, 0, 900_000, 1000), consumerFetch(7, 0, 300, 302, 100, 900_000, 1<<20),
+		consumerFetch(8, 400, 1, 902, 100, 100, 0)} {
+		line, _ := json.Marshal(r)
+		fetches = append(append(fetches, line...), '\n')
+	}
+	f.Add(append(seed, fetches...))
+	f.Add(fetches[:len(fetches)-50]) // cut by a crash
+	win := recording.Window{Start: t0.Add(-time.Second), End: t0.Add(2 * time.Second)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "requests.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		idx := indexOf(t, []*event.ConnThread{connThread(21, consumerConn, -1000)}, []*event.KernelWait{kwait(21, 20, 270, sendfileStack...)})
+		for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
+			scan, err := ScanRequestsWith(rd, path, nil)
+			if err != nil {
+				checkLineError(t, path, err)
+				continue
+			}
+			_, err = New(Config{Slow: time.Millisecond}, idx, nil).runFetches(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
+				sp := f.FetchSplit
+				if sp == nil || sp.AbnormalMs < 0 || sp.PurgatoryMs < 0 || sp.TotalMs > float64(f.End.Sub(f.Arrival))/1e6+1e-6 || f.ExplainedMs > sp.AbnormalMs+1e-6 {
+					t.Fatalf("finding %+v, split %+v", f, sp)
+				}
+				return nil
+			})
+			if err != nil {
+				checkLineError(t, path, err)
+			}
+		}
+	})
 }

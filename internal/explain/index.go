@@ -70,6 +70,10 @@ type Index struct {
 	syncs    map[int][]fileSync
 	maxSync  int64
 	maxWrite int64
+	// pages are the threads' runs of adds to the page cache
+	// (pagecacheindex.go); PageCacheRuns counts them.
+	pages         pageRuns
+	PageCacheRuns int64
 
 	// reads are the log devices' block reads (blockreads.go).
 	reads blockReads
@@ -238,6 +242,7 @@ func (x *Index) Build() {
 		slices.SortStableFunc(ws, func(a, b event.KernelWait) int { return a.Start.Compare(b.Start) })
 	}
 	slices.SortStableFunc(x.steals, func(a, b stealRec) int { return cmp.Compare(a.from, b.from) })
+	x.pages.build()
 	x.sched.build()
 	x.built = true
 }

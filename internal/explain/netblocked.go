@@ -26,7 +26,9 @@ func init() {
 		short: "network thread",
 		help: "the network thread serving its connection was stuck\n" +
 			"elsewhere (a consumer's fetch read from disk by sendfile)",
-		measure:   func(m *measuring) measured { return m.e.networkThreadBlocked(m.reqCtx, m.f) },
+		// A fetch's own reads from disk are disk-read's.
+		after:     []string{CauseDiskRead},
+		measure:   func(m *measuring) measured { return m.e.networkThreadBlocked(m.reqCtx, m.f, m.of(CauseDiskRead).ivs) },
 		inherited: true,
 		// The fetches it was serving then are read from the requests
 		// file: only for the requests it names.
@@ -93,12 +95,15 @@ type FetchPartition struct {
 // and, while queued on its connection, the time the request ahead was
 // held by it. The waits and the Fetch requests the thread was serving
 // then are the evidence.
-func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding) measured {
+//
+// own are the times the thread was reading a fetch's own data (disk-read
+// measures them): not elsewhere.
+func (e *Explainer) networkThreadBlocked(c *reqCtx, f *Finding, own []interval) measured {
 	m := measured{cause: CauseNetworkThreadBlocked}
 	if c.netTID != 0 && !slices.Contains(c.handlers, int32(c.netTID)) {
 		span := interval{c.netFrom, c.E}
 		for _, kw := range e.idx.waitsOverlapping(c.netTID, span.a, span.b) {
-			parts := clipAll(minus(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, c.own), span)
+			parts := clipAll(minus(interval{kw.Start.UnixNano(), kw.End.UnixNano()}, slices.Concat(c.own, own)), span)
 			if len(parts) > 0 {
 				m.ivs = append(m.ivs, parts...)
 				f.NetworkThreadWaits = append(f.NetworkThreadWaits, kw)

@@ -40,8 +40,8 @@ func TestCauseInOneFile(t *testing.T) {
 		{"the summary table", table.String(), `(?m)^test-stall +1 +50\.0% +0\.1 s +0\.1 s$`},
 		{"the table's rows", table.String(), `(?m)^.* 100 ms .* test-stall +10\.0\.0\.1:40000/1$`},
 		{"the finding's cause and detail", js.String(), `"correlation_id":1,.*"cause":"test-stall","explained_ms":90,.*"detail":"the test held it 90\.0 ms"`},
-		{"the finding's shares", js.String(), `"shares":\{"slow_write_ms":0,.*,"request_queue_ms":0,"test_stall_ms":90\}`},
-		{"an unexplained finding's detail", js.String(), `"correlation_id":2,.*"detail":"no cause accounts for 50% of 100\.0 ms \(write 0\.0, .*, safepoint 0\.0, test 0\.0 ms\)"`},
+		{"the finding's shares", js.String(), `"shares":\{"slow_write_ms":0,.*,"request_queue_ms":0,"disk_read_ms":0,"test_stall_ms":90\}`},
+		{"an unexplained finding's detail", js.String(), `"correlation_id":2,.*"detail":"no cause accounts for 50% of 100\.0 ms \(write 0\.0, .*, safepoint 0\.0, disk read 0\.0, test 0\.0 ms\)"`},
 		{"the JSON summary", js.String(), `\{"cause":"safepoint","requests":0,[^}]*\},\{"cause":"test-stall","requests":1,"share":0\.5,`},
 		{"--help", explain.CauseHelp("  ", 15), `(?m)^  safepoint      .*\n  test-stall     a test held it \(registered by tests only\)\n  cpu-steal `},
 	} {

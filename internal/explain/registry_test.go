@@ -44,7 +44,7 @@ func RegisterTestCause(t testing.TB) {
 }
 
 func TestCausesInOrder(t *testing.T) {
-	want := []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork,
+	want := []string{CauseSlowWrite, CauseLockWait, CauseReplication, CauseThrottle, CauseResponseSend, CauseNetwork, CauseDiskRead,
 		CauseNetworkThreadBlocked, CauseCPUStarved, CauseParkWait, CauseRequestQueue, CauseGCPause, CauseSafepoint, CauseCPUSteal, CauseUnexplained}
 	if got := Causes(); !slices.Equal(got, want) {
 		t.Errorf("causes %v, want %v", got, want)
@@ -145,8 +145,8 @@ func TestRegisterRefuses(t *testing.T) {
 			register(tt.cause)
 		})
 	}
-	if n := len(Causes()); n != 14 {
-		t.Errorf("%d causes after the refusals, want 14", n)
+	if n := len(Causes()); n != 15 {
+		t.Errorf("%d causes after the refusals, want 15", n)
 	}
 }
 
@@ -185,7 +185,7 @@ func TestTestCauseNamesAndShares(t *testing.T) {
 		t.Errorf("held: cause %q explained %.1f ms, %q, shares %v", held.Cause, held.ExplainedMs, held.Detail, held.Shares)
 	}
 	other := e.Explain(req(2, 200, 300))
-	if other.Cause != CauseUnexplained || !strings.HasSuffix(other.Detail, ", safepoint 0.0, test 0.0 ms)") {
+	if other.Cause != CauseUnexplained || !strings.HasSuffix(other.Detail, ", safepoint 0.0, disk read 0.0, test 0.0 ms)") {
 		t.Errorf("other: cause %q, %q", other.Cause, other.Detail)
 	}
 	sum := e.Summary(2, 0, "p99", 10)

@@ -40,6 +40,13 @@ func LoadIOWith(rd recording.Reader, idx *Index, paths ...string) error {
 
 // Handlers adds every kind of event ReadIO reads to x.
 func (x *Index) Handlers() recording.IOHandlers {
+	h := x.namedHandlers()
+	event.PageCacheAddsKind.On(&h, func(p *event.PageCacheAdds) error { x.AddPageCacheAdds(p); return nil })
+	return h
+}
+
+// namedHandlers are the handlers of the kinds with a field in Handlers.
+func (x *Index) namedHandlers() recording.IOHandlers {
 	return recording.IOHandlers{
 		Write:      func(w *event.Write) error { x.AddWrite(w); return nil },
 		Commit:     func(c *event.JournalCommit) error { x.AddCommit(c); return nil },

@@ -101,6 +101,15 @@ func (e *Explainer) slowWrites() {
 
 // Summary is what explain found over all slow requests.
 type Summary struct {
+	// API is what was explained when not produce requests (APIFetch);
+	// FetchRequests then counts the answered consumer fetches, whose
+	// threshold is on the part of their time that was not purgatory.
+	API           string `json:"api,omitempty"`
+	FetchRequests int64  `json:"fetch_requests,omitempty"`
+	// PageCacheRuns counts the runs of pages the broker's threads added
+	// to the page cache in the trace (reads from disk).
+	PageCacheRuns int64 `json:"page_cache_runs,omitempty"`
+
 	ProduceRequests int64   `json:"produce_requests"` // answered produce requests
 	ThresholdMs     float64 `json:"threshold_ms"`
 	ThresholdFrom   string  `json:"threshold_from"` // "p99" or "--slow"

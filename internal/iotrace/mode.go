@@ -33,6 +33,11 @@ type Mode struct {
 	// are (Config.Conns), empty without.
 	RunQueue bool
 	Conns    []uint16
+	// PageCache says whether the pages the broker adds to the page cache
+	// are traced (Config.PageCache), and PageCacheErr why not when it was
+	// asked for: the kernel lacks the tracepoint, or refused the program.
+	PageCache    bool
+	PageCacheErr error
 }
 
 // String says how writes are timed, then what each source that
@@ -53,6 +58,16 @@ func (m Mode) stealString() string {
 		return " + steal"
 	case m.StealErr != nil:
 		return fmt.Sprintf(" (steal not traced: %v)", m.StealErr)
+	}
+	return ""
+}
+
+func (m Mode) pageCacheString() string {
+	switch {
+	case m.PageCache:
+		return " + page cache adds"
+	case m.PageCacheErr != nil:
+		return fmt.Sprintf(" (page cache not traced: %v)", m.PageCacheErr)
 	}
 	return ""
 }

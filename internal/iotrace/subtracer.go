@@ -61,6 +61,8 @@ var sources = []source{
 		open: openRunqSource, kinds: []event.Kind{event.RunDelays, event.Wakeups}, describe: Mode.runQueueString},
 	{name: "connections", wanted: func(c *Config) bool { return c.Conns },
 		open: openConnSource, kinds: []event.Kind{event.ConnThreads}, describe: Mode.connsString},
+	{name: "page cache", wanted: func(c *Config) bool { return c.PageCache },
+		open: openPageCacheSource, kinds: []event.Kind{event.PageCacheAddsKind}, describe: Mode.pageCacheString},
 }
 
 // Kinds are the kinds of event a Tracer may send: writes, and those of

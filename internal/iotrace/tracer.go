@@ -98,6 +98,11 @@ type Config struct {
 	// no Ports: every TCP port the broker listens on (ListenPorts).
 	Conns bool
 	Ports []uint16
+	// PageCache also traces the pages the broker's threads add to the
+	// page cache (bpf/iopcache.bpf.c, filemap:mm_filemap_add_to_page_cache),
+	// as event.PageCacheAdds runs: reads from disk. Optional: a kernel
+	// without the tracepoint does not fail Open; Mode says why.
+	PageCache bool
 
 	// untypedTask, for tests: walk to the fd table with
 	// bpf_probe_read_kernel, as on kernels before 5.11, even where the
@@ -184,6 +189,12 @@ type Stats struct {
 	ConnEvents       uint64
 	ConnRingbufDrops uint64
 	ConnRecvs        uint64
+	// With Config.PageCache: runs read, the broker's page adds seen,
+	// runs lost and adds not followed (bpf/iopcache.bpf.c).
+	PageCacheEvents       uint64
+	PageCacheAdds         uint64
+	PageCacheRingbufDrops uint64
+	PageCacheRunsFull     uint64
 }
 
 // tracepoints pairs each tracepoint with its program.

@@ -273,7 +273,11 @@ func (r *run) finish(res source.Result, capErr, reqErr error) (*Result, error) {
 func (o *Options) traceConfig() iotrace.FollowConfig {
 	fc := iotrace.FollowConfig{Config: iotrace.Config{PID: o.PID, LogDirs: o.LogDirs, MinLatency: o.MinLatency, Journal: true,
 		SyscallProbes: o.SyscallProbes, Waits: true, WaitMinLatency: o.WaitMinLatency, Steal: true, StealOptional: true, StealMin: o.StealMin,
-		RunQueue: o.Sched, RunQueueMin: o.RunQueueMin, Conns: o.Sched, Ports: o.Wire.Ports}}
+		RunQueue: o.Sched, RunQueueMin: o.RunQueueMin, Conns: o.Sched, Ports: o.Wire.Ports,
+		// The pages the broker reads from disk: a consumer fetch's
+		// data from disk (explain --api fetch). Optional: a kernel
+		// without the tracepoint records without it.
+		PageCache: true}}
 	if o.Follow {
 		fc.Find = iotrace.FindBroker
 	}

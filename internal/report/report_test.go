@@ -114,6 +114,18 @@ func writeRecording(t *testing.T, dir string) {
 			}
 		}
 	}
+	// A consumer's fetches, each waiting max_wait_ms for data.
+	for i := range 3 {
+		arr := t0.Add(time.Duration(i) * 600 * time.Millisecond)
+		end := arr.Add(501 * time.Millisecond)
+		off, replica := int64(7), int32(-1)
+		if err := w.Request(&event.Request{Arrival: arr, End: end, LatencyMs: 501, BrokerMs: 501, ResponseMs: 1, Client: "10.0.0.3:41000",
+			Broker: "10.0.0.2:9092", API: "Fetch", APIKey: 1, APIVersion: 12, CorrelationID: int32(i), ClientID: "<i>reader</i>",
+			ReplicaID: &replica, Answered: true, Fetch: event.FetchParams{MaxWaitMs: 500, MinBytes: 1},
+			Partitions: []event.Partition{{Topic: "orders", FetchOffset: &off, HighWatermark: &off}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := w.Close(&recording.Meta{Tool: "test", Host: "<b>host</b>", Start: t0, End: t0.Add(3 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +149,7 @@ func TestReportHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	if strings.Contains(page, "<script>alert(1)</script>") || strings.Contains(page, "<b>host</b>") {
+	if strings.Contains(page, "<script>alert(1)</script>") || strings.Contains(page, "<b>host</b>") || strings.Contains(page, "<i>reader</i>") {
 		t.Fatal("recording strings are not escaped")
 	}
 	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
@@ -155,7 +167,7 @@ func TestReportHTML(t *testing.T) {
 	if regexp.MustCompile(`(?i)url\(|@import`).MatchString(page) {
 		t.Error("the page's CSS loads something")
 	}
-	for _, id := range []string{ProduceHeatmapID, PercentilesID, CausesID, "writes-heatmap-0", "commits-heatmap-0", `id="slowest"`, `id="commits"`} {
+	for _, id := range []string{ProduceHeatmapID, PercentilesID, CausesID, "writes-heatmap-0", "commits-heatmap-0", `id="slowest"`, `id="commits"`, `id="fetch-latency-table"`} {
 		if !strings.Contains(page, id) {
 			t.Errorf("no %s", id)
 		}

@@ -180,8 +180,14 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 // writeSummaryHead prints what was judged (the slow requests and their
 // threshold) and the evidence there was and was not, then a blank line.
 func writeSummaryHead(w io.Writer, s *explain.Summary) {
-	fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
-		s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+	if s.API == explain.APIFetch {
+		fmt.Fprintf(w, "%d answered consumer fetches; slow beyond their purgatory: >= %.1f ms (%s): %d fetches, %.1f s of latency\n",
+			s.FetchRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+		fmt.Fprintf(w, "reads from disk: %d runs of pages added to the page cache traced\n", s.PageCacheRuns)
+	} else {
+		fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
+			s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+	}
 	fmt.Fprintf(w, "evidence: %d writes, %d journal commits, %d lock waits, %d run-queue delays, %d JVM pauses, %d connections' threads; own writes matched by %s\n",
 		s.Writes, s.Commits, s.LockWaits, s.RunDelays, s.JVMPauses, s.ConnThreads, matchedBy(s.MatchedBy))
 	if n := s.ReplicationBy[explain.ReplicationByFetch] + s.ReplicationBy[explain.ReplicationByGap]; n > 0 {
@@ -421,10 +427,15 @@ func (t *timeline) add(at time.Time, format string, args ...any) {
 // own, then each kind of evidence found for it.
 func timelineSteps(f *explain.Finding) []step {
 	var t timeline
-	t.add(f.Arrival, "request arrives: Produce v%d from %s (%s), correlation id %d", f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
+	api := "Produce"
+	if f.API != "" {
+		api = output.Escape(f.API)
+	}
+	t.add(f.Arrival, "request arrives: %s v%d from %s (%s), correlation id %d", api, f.APIVersion, output.Escape(f.Client), output.Escape(f.ClientID), f.CorrelationID)
 	if f.QueuedMs > 0 {
 		t.add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
 	}
+	t.fetchSplit(f)
 	t.appends(f)
 	t.threadWaits(f)
 	t.parkWaits(f)
@@ -449,6 +460,29 @@ func timelineSteps(f *explain.Finding) []step {
 	}
 	t.add(f.End, "response sent: %.1f ms after arrival", f.LatencyMs)
 	return t.steps
+}
+
+// fetchSplit adds a fetch's purgatory, its reads from disk and its
+// split.
+func (t *timeline) fetchSplit(f *explain.Finding) {
+	sp := f.FetchSplit
+	if sp == nil {
+		return
+	}
+	if sp.PurgatoryMs > 0 {
+		from := f.End.Add(-ms(f.BrokerMs))
+		t.add(from, "  waits for data that is not there (purgatory: %s)", sp.Basis)
+		t.add(from.Add(ms(sp.PurgatoryMs)), "  purgatory ends after %.1f ms", sp.PurgatoryMs)
+	}
+	for _, k := range f.DiskReads {
+		t.add(k.Start, "  network thread tid %d sleeps reading from disk at %s", k.TID, output.Escape(strings.Join(k.Stack[:min(len(k.Stack), 4)], " < ")))
+		t.add(k.End, "  network thread tid %d reads on after %.1f ms", k.TID, k.LatencyMs)
+	}
+	for _, p := range f.PageCacheAdds {
+		t.add(p.Start, "  tid %d adds %d pages of inode %d on %s to the page cache (read from disk)", p.TID, p.Pages, p.Inode, output.Escape(p.Dev))
+	}
+	t.add(f.End, "split: purgatory %.1f ms, other wait %.1f ms, reading %.1f ms (disk %.1f), sending %.1f ms; slow: %.1f ms",
+		sp.PurgatoryMs, sp.OtherMs, sp.ReadingMs, sp.DiskMs, sp.SendingMs, sp.AbnormalMs)
 }
 
 // appends adds, per partition of f, the other appends it waited for and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/fetchsplit"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.Local)
@@ -109,5 +110,35 @@ func TestTimelineReplication(t *testing.T) {
 			t.Fatalf("timeline lacks %q after position %d:\n%s", s, pos, out)
 		}
 		pos += i
+	}
+}
+
+// TestFetchTimelineAndSummary: a fetch's timeline shows its purgatory,
+// its reads from disk and its split; the summary counts fetches.
+func TestFetchTimelineAndSummary(t *testing.T) {
+	f := &explain.Finding{Arrival: t0, End: t0.Add(302 * time.Millisecond), LatencyMs: 302, BrokerMs: 302, ResponseMs: 300, API: "Fetch",
+		Client: "127.0.0.1:41000", ClientID: "backfill\x1b", CorrelationID: 7, Cause: explain.CauseDiskRead, ExplainedMs: 250,
+		FetchSplit: &fetchsplit.Split{TotalMs: 302, PurgatoryMs: 0, OtherMs: 2, ReadingMs: 250, DiskMs: 250, SendingMs: 50, AbnormalMs: 300,
+			Basis: fetchsplit.BasisDataThere},
+		DiskReads: []event.KernelWait{{Start: t0.Add(20 * time.Millisecond), End: t0.Add(270 * time.Millisecond), LatencyMs: 250, TID: 21,
+			Stack: []string{"__schedule", "io_schedule", "folio_wait_bit_common", "filemap_get_pages"}}},
+		PagesFromDisk: 256, PageCacheAdds: []event.PageCacheAdds{{Start: t0.Add(19 * time.Millisecond), TID: 21, Dev: "8:0", Inode: 77, Pages: 256}}}
+	var b bytes.Buffer
+	if err := WriteTimeline(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"request arrives: Fetch v0 from 127.0.0.1:41000 (backfill\\x1b)", "network thread tid 21 sleeps reading from disk", "tid 21 adds 256 pages of inode 77 on 8:0 to the page cache",
+		"split: purgatory 0.0 ms, other wait 2.0 ms, reading 250.0 ms (disk 250.0), sending 50.0 ms; slow: 300.0 ms", "cause: disk-read"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	if err := WriteSummaryTable(&b, &explain.Summary{API: explain.APIFetch, FetchRequests: 40, ThresholdMs: 100, ThresholdFrom: "--slow", Slow: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "40 answered consumer fetches; slow beyond their purgatory: >= 100.0 ms (--slow): 1 fetches") {
+		t.Errorf("summary:\n%s", b.String())
 	}
 }

@@ -39,6 +39,7 @@ var rows = []kindRows{
 	rowsOf(event.RunDelays, RunDelayRow, runDelayRecord),
 	rowsOf(event.Wakeups, WakeupRow, wakeupRecord),
 	rowsOf(event.ConnThreads, ConnThreadRow, connThreadRecord),
+	rowsOf(event.PageCacheAddsKind, PageCacheRow, pageCacheRecord),
 }
 
 // kindRows has h pass one kind's events, as cells, to out: table rows,

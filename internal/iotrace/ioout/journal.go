@@ -188,3 +188,20 @@ func WriteDeviceSummaries(w io.Writer, format string, sums []iotrace.DeviceSumma
 	}
 	return tw.Flush()
 }
+
+// PageCacheRow is a run of pages added to the page cache in the table's
+// columns: START and END TIME the run, the thread, OP "page-cache-add",
+// BYTES the pages' (4 KiB each), FILE the device and inode read.
+func PageCacheRow(p *event.PageCacheAdds) []string {
+	return []string{timeOfDay(p.Start), timeOfDay(p.End), "-", strconv.Itoa(p.TID), output.Escape(p.Thread), "page-cache-add",
+		strconv.FormatInt(p.Pages*4096, 10), "-", pageCacheWhat(p)}
+}
+
+func pageCacheWhat(p *event.PageCacheAdds) string {
+	return strconv.FormatInt(p.Pages, 10) + " pages of inode " + strconv.FormatUint(p.Inode, 10) + " on " + output.Escape(p.Dev)
+}
+
+func pageCacheRecord(p *event.PageCacheAdds) []string {
+	return csvRecord(p.Start, p.End, 0, strconv.Itoa(p.TID), output.Escape(p.Thread), "page-cache-add", p.Pages*4096, -1,
+		pageCacheWhat(p), "", -1, output.Escape(p.Dev), "")
+}
