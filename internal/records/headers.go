@@ -46,16 +46,21 @@ func (d *Decoder) SummarizeHeaders(data []byte) (HeaderSummary, error) {
 		if err != nil {
 			return s, err
 		}
-		if s.Batches == 0 {
-			s.ProducerID, s.MinMagic = b.ProducerID, b.Magic
-		}
-		s.Batches++
-		s.MinMagic = min(s.MinMagic, b.Magic)
-		s.Codecs |= 1 << (uint8(b.Codec) & 7)
-		s.Transactional = s.Transactional || b.Transactional
+		s.add(&b)
 		pos += b.Size
 	}
 	return s, nil
+}
+
+// add counts batch b into s.
+func (s *HeaderSummary) add(b *Batch) {
+	if s.Batches == 0 {
+		s.ProducerID, s.MinMagic = b.ProducerID, b.Magic
+	}
+	s.Batches++
+	s.MinMagic = min(s.MinMagic, b.Magic)
+	s.Codecs |= 1 << (uint8(b.Codec) & 7)
+	s.Transactional = s.Transactional || b.Transactional
 }
 
 // Extent is what the headers of a sequence of whole batches say of the
