@@ -74,8 +74,7 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 			tp := &t.Partitions[j]
 			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
 			d.topics.resolve(&part, t.TopicID)
-			d.summarize(&part, tp.Records, header)
-			d.produceHeaders(ev, &part, tp.Records)
+			d.summarizeProduce(ev, &part, tp.Records, header)
 			if d.cfg.BatchStats {
 				d.batchStats(&part, tp.Records)
 			}
@@ -148,6 +147,36 @@ func (d *Decoder) summarize(part *event.Partition, batches []byte, header string
 		return
 	}
 	n, ids, err := d.batches.MessageIDs(batches, header)
+	d.setRecords(part, n, ids, err)
+}
+
+// produceSummarizer is what a BatchSummarizer also implements to read a
+// produce partition's records, ids and batch headers in one walk over
+// its batches (records.Decoder does).
+type produceSummarizer interface {
+	SummarizeProduce(batches []byte, header string) records.ProduceSummary
+}
+
+// summarizeProduce is summarize for a produce partition, adding its
+// batch headers to the request's producer summary when the summarizer
+// reads them.
+func (d *Decoder) summarizeProduce(ev *event.Request, part *event.Partition, batches []byte, header string) {
+	ps, ok := d.batches.(produceSummarizer)
+	if !ok {
+		d.summarize(part, batches, header)
+		return
+	}
+	if len(batches) == 0 {
+		return
+	}
+	s := ps.SummarizeProduce(batches, header)
+	d.setRecords(part, s.Records, s.IDs, s.IDsErr)
+	d.addProduceHeaders(ev, part, s.Headers, s.HeadersErr)
+}
+
+// setRecords fills a partition's record count and ids from what its
+// batches gave, counting damage.
+func (d *Decoder) setRecords(part *event.Partition, n int, ids []string, err error) {
 	if len(ids) > d.cfg.MaxMessageIDs {
 		ids = ids[:d.cfg.MaxMessageIDs]
 	}
