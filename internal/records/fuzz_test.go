@@ -93,12 +93,15 @@ func FuzzBatches(f *testing.F) {
 			t.Fatalf("SummarizeHeaders = %d batches, %v; Batches found %d, %v", hs.Batches, hsErr, len(batches), batchErr)
 		}
 
-		// The wire decoder's one walk over a produce partition gives
-		// what the two walks give.
+		// The wire decoder's one walk over a produce or fetch
+		// partition gives what the two walks give.
 		for _, header := range []string{"", DefaultIDHeader} {
 			two := Decoder{MaxDecompressedSize: d.MaxDecompressedSize}
 			if diff := sameSummary(d.SummarizeProduce(data, header), twoWalks(&two, data, header)); diff != "" {
 				t.Fatalf("SummarizeProduce, header %q: %s", header, diff)
+			}
+			if diff := sameFetch(d.SummarizeFetch(data, header), fetchTwoWalks(&two, data, header)); diff != "" {
+				t.Fatalf("SummarizeFetch, header %q: %s", header, diff)
 			}
 		}
 

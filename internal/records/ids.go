@@ -23,7 +23,7 @@ const DefaultIDHeader = "message-id"
 func (d *Decoder) MessageIDs(data []byte, header string) (records int, ids []string, err error) {
 	d.ids.reset()
 	defer d.ids.trim()
-	records, err, _ = d.walkProduce(data, header, nil)
+	records, err, _ = d.walk(data, header, nil, nil)
 	return records, d.ids.strings(), err
 }
 
@@ -48,18 +48,44 @@ func (d *Decoder) SummarizeProduce(data []byte, header string) ProduceSummary {
 	d.ids.reset()
 	defer d.ids.trim()
 	s := ProduceSummary{Headers: HeaderSummary{ProducerID: -1}}
-	s.Records, s.IDsErr, s.HeadersErr = d.walkProduce(data, header, &s.Headers)
+	s.Records, s.IDsErr, s.HeadersErr = d.walk(data, header, &s.Headers, nil)
 	s.IDs = d.ids.strings()
 	return s
 }
 
-// walkProduce counts data's records and adds the ids in header to d.ids,
-// up to the first batch that is malformed or whose records fail
-// (idsErr). With a non-nil hs it also summarizes the batch headers up to
-// the first malformed one (hsErr): a batch whose records fail, such as
-// a magic 1 wrapper that does not decompress, has a header all the same,
-// and so do the batches after it.
-func (d *Decoder) walkProduce(data []byte, header string, hs *HeaderSummary) (records int, idsErr, hsErr error) {
+// FetchSummary is what one walk over a fetch response partition's
+// batches says: [Decoder.MessageIDs]' results and [Decoder.Extent]'s,
+// each with the error that call returns on the same data.
+type FetchSummary struct {
+	Records int
+	IDs     []string
+	IDsErr  error
+
+	Extent    Extent
+	ExtentErr error
+}
+
+// SummarizeFetch reads data's batches once for both MessageIDs(data,
+// header) and Extent(data), as SummarizeProduce does for produce
+// requests: a fetch response holds many batches, each read twice before.
+func (d *Decoder) SummarizeFetch(data []byte, header string) FetchSummary {
+	d.ids.reset()
+	defer d.ids.trim()
+	s := FetchSummary{Extent: noExtent}
+	s.Records, s.IDsErr, s.ExtentErr = d.walk(data, header, nil, &s.Extent)
+	s.IDs = d.ids.strings()
+	return s
+}
+
+// walk counts data's records and adds the ids in header to d.ids, up to
+// the first batch that is malformed or whose records fail (idsErr). With
+// a non-nil hs or ext it also summarizes the batch headers into them up
+// to the first malformed one (headersErr), as SummarizeHeaders and
+// Extent do: a batch whose records fail, such as a magic 1 wrapper that
+// does not decompress, has a header all the same, and so do the batches
+// after it.
+func (d *Decoder) walk(data []byte, header string, hs *HeaderSummary, ext *Extent) (records int, idsErr, headersErr error) {
+	headers := hs != nil || ext != nil
 	maxSize := d.maxBatchSize()
 	for pos := 0; pos < len(data); {
 		b, err := parseBatch(data[pos:], int64(pos), maxSize, false)
@@ -67,10 +93,16 @@ func (d *Decoder) walkProduce(data []byte, header string, hs *HeaderSummary) (re
 			if idsErr == nil {
 				idsErr = err
 			}
+			if !headers {
+				return records, idsErr, nil
+			}
 			return records, idsErr, err
 		}
 		if hs != nil {
 			hs.add(&b)
+		}
+		if ext != nil {
+			ext.add(&b)
 		}
 		if idsErr == nil {
 			mark := d.ids.mark()
@@ -78,7 +110,7 @@ func (d *Decoder) walkProduce(data []byte, header string, hs *HeaderSummary) (re
 			switch {
 			case err == nil:
 				records += n
-			case hs == nil:
+			case !headers:
 				d.ids.rewind(mark)
 				return records, err, nil
 			default:

@@ -20,6 +20,27 @@ func twoWalks(d *Decoder, data []byte, header string) ProduceSummary {
 	return ProduceSummary{Records: n, IDs: ids, IDsErr: idsErr, Headers: hs, HeadersErr: hsErr}
 }
 
+// fetchTwoWalks is what the wire decoder read from a fetch response
+// partition before SummarizeFetch: MessageIDs, then Extent.
+func fetchTwoWalks(d *Decoder, data []byte, header string) FetchSummary {
+	n, ids, idsErr := d.MessageIDs(data, header)
+	e, eErr := d.Extent(data)
+	return FetchSummary{Records: n, IDs: ids, IDsErr: idsErr, Extent: e, ExtentErr: eErr}
+}
+
+// sameFetch says how one-walk summary got differs from two-walk want, ""
+// when it does not (see sameSummary).
+func sameFetch(got, want FetchSummary) string {
+	if diff := sameSummary(ProduceSummary{Records: got.Records, IDs: got.IDs, IDsErr: got.IDsErr, HeadersErr: got.ExtentErr},
+		ProduceSummary{Records: want.Records, IDs: want.IDs, IDsErr: want.IDsErr, HeadersErr: want.ExtentErr}); diff != "" {
+		return diff
+	}
+	if got.Extent != want.Extent {
+		return fmt.Sprintf("extent %+v, want %+v", got.Extent, want.Extent)
+	}
+	return ""
+}
+
 // sameSummary says how one-walk summary got differs from two-walk want,
 // "" when it does not: the errors by text and by ErrTruncated, so that
 // the wire decoder counts the same damage.
@@ -85,7 +106,7 @@ func damaged(data []byte, i int, v byte) []byte {
 	return out
 }
 
-// produceInputs is the table of TestSummarizeProduceEqualsTwoWalks: real
+// produceInputs is the table of TestOneWalkEqualsTwoWalks: real
 // and built batch sequences, whole and damaged in the ways that stop
 // one walk or both.
 func produceInputs(t *testing.T) map[string][]byte {
@@ -117,30 +138,34 @@ func produceInputs(t *testing.T) map[string][]byte {
 	return in
 }
 
-// TestSummarizeProduceEqualsTwoWalks: the wire decoder's one walk over a
+// TestOneWalkEqualsTwoWalks: the wire decoder's one walk over a
 // produce partition gives what MessageIDs and SummarizeHeaders give
-// separately, on real segments and on every truncation and byte damage
+// separately, and its one walk over a fetch response partition what
+// MessageIDs and Extent give, on real segments and on every truncation and byte damage
 // of them: the same records, ids, header summary and errors.
-func TestSummarizeProduceEqualsTwoWalks(t *testing.T) {
+func TestOneWalkEqualsTwoWalks(t *testing.T) {
 	for name, data := range produceInputs(t) {
 		for _, header := range []string{"", DefaultIDHeader} {
 			check := func(what string, data []byte) {
 				t.Helper()
 				var one, two Decoder
 				if diff := sameSummary(one.SummarizeProduce(data, header), twoWalks(&two, data, header)); diff != "" {
-					t.Fatalf("%s, %s, header %q: %s", name, what, header, diff)
+					t.Fatalf("produce: %s, %s, header %q: %s", name, what, header, diff)
+				}
+				if diff := sameFetch(one.SummarizeFetch(data, header), fetchTwoWalks(&two, data, header)); diff != "" {
+					t.Fatalf("fetch: %s, %s, header %q: %s", name, what, header, diff)
 				}
 			}
 			check("whole", data)
-			// Every truncation of the first 2 KiB, then every 97th: the
+			// Every truncation of the first KiB, then every 97th: the
 			// first batches' headers, records and lengths, cheaply.
 			for n := 0; n < len(data); n++ {
-				if n < 2048 || n%97 == 0 {
+				if n < 1024 || n%97 == 0 {
 					check(fmt.Sprintf("cut to %d bytes", n), data[:n])
 				}
 			}
 			for i := 0; i < len(data); i++ {
-				if i < 600 || i%31 == 0 {
+				if i < 300 || i%31 == 0 {
 					check(fmt.Sprintf("byte %d flipped", i), damaged(data, i, ^data[i]))
 				}
 			}
@@ -148,10 +173,10 @@ func TestSummarizeProduceEqualsTwoWalks(t *testing.T) {
 	}
 }
 
-// TestSummarizeProduceDivergence pins the case the one walk must get
+// TestOneWalkDivergence pins the case the one walk must get
 // right: a batch whose records fail ends the record count and ids but
 // not the header summary.
-func TestSummarizeProduceDivergence(t *testing.T) {
+func TestOneWalkDivergence(t *testing.T) {
 	v2 := buildV2(t, v2Spec{producerID: 9, records: testRecords("p", 3)})
 	wrapper := legacyWrapper(t, 1, 5, 0, 1000, kgo.GzipCompression(), legacyMsg(1, 0, 0, 1000, nil, []byte("v")))
 	data := bytes.Join([][]byte{v2, damaged(wrapper, len(wrapper)-3, 0x55), v2}, nil)
@@ -160,15 +185,43 @@ func TestSummarizeProduceDivergence(t *testing.T) {
 	if s.Records != 3 || len(s.IDs) != 3 || s.IDsErr == nil || s.Headers.Batches != 3 || s.HeadersErr != nil || s.Headers.MinMagic != 1 {
 		t.Fatalf("got %+v", s)
 	}
+	f := d.SummarizeFetch(data, DefaultIDHeader)
+	if f.Records != 3 || len(f.IDs) != 3 || f.IDsErr == nil || f.Extent.Batches != 3 || f.ExtentErr != nil {
+		t.Fatalf("got %+v", f)
+	}
 }
 
-// TestSummarizeProduceAllocates: one walk allocates what MessageIDs does,
+// TestOneWalkAllocates: one walk allocates what MessageIDs does,
 // nothing with no header name.
-func TestSummarizeProduceAllocates(t *testing.T) {
+func TestOneWalkAllocates(t *testing.T) {
 	data := bytes.Repeat(buildV2(t, v2Spec{producerID: 3, records: testRecords("a", 2)}), 4)
 	var d Decoder
 	if n := testing.AllocsPerRun(100, func() { d.SummarizeProduce(data, "") }); n != 0 {
 		t.Errorf("SummarizeProduce allocates %.1f times per call without ids, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { d.SummarizeFetch(data, "") }); n != 0 {
+		t.Errorf("SummarizeFetch allocates %.1f times per call without ids, want 0", n)
+	}
+}
+
+// BenchmarkFetchPartition is the wire decoder's reading of one fetch
+// response partition of 8 batches, in two walks as before and in one.
+func BenchmarkFetchPartition(b *testing.B) {
+	data := bytes.Repeat(buildV2(b, v2Spec{producerID: 3, records: testRecords("a", 2)}), 8)
+	var d Decoder
+	for _, header := range []string{"", DefaultIDHeader} {
+		b.Run("two-walks/header="+header, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				fetchTwoWalks(&d, data, header)
+			}
+		})
+		b.Run("one-walk/header="+header, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d.SummarizeFetch(data, header)
+			}
+		})
 	}
 }
 
