@@ -309,7 +309,7 @@ func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.
 	if d.cfg.ProduceIDsOnly {
 		header = ""
 	}
-	d.summarize(part, rp.RecordBatches, header)
+	extent := d.summarizeFetch(part, rp.RecordBatches, header)
 	part.HighWatermark, part.LogStartOffset = nil, nil
 	part.FirstOffset, part.LastOffset, part.FirstTimestamp, part.MaxTimestamp = nil, nil, nil, nil
 	if rp.ErrorCode != 0 {
@@ -319,7 +319,31 @@ func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.
 	if version >= 5 { // kmsg's default before, not the broker's
 		part.LogStartOffset = d.nonNegative(rp.LogStartOffset)
 	}
-	d.fetchedExtent(part, rp.RecordBatches)
+	d.setExtent(part, extent)
+}
+
+// fetchSummarizer is what a BatchSummarizer also implements to read a
+// fetch response partition's records, ids and extent in one walk over
+// its batches (records.Decoder does).
+type fetchSummarizer interface {
+	SummarizeFetch(batches []byte, header string) records.FetchSummary
+}
+
+// summarizeFetch is summarize for a fetch response partition, returning
+// the extent of its batches too when the summarizer reads it (none, no
+// batches, when it does not).
+func (d *Decoder) summarizeFetch(part *event.Partition, batches []byte, header string) records.Extent {
+	fs, ok := d.batches.(fetchSummarizer)
+	if !ok {
+		d.summarize(part, batches, header)
+		return records.Extent{}
+	}
+	if len(batches) == 0 {
+		return records.Extent{}
+	}
+	s := fs.SummarizeFetch(batches, header)
+	d.setRecords(part, s.Records, s.IDs, s.IDsErr)
+	return s.Extent
 }
 
 // fetchPartition returns ev's partition that a fetch response answers,
@@ -335,23 +359,12 @@ func (d *Decoder) fetchPartition(ev *event.Request, t *kmsg.FetchResponseTopic, 
 	return part
 }
 
-// extentReader is what a BatchSummarizer also implements to read the
-// offsets and times of batches from their headers (records.Decoder does).
-type extentReader interface {
-	Extent(batches []byte) (records.Extent, error)
-}
-
-// fetchedExtent sets a fetch response partition's first and last offsets
+// setExtent sets a fetch response partition's first and last offsets
 // and timestamps from the headers of the whole batches it returned: a
 // trailing batch cut short was not delivered (the client fetches it again
-// from its start), so it is the next response's. summarize has counted
+// from its start), so it is the next response's. setRecords has counted
 // any damage.
-func (d *Decoder) fetchedExtent(part *event.Partition, batches []byte) {
-	er, ok := d.batches.(extentReader)
-	if !ok || len(batches) == 0 {
-		return
-	}
-	e, _ := er.Extent(batches)
+func (d *Decoder) setExtent(part *event.Partition, e records.Extent) {
 	if e.Batches == 0 {
 		return
 	}
