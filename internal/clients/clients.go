@@ -98,6 +98,10 @@ type conn struct {
 	apiVersions int16
 	held        []event.Request
 	lastProduce time.Time
+	// software is the software the connection's last request named and
+	// softwareCount its client's count of it (client.countSoftware).
+	software      softwareKey
+	softwareCount *int64
 }
 
 // totals are the broker side's figures every share is taken of.

@@ -412,10 +412,10 @@ func roles(c *client, row *Client) []string {
 
 // softwareByUse names the client's software ("name/version"), the most
 // used first, at most 8.
-func softwareByUse(bySoftware map[softwareKey]int64) []string {
+func softwareByUse(bySoftware map[softwareKey]*int64) []string {
 	m := make(map[string]int64, len(bySoftware))
 	for k, n := range bySoftware {
-		m[k.name+"/"+k.version] += n
+		m[k.name+"/"+k.version] += *n
 	}
 	out := make([]string, 0, len(m))
 	for s := range m {

@@ -21,8 +21,10 @@ type client struct {
 	errors     map[int16]int64
 	// software counts requests by the software their connection
 	// announced. Keyed by the two strings, not by "name/version": that
-	// key would be built, an allocation, for every request.
-	software map[softwareKey]int64
+	// key would be built, an allocation, for every request. The counts
+	// are pointers so that a connection keeps its own (conn.software):
+	// hashing the two strings for every request was a sixth of Add.
+	software map[softwareKey]*int64
 	apis     map[apiVersion]*use
 	producer *producer
 	consumer *consumer
@@ -56,7 +58,7 @@ type groupUse struct {
 const maxMembers = 1000
 
 func newClient(k key) *client {
-	return &client{key: k, errors: map[int16]int64{}, software: map[softwareKey]int64{}, apis: map[apiVersion]*use{},
+	return &client{key: k, errors: map[int16]int64{}, software: map[softwareKey]*int64{}, apis: map[apiVersion]*use{},
 		groups: map[string]*groupUse{}}
 }
 
@@ -82,10 +84,7 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 		}
 	}
 	if r.SoftwareName != "" || r.SoftwareVersion != "" {
-		k := softwareKey{r.SoftwareName, r.SoftwareVersion}
-		if _, ok := c.software[k]; ok || len(c.software) < maxDistinct {
-			c.software[k]++
-		}
+		c.countSoftware(cn, softwareKey{r.SoftwareName, r.SoftwareVersion})
 	}
 	av := apiVersion{r.APIKey, r.APIVersion}
 	u := c.apis[av]
@@ -104,6 +103,29 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	u.requests++
 	u.last = later(u.last, r.Arrival)
 	c.addByAPI(cn, r)
+}
+
+// countSoftware counts a request of connection cn (nil when untracked)
+// for the software k. A connection announces its software once and the
+// wire decoder stamps it on all its requests, interned: comparing with
+// the connection's last key is cheap where hashing it is not.
+func (c *client) countSoftware(cn *conn, k softwareKey) {
+	if cn != nil && cn.softwareCount != nil && cn.software == k {
+		*cn.softwareCount++
+		return
+	}
+	n := c.software[k]
+	if n == nil {
+		if len(c.software) >= maxDistinct {
+			return
+		}
+		n = new(int64)
+		c.software[k] = n
+	}
+	*n++
+	if cn != nil {
+		cn.software, cn.softwareCount = k, n
+	}
 }
 
 // maxDistinct bounds the error codes and software versions kept per

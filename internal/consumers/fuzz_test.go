@@ -45,6 +45,15 @@ func FuzzAggregate(f *testing.F) {
 			}
 			a.Add(&r)
 		}
+		// A produce request that arrived when a held delivery came must
+		// not pass over it, whatever the order of the deliveries.
+		for tp, p := range a.e2e.parts {
+			for i, d := range p.delivered {
+				if since := p.deliveredSince(d.at); since > i || d.latest.Before(d.at) {
+					t.Fatalf("%v: delivery %d at %v passed over (from %d)", tp, i, d.at, since)
+				}
+			}
+		}
 		a.prune(t0.Add(-time.Hour))
 		rep := a.Report()
 		if len(a.partitions) > 4 || len(a.groups) > 2 {

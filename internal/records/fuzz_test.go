@@ -19,6 +19,11 @@ func FuzzBatches(f *testing.F) {
 	f.Add(buildV2(f, v2Spec{attrs: attrControl | attrTransactional, records: testRecords("c", 1)}))
 	f.Add(legacyWrapper(f, 0, 3, 0, 0, kgo.Lz4Compression(), legacyMsg(0, 2, 0, 0, nil, []byte("a")), legacyMsg(0, 3, 0, 0, []byte("k"), nil)))
 	f.Add(legacyWrapper(f, 1, 9, attrTimestampType, 5, kgo.ZstdCompression(), legacyMsg(1, 0, 0, 1, nil, []byte("a"))))
+	// The first batches of real segments: whole ones would leave the
+	// fuzzer minimizing kilobytes instead of fuzzing.
+	for _, seg := range realSegments(f) {
+		f.Add(firstBatches(f, seg, 1024))
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A small limit keeps decompression bombs in the corpus cheap.
@@ -86,6 +91,18 @@ func FuzzBatches(f *testing.F) {
 		hs, hsErr := d.SummarizeHeaders(data)
 		if hs.Batches != len(batches) || (hsErr == nil) != (batchErr == nil) {
 			t.Fatalf("SummarizeHeaders = %d batches, %v; Batches found %d, %v", hs.Batches, hsErr, len(batches), batchErr)
+		}
+
+		// The wire decoder's one walk over a produce or fetch
+		// partition gives what the two walks give.
+		for _, header := range []string{"", DefaultIDHeader} {
+			two := Decoder{MaxDecompressedSize: d.MaxDecompressedSize}
+			if diff := sameSummary(d.SummarizeProduce(data, header), twoWalks(&two, data, header)); diff != "" {
+				t.Fatalf("SummarizeProduce, header %q: %s", header, diff)
+			}
+			if diff := sameFetch(d.SummarizeFetch(data, header), fetchTwoWalks(&two, data, header)); diff != "" {
+				t.Fatalf("SummarizeFetch, header %q: %s", header, diff)
+			}
 		}
 
 		// Extent spans the same batches: the first one's start, the

@@ -46,16 +46,21 @@ func (d *Decoder) SummarizeHeaders(data []byte) (HeaderSummary, error) {
 		if err != nil {
 			return s, err
 		}
-		if s.Batches == 0 {
-			s.ProducerID, s.MinMagic = b.ProducerID, b.Magic
-		}
-		s.Batches++
-		s.MinMagic = min(s.MinMagic, b.Magic)
-		s.Codecs |= 1 << (uint8(b.Codec) & 7)
-		s.Transactional = s.Transactional || b.Transactional
+		s.add(&b)
 		pos += b.Size
 	}
 	return s, nil
+}
+
+// add counts batch b into s.
+func (s *HeaderSummary) add(b *Batch) {
+	if s.Batches == 0 {
+		s.ProducerID, s.MinMagic = b.ProducerID, b.Magic
+	}
+	s.Batches++
+	s.MinMagic = min(s.MinMagic, b.Magic)
+	s.Codecs |= 1 << (uint8(b.Codec) & 7)
+	s.Transactional = s.Transactional || b.Transactional
 }
 
 // Extent is what the headers of a sequence of whole batches say of the
@@ -86,22 +91,30 @@ type Extent struct {
 // them again from their start), so only whole batches count. It neither
 // checks CRCs nor decompresses, and allocates nothing.
 func (d *Decoder) Extent(data []byte) (Extent, error) {
-	e := Extent{FirstOffset: -1, LastOffset: -1, FirstTimestamp: -1, MaxTimestamp: -1}
+	e := noExtent
 	maxSize := d.maxBatchSize()
 	for pos := 0; pos < len(data); {
 		b, err := parseBatch(data[pos:], int64(pos), maxSize, false)
 		if err != nil {
 			return e, err
 		}
-		if e.Batches == 0 {
-			e.FirstOffset, e.FirstTimestamp = b.BaseOffset, b.FirstTimestamp
-			if b.DeleteHorizon {
-				e.FirstTimestamp = -1
-			}
-		}
-		e.Batches++
-		e.LastOffset, e.MaxTimestamp = b.LastOffset, b.MaxTimestamp
+		e.add(&b)
 		pos += b.Size
 	}
 	return e, nil
+}
+
+// noExtent is the Extent of no batch.
+var noExtent = Extent{FirstOffset: -1, LastOffset: -1, FirstTimestamp: -1, MaxTimestamp: -1}
+
+// add extends e by batch b, which follows the batches e covers.
+func (e *Extent) add(b *Batch) {
+	if e.Batches == 0 {
+		e.FirstOffset, e.FirstTimestamp = b.BaseOffset, b.FirstTimestamp
+		if b.DeleteHorizon {
+			e.FirstTimestamp = -1
+		}
+	}
+	e.Batches++
+	e.LastOffset, e.MaxTimestamp = b.LastOffset, b.MaxTimestamp
 }

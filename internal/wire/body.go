@@ -74,8 +74,7 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 			tp := &t.Partitions[j]
 			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
 			d.topics.resolve(&part, t.TopicID)
-			d.summarize(&part, tp.Records, header)
-			d.produceHeaders(ev, &part, tp.Records)
+			d.summarizeProduce(ev, &part, tp.Records, header)
 			if d.cfg.BatchStats {
 				d.batchStats(&part, tp.Records)
 			}
@@ -148,6 +147,36 @@ func (d *Decoder) summarize(part *event.Partition, batches []byte, header string
 		return
 	}
 	n, ids, err := d.batches.MessageIDs(batches, header)
+	d.setRecords(part, n, ids, err)
+}
+
+// produceSummarizer is what a BatchSummarizer also implements to read a
+// produce partition's records, ids and batch headers in one walk over
+// its batches (records.Decoder does).
+type produceSummarizer interface {
+	SummarizeProduce(batches []byte, header string) records.ProduceSummary
+}
+
+// summarizeProduce is summarize for a produce partition, adding its
+// batch headers to the request's producer summary when the summarizer
+// reads them.
+func (d *Decoder) summarizeProduce(ev *event.Request, part *event.Partition, batches []byte, header string) {
+	ps, ok := d.batches.(produceSummarizer)
+	if !ok {
+		d.summarize(part, batches, header)
+		return
+	}
+	if len(batches) == 0 {
+		return
+	}
+	s := ps.SummarizeProduce(batches, header)
+	d.setRecords(part, s.Records, s.IDs, s.IDsErr)
+	d.addProduceHeaders(ev, part, s.Headers, s.HeadersErr)
+}
+
+// setRecords fills a partition's record count and ids from what its
+// batches gave, counting damage.
+func (d *Decoder) setRecords(part *event.Partition, n int, ids []string, err error) {
 	if len(ids) > d.cfg.MaxMessageIDs {
 		ids = ids[:d.cfg.MaxMessageIDs]
 	}
@@ -280,7 +309,7 @@ func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.
 	if d.cfg.ProduceIDsOnly {
 		header = ""
 	}
-	d.summarize(part, rp.RecordBatches, header)
+	extent := d.summarizeFetch(part, rp.RecordBatches, header)
 	part.HighWatermark, part.LogStartOffset = nil, nil
 	part.FirstOffset, part.LastOffset, part.FirstTimestamp, part.MaxTimestamp = nil, nil, nil, nil
 	if rp.ErrorCode != 0 {
@@ -290,7 +319,31 @@ func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.
 	if version >= 5 { // kmsg's default before, not the broker's
 		part.LogStartOffset = d.nonNegative(rp.LogStartOffset)
 	}
-	d.fetchedExtent(part, rp.RecordBatches)
+	d.setExtent(part, extent)
+}
+
+// fetchSummarizer is what a BatchSummarizer also implements to read a
+// fetch response partition's records, ids and extent in one walk over
+// its batches (records.Decoder does).
+type fetchSummarizer interface {
+	SummarizeFetch(batches []byte, header string) records.FetchSummary
+}
+
+// summarizeFetch is summarize for a fetch response partition, returning
+// the extent of its batches too when the summarizer reads it (none, no
+// batches, when it does not).
+func (d *Decoder) summarizeFetch(part *event.Partition, batches []byte, header string) records.Extent {
+	fs, ok := d.batches.(fetchSummarizer)
+	if !ok {
+		d.summarize(part, batches, header)
+		return records.Extent{}
+	}
+	if len(batches) == 0 {
+		return records.Extent{}
+	}
+	s := fs.SummarizeFetch(batches, header)
+	d.setRecords(part, s.Records, s.IDs, s.IDsErr)
+	return s.Extent
 }
 
 // fetchPartition returns ev's partition that a fetch response answers,
@@ -306,23 +359,12 @@ func (d *Decoder) fetchPartition(ev *event.Request, t *kmsg.FetchResponseTopic, 
 	return part
 }
 
-// extentReader is what a BatchSummarizer also implements to read the
-// offsets and times of batches from their headers (records.Decoder does).
-type extentReader interface {
-	Extent(batches []byte) (records.Extent, error)
-}
-
-// fetchedExtent sets a fetch response partition's first and last offsets
+// setExtent sets a fetch response partition's first and last offsets
 // and timestamps from the headers of the whole batches it returned: a
 // trailing batch cut short was not delivered (the client fetches it again
-// from its start), so it is the next response's. summarize has counted
+// from its start), so it is the next response's. setRecords has counted
 // any damage.
-func (d *Decoder) fetchedExtent(part *event.Partition, batches []byte) {
-	er, ok := d.batches.(extentReader)
-	if !ok || len(batches) == 0 {
-		return
-	}
-	e, _ := er.Extent(batches)
+func (d *Decoder) setExtent(part *event.Partition, e records.Extent) {
 	if e.Batches == 0 {
 		return
 	}

@@ -42,14 +42,9 @@ func (d *Decoder) decodeAPIVersionsRequest(p *pending, body []byte) {
 	p.ev.SoftwareVersion = d.clientString(req.ClientSoftwareVersion)
 }
 
-// produceHeaders adds one partition's batch headers to the request's
-// producer summary.
-func (d *Decoder) produceHeaders(ev *event.Request, part *event.Partition, batches []byte) {
-	hs, ok := d.batches.(headerSummarizer)
-	if !ok || len(batches) == 0 {
-		return
-	}
-	s, err := hs.SummarizeHeaders(batches)
+// addProduceHeaders adds one partition's batch header summary s (and the
+// error that ended it) to the request's producer summary.
+func (d *Decoder) addProduceHeaders(ev *event.Request, part *event.Partition, s records.HeaderSummary, err error) {
 	if s.Batches == 0 {
 		if err != nil {
 			d.stats.BatchErrors++
@@ -69,12 +64,6 @@ func (d *Decoder) produceHeaders(ev *event.Request, part *event.Partition, batch
 	}
 	pr.Batches += s.Batches
 	pr.Transactional = pr.Transactional || s.Transactional
-}
-
-// headerSummarizer is what a BatchSummarizer also implements to describe
-// batches by their headers (records.Decoder does).
-type headerSummarizer interface {
-	SummarizeHeaders(batches []byte) (records.HeaderSummary, error)
 }
 
 // requestDetails takes what a decoded request of any other API says of
