@@ -387,3 +387,59 @@ func TestVerdictsFromLoads(t *testing.T) {
 		t.Error("HTML lacks the shares above thresholds with a worse verdict")
 	}
 }
+
+// TestOverSLOUntestedKeepsShares: compare tests no share at or below the
+// baseline's p99, so when the baseline's p99 is above the SLO (ext4 on
+// an emulated hdd-busy device: p99 300 ms, 64% of its requests over
+// 65 ms) the over-SLO row is untested; it must still carry the
+// variants' shares (it said 0 and 0).
+func TestOverSLOUntestedKeepsShares(t *testing.T) {
+	cases := []struct {
+		name                 string
+		baseMedianUs         float64
+		baseShare, fastShare float64
+		wantUntested         bool
+	}{
+		{"baseline p99 above the SLO", 90000, 60, 0.1, true},
+		{"none above the SLO in either", 2000, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vs, _ := ParseVariants("ext4,xfs")
+			res := &Result{Variants: vs, Trials: 2, Workload: DefaultWorkload(), SLOMs: 65, Threshold: 0.05, Alpha: 0.05}
+			seed := uint64(1)
+			for _, v := range []struct {
+				name     string
+				medianUs float64
+				share    float64
+			}{{"ext4", c.baseMedianUs, c.baseShare}, {"xfs", 2000, c.fastShare}} {
+				for _, r := range fakeRuns(v.name, 2, 40) {
+					r.Load = comparetest.Result(comparetest.Spec{Seed: seed, Seconds: 20, Rate: 2000, RateNoise: 0.02, MedianUs: v.medianUs, Sigma: 0.5, PerSecond: 400})
+					r.OverSLOPct = v.share
+					seed++
+					res.Runs = append(res.Runs, r)
+				}
+			}
+			summarize(res)
+			if len(res.Verdicts) != 1 {
+				t.Fatalf("%d verdicts: %v", len(res.Verdicts), res.Warnings)
+			}
+			var row *VerdictRow
+			for _, r := range res.Verdicts[0].Rows {
+				if r.Metric == "over_slo_pct" {
+					row = r
+				}
+			}
+			if row == nil {
+				t.Fatal("no over_slo_pct row")
+			}
+			untested := strings.HasPrefix(row.Reason, "not tested")
+			if untested != c.wantUntested {
+				t.Fatalf("over SLO row %+v: untested %v, want %v", row, untested, c.wantUntested)
+			}
+			if untested && (row.A != c.baseShare || row.B != c.fastShare) {
+				t.Errorf("untested over SLO row: A %v B %v, want the shares %v and %v", row.A, row.B, c.baseShare, c.fastShare)
+			}
+		})
+	}
+}

@@ -177,10 +177,14 @@ type RunResult struct {
 	Start   time.Time `json:"start"` // of the measured part
 	// Device and MountOptions as the kernel shows them; Features is
 	// dumpe2fs's feature list for ext4.
-	Device       string `json:"device"`
-	MountOptions string `json:"mount_options"`
-	Features     string `json:"features,omitempty"`
-	BrokerPID    int    `json:"broker_pid"`
+	Device string `json:"device"`
+	// Emulated is the emulated slow device under Device (--device) and
+	// what it served in the whole run (mkfs and teardown included);
+	// absent on a plain loop device.
+	Emulated     *EmulatedDevice `json:"emulated,omitempty"`
+	MountOptions string          `json:"mount_options"`
+	Features     string          `json:"features,omitempty"`
+	BrokerPID    int             `json:"broker_pid"`
 
 	// Produce latency: bench's service latency (send to acknowledgement)
 	// of the measured part, in ms.
@@ -378,7 +382,7 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 	tag := v.FileName() + "-" + strconv.Itoa(trial)
 	rr = &RunResult{Variant: v.Name, Trial: trial}
 
-	dev, err := r.loopDevice(tag)
+	dev, err := r.loopDevice(tag, rr)
 	if err != nil {
 		return nil, err
 	}
@@ -414,8 +418,10 @@ func (r *runner) one(ctx context.Context, v Variant, trial int) (rr *RunResult, 
 
 // loopDevice makes the run's sparse image, fresh, and attaches it to a
 // loop device (with direct I/O where the backing file system takes it);
-// both are on the stack. It returns the device.
-func (r *runner) loopDevice(tag string) (string, error) {
+// both are on the stack. It returns the device. On an emulated slow
+// device, rr (when not nil) gets what the emulator served once it is
+// closed.
+func (r *runner) loopDevice(tag string, rr *RunResult) (string, error) {
 	img := filepath.Join(r.dir, tag+".img")
 	if err := r.st.push(&item{Kind: kindImage, Path: img, undo: func() error { return removeFile(img) }}); err != nil {
 		return "", err
@@ -427,7 +433,7 @@ func (r *runner) loopDevice(tag string) (string, error) {
 		return "", err
 	}
 	if r.cfg.Device != nil {
-		return r.slowLoopDevice(img, tag)
+		return r.slowLoopDevice(img, tag, rr)
 	}
 	out, err := run("losetup", "--find", "--show", "--direct-io=on", img)
 	if err != nil {

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // dir as Run does, prints "ready", and waits to be killed.
 func runSlowHelper(dir string) int {
 	r := slowRunner(dir)
-	if _, err := r.loopDevice("ext4-1"); err != nil {
+	if _, err := r.loopDevice("ext4-1", nil); err != nil {
 		fmt.Println("error", err)
 		return 1
 	}
@@ -85,7 +85,7 @@ func TestSlowDeviceMkfsFailureUnwinds(t *testing.T) {
 	requireSlowDevice(t)
 	work := t.TempDir()
 	r := slowRunner(work)
-	dev, err := r.loopDevice("bad-1")
+	dev, err := r.loopDevice("bad-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
