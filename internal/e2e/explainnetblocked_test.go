@@ -153,6 +153,15 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 			}
 		}
 		checkColdFetchesCaptured(t, dir)
+		// explain --api fetch: the cold reader's fetches, served from the
+		// page cache, may be slow on two busy CPUs, but none came from disk.
+		fetches, fsum := runExplain(t, dir, "--api", "fetch")
+		t.Logf("control, --api fetch: %d fetches, causes %s", fsum.FetchRequests, causeCounts(fsum))
+		for _, f := range fetches {
+			if f.Cause == explain.CauseDiskRead {
+				t.Errorf("control run: fetch %s/%d put on a disk read (data in the page cache): %s", f.Client, f.CorrelationID, f.Detail)
+			}
+		}
 	})
 
 	t.Run("cold-consumer", func(t *testing.T) {
@@ -201,6 +210,7 @@ func TestExplainNetworkThreadBlocked(t *testing.T) {
 			t.Errorf("no answered cold fetch in the evidence says it read %d or more records behind the high watermark: %v", coldRecords/3, behind)
 		}
 		t.Run("the cold reader named", func(t *testing.T) { checkColdReaderNamed(t, dir, findings) })
+		t.Run("explain --api fetch", func(t *testing.T) { checkColdFetchesFromDisk(t, dir, windows) })
 	})
 }
 
@@ -502,5 +512,42 @@ func checkColdReaderNamed(t *testing.T, dir string, findings []*explain.Finding)
 	}
 	if t.Failed() {
 		t.Logf("explain --request %s:\n%s", id, out)
+	}
+}
+
+// checkColdFetchesFromDisk: explain --api fetch on the cold run puts the
+// cold reader's slow fetches in the windows on disk-read, with the pages
+// its network thread read into the page cache as evidence (the page-cache
+// tracepoint is on this kernel), and never on purgatory.
+func checkColdFetchesFromDisk(t *testing.T, dir string, windows []freezeWindow) {
+	t.Helper()
+	findings, sum := runExplain(t, dir, "--api", "fetch")
+	t.Logf("--api fetch: %d fetches, threshold %.1f ms, causes %s", sum.FetchRequests, sum.ThresholdMs, causeCounts(sum))
+	var cold, fromDisk, withPages int
+	for _, f := range findings {
+		during := false
+		for _, w := range windows {
+			during = during || w.overlaps(f.Arrival, f.End, 0)
+		}
+		if f.Client != coldClientID || !during {
+			continue
+		}
+		cold++
+		t.Logf("cold fetch %d %.1f ms: %s: %s", f.CorrelationID, f.LatencyMs, f.Cause, f.Detail)
+		if f.Cause == explain.CauseDiskRead {
+			fromDisk++
+			if f.PagesFromDisk > 0 {
+				withPages++
+			}
+		}
+	}
+	if cold == 0 {
+		t.Fatal("no slow fetch of the cold reader in the windows")
+	}
+	if fromDisk*10 < cold*9 {
+		t.Errorf("%d of %d slow cold fetches on %s, want at least 90%%", fromDisk, cold, explain.CauseDiskRead)
+	}
+	if withPages == 0 {
+		t.Errorf("no disk-read finding names the pages read into the page cache")
 	}
 }
