@@ -104,7 +104,9 @@ func TestLabFSSlowDevice(t *testing.T) {
 		res := runLabFSJSON(t, args("fast", slowPortControl, "--variants", "ext4,xfs", "--noise", "fsync-writer")...)
 		checkOnEmulatedDevice(t, res, "fast")
 		for metric, verdict := range tailVerdicts(t, res) {
-			if metric != "" && verdict != fsbench.NoChange {
+			// A share the compare does not test (at or below the
+			// baseline's p99) is no verdict either way.
+			if metric != "" && verdict != fsbench.NoChange && verdict != fsbench.NotTested {
 				t.Errorf("fast (the control): %s %q, want %q", metric, verdict, fsbench.NoChange)
 			}
 		}

@@ -359,6 +359,13 @@ func TestVerdictsFromLoads(t *testing.T) {
 	if got := verdict(res.Verdicts[1], "over_slo_pct"); got != NoChange {
 		t.Errorf("ext4-writeback over SLO: %s, want %s", got, NoChange)
 	}
+	// compare tests no maximum (one value): the row says so, and its
+	// change is the maxima's, not "from 0".
+	for _, r := range res.Verdicts[0].Rows {
+		if r.Metric == "produce_max_ms" && (r.Verdict != NotTested || r.ChangePct == nil || strings.Contains(verdictCell(r), "from 0")) {
+			t.Errorf("xfs max: %q (%s), want %s with the change of the maxima", verdictCell(r), r.Verdict, NotTested)
+		}
+	}
 	for _, s := range res.Summary {
 		if len(s.Above) != 4 { // 10, 50, 65 (the SLO), 100 ms
 			t.Fatalf("%s: %d shares above, want 4", s.Variant, len(s.Above))

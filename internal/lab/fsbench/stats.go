@@ -1,6 +1,7 @@
 package fsbench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -113,6 +114,10 @@ const (
 	Higher   = "higher"
 	Lower    = "lower"
 	NoChange = "no change"
+	// NotTested: compare has no test for the metric here (a maximum is
+	// one value; a share at or below the baseline's p99 is the p99's
+	// question): the row shows the values and their change, no verdict.
+	NotTested = "not tested"
 )
 
 // VerdictRow is one metric's verdict.
@@ -358,6 +363,9 @@ func latencyVerdict(lat *compare.Comparison, m Metric, slo time.Duration, meanA,
 			row.ChangePct = &pct
 		}
 		row.Sample, row.Reason = "shares above", "not tested: at or below the baseline's p99, or none above in either"
+		if meanA != meanB { // none above in either is no change
+			row.Verdict = NotTested
+		}
 		return row
 	}
 	row.A, row.B, row.Sample = cr.A, cr.B, cr.Sample
@@ -365,6 +373,14 @@ func latencyVerdict(lat *compare.Comparison, m Metric, slo time.Duration, meanA,
 		row.A, row.B = cr.A/1000, cr.B/1000
 	}
 	row.ChangePct, row.PAdjusted, row.Reason, row.Test = cr.ChangePct, cr.PAdjusted, cr.Reason, cr.Test
+	if cr.Method == compare.MethodNone {
+		row.Verdict, row.Reason = NotTested, cmp.Or(cr.Reason, cr.Sample)
+		if row.ChangePct == nil && row.A != 0 {
+			pct := (row.B - row.A) / math.Abs(row.A) * 100
+			row.ChangePct = &pct
+		}
+		return row
+	}
 	switch cr.Verdict {
 	case compare.Regression:
 		row.Verdict = Worse
