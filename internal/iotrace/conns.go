@@ -32,9 +32,8 @@ var ErrNoListenPorts = errors.New("iotrace: connections: the broker listens on n
 // conns is bpf/iosock.bpf.c loaded and attached: which broker thread
 // receives on each client connection (Config.Conns).
 type conns struct {
-	objs  iosockObjects
-	l     link.Link
-	rd    *ringbuf.Reader
+	objs iosockObjects
+	attachment
 	ports []uint16
 	// events counts the connections reported (Stats.ConnEvents).
 	events atomic.Uint64
@@ -92,7 +91,7 @@ func openConns(pid int, ports []uint16, ringFlags uint64) (_ *conns, err error) 
 			c.close()
 		}
 	}()
-	if c.l, err = link.AttachTracing(link.TracingOptions{Program: c.objs.KsioSockRecv}); err != nil {
+	if err = c.add(link.AttachTracing(link.TracingOptions{Program: c.objs.KsioSockRecv})); err != nil {
 		return nil, fmt.Errorf("iotrace: connections: attach to BTF tracepoint sock_recv_length: %w", err)
 	}
 	if c.rd, err = ringbuf.NewReader(c.objs.KsioKevents); err != nil {
@@ -161,7 +160,6 @@ func listening(sc *bufio.Scanner, inodes map[string]bool) []uint16 {
 	return ports
 }
 
-func (c *conns) ring() *ringbuf.Reader     { return c.rd }
 func (c *conns) programs() []*ebpf.Program { return []*ebpf.Program{c.objs.KsioSockRecv} }
 
 func (c *conns) counters(s *Stats) error {
@@ -169,23 +167,7 @@ func (c *conns) counters(s *Stats) error {
 	return sumCounters(c.objs.KsioKcounters, &s.ConnRingbufDrops, &s.ConnRecvs)
 }
 
-func (c *conns) detach() error {
-	if c.l == nil {
-		return nil
-	}
-	err := c.l.Close()
-	c.l = nil
-	return err
-}
-
-func (c *conns) close() error {
-	errs := []error{c.detach()}
-	if c.rd != nil {
-		errs = append(errs, c.rd.Close())
-	}
-	errs = append(errs, c.objs.Close())
-	return errors.Join(errs...)
-}
+func (c *conns) close() error { return c.closeWith(&c.objs) }
 
 // sockEventSize is sizeof(struct iosock_event).
 const sockEventSize = 64

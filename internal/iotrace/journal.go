@@ -95,9 +95,8 @@ func (o *iojournalObjects) tracepoints() []journalTracepoint {
 // journal is the loaded bpf/iojournal.bpf.c: journal, XFS log and block
 // tracing per device of the log directories.
 type journal struct {
-	objs  iojournalObjects
-	links []link.Link
-	rd    *ringbuf.Reader
+	objs iojournalObjects
+	attachment
 	// hz is CONFIG_HZ, to convert jbd2_run_stats' jiffies; 0 if unknown.
 	hz int
 	// groups are the tracepoint groups attached; skipped says why the
@@ -216,23 +215,7 @@ func withDisks(devs []uint32) []uint32 {
 	return out
 }
 
-func (j *journal) detach() error {
-	var errs []error
-	for _, l := range j.links {
-		errs = append(errs, l.Close())
-	}
-	j.links = nil
-	return errors.Join(errs...)
-}
-
-func (j *journal) close() error {
-	errs := []error{j.detach()}
-	if j.rd != nil {
-		errs = append(errs, j.rd.Close())
-	}
-	errs = append(errs, j.objs.Close())
-	return errors.Join(errs...)
-}
+func (j *journal) close() error { return j.closeWith(&j.objs) }
 
 // journalEventSize is sizeof(struct iojournal_event).
 const journalEventSize = 128
@@ -270,8 +253,6 @@ func decodeJournalEvent(b []byte) (iojournalIojournalEvent, bool) {
 	}
 	return e, true
 }
-
-func (j *journal) ring() *ringbuf.Reader { return j.rd }
 
 func (j *journal) counters(s *Stats) error {
 	s.JournalEvents += j.events.Load()

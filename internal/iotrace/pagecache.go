@@ -19,8 +19,7 @@ import (
 // the broker's threads add to the page cache (reads from disk).
 type pageCache struct {
 	objs iopcacheObjects
-	l    link.Link
-	rd   *ringbuf.Reader
+	attachment
 	// events counts the runs read (Stats.PageCacheEvents).
 	events atomic.Uint64
 }
@@ -80,7 +79,7 @@ func openPageCache(events string, pid int, ringFlags uint64) (_ *pageCache, err 
 			p.close()
 		}
 	}()
-	if p.l, err = link.Tracepoint("filemap", "mm_filemap_add_to_page_cache", p.objs.KsioPcacheAdd, nil); err != nil {
+	if err = p.add(link.Tracepoint("filemap", "mm_filemap_add_to_page_cache", p.objs.KsioPcacheAdd, nil)); err != nil {
 		return nil, fmt.Errorf("iotrace: attach to tracepoint filemap:mm_filemap_add_to_page_cache: %w", err)
 	}
 	if p.rd, err = ringbuf.NewReader(p.objs.KsioPevents); err != nil {
@@ -96,23 +95,7 @@ func boolU32(b bool) uint32 {
 	return 0
 }
 
-func (p *pageCache) detach() error {
-	if p.l == nil {
-		return nil
-	}
-	err := p.l.Close()
-	p.l = nil
-	return err
-}
-
-func (p *pageCache) close() error {
-	errs := []error{p.detach()}
-	if p.rd != nil {
-		errs = append(errs, p.rd.Close())
-	}
-	errs = append(errs, p.objs.Close())
-	return errors.Join(errs...)
-}
+func (p *pageCache) close() error { return p.closeWith(&p.objs) }
 
 const pageCacheEventSize = 40
 
@@ -129,8 +112,6 @@ func decodePageCacheEvent(b []byte) (iopcacheIopcacheEvent, bool) {
 	ev.Dev = binary.LittleEndian.Uint32(b[36:])
 	return ev, true
 }
-
-func (p *pageCache) ring() *ringbuf.Reader { return p.rd }
 
 func (p *pageCache) counters(st *Stats) error {
 	st.PageCacheEvents += p.events.Load()
@@ -159,7 +140,7 @@ func (p *pageCache) read(t *Tracer, h Handlers, deliver *delivery) error {
 		}
 		return pass(ev)
 	})
-	if err != nil || p.l != nil {
+	if err != nil || len(p.links) > 0 {
 		return err
 	}
 	return p.drainRuns(pass)

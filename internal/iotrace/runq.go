@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -20,9 +19,8 @@ import (
 // runq is bpf/iorunq.bpf.c loaded and attached: the broker's threads'
 // run-queue latency (Config.RunQueue).
 type runq struct {
-	objs  iorunqObjects
-	links []link.Link
-	rd    *ringbuf.Reader
+	objs iorunqObjects
+	attachment
 	// delays and wakeups count the events read (Stats.RunDelayEvents,
 	// Stats.WakeupEvents).
 	delays, wakeups atomic.Uint64
@@ -99,8 +97,6 @@ func openRunq(pid int, minLatency time.Duration) (_ *runq, err error) {
 	return r, nil
 }
 
-func (r *runq) ring() *ringbuf.Reader { return r.rd }
-
 func (r *runq) programs() []*ebpf.Program {
 	return []*ebpf.Program{r.objs.KsioRunqSwitch, r.objs.KsioRunqWakeup, r.objs.KsioRunqWakeupNew,
 		r.objs.KsioRunqTimerEntry, r.objs.KsioRunqTimerExit, r.objs.KsioRunqSoftirqEntry, r.objs.KsioRunqSoftirqExit}
@@ -112,23 +108,7 @@ func (r *runq) counters(s *Stats) error {
 	return sumCounters(r.objs.KsioRcounters, &s.RunDelayRingbufDrops, &s.RunDelayStartFull)
 }
 
-func (r *runq) detach() error {
-	var errs []error
-	for _, l := range r.links {
-		errs = append(errs, l.Close())
-	}
-	r.links = nil
-	return errors.Join(errs...)
-}
-
-func (r *runq) close() error {
-	errs := []error{r.detach()}
-	if r.rd != nil {
-		errs = append(errs, r.rd.Close())
-	}
-	errs = append(errs, r.objs.Close())
-	return errors.Join(errs...)
-}
+func (r *runq) close() error { return r.closeWith(&r.objs) }
 
 // runqEventSize is sizeof(struct iorunq_event); runqHolderSize of struct
 // iorunq_holder, which it holds len(ev.Holders) of from byte 56, then the

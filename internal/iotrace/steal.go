@@ -18,8 +18,7 @@ import (
 // time per CPU, between context switches.
 type steals struct {
 	objs iostealObjects
-	l    link.Link
-	rd   *ringbuf.Reader
+	attachment
 	// events counts the intervals read (Stats.StealEvents).
 	events atomic.Uint64
 }
@@ -69,7 +68,7 @@ func openSteals(minStolen time.Duration, ringFlags uint64) (_ *steals, err error
 			s.close()
 		}
 	}()
-	if s.l, err = link.AttachTracing(link.TracingOptions{Program: s.objs.KsioStealSwitch}); err != nil {
+	if err = s.add(link.AttachTracing(link.TracingOptions{Program: s.objs.KsioStealSwitch})); err != nil {
 		return nil, fmt.Errorf("iotrace: attach to BTF tracepoint sched_switch: %w", err)
 	}
 	if s.rd, err = ringbuf.NewReader(s.objs.KsioSevents); err != nil {
@@ -78,23 +77,7 @@ func openSteals(minStolen time.Duration, ringFlags uint64) (_ *steals, err error
 	return s, nil
 }
 
-func (s *steals) detach() error {
-	if s.l == nil {
-		return nil
-	}
-	err := s.l.Close()
-	s.l = nil
-	return err
-}
-
-func (s *steals) close() error {
-	errs := []error{s.detach()}
-	if s.rd != nil {
-		errs = append(errs, s.rd.Close())
-	}
-	errs = append(errs, s.objs.Close())
-	return errors.Join(errs...)
-}
+func (s *steals) close() error { return s.closeWith(&s.objs) }
 
 const stealEventSize = 40
 
@@ -111,8 +94,6 @@ func decodeStealEvent(b []byte) (iostealIostealEvent, bool) {
 	ev.Tgid = binary.LittleEndian.Uint32(b[32:])
 	return ev, true
 }
-
-func (s *steals) ring() *ringbuf.Reader { return s.rd }
 
 func (s *steals) counters(st *Stats) error {
 	st.StealEvents += s.events.Load()

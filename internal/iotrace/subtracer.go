@@ -1,9 +1,12 @@
 package iotrace
 
 import (
+	"errors"
+	"io"
 	"slices"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -96,4 +99,42 @@ func (t *Tracer) openSources(cfg *Config, devs []uint32) error {
 		}
 	}
 	return nil
+}
+
+// attachment is what a subtracer holds of the kernel once loaded: the
+// links of its programs and the reader of its ring. Detaching, closing
+// and the ring are the same for every subtracer.
+type attachment struct {
+	links []link.Link
+	rd    *ringbuf.Reader
+}
+
+// add keeps l, the result of attaching a program, unless err.
+func (a *attachment) add(l link.Link, err error) error {
+	if err == nil {
+		a.links = append(a.links, l)
+	}
+	return err
+}
+
+func (a *attachment) ring() *ringbuf.Reader { return a.rd }
+
+func (a *attachment) detach() error {
+	var errs []error
+	for _, l := range a.links {
+		errs = append(errs, l.Close())
+	}
+	a.links = nil
+	return errors.Join(errs...)
+}
+
+// closeWith detaches, closes the ring's reader, then objs: the programs
+// and maps loaded.
+func (a *attachment) closeWith(objs io.Closer) error {
+	errs := []error{a.detach()}
+	if a.rd != nil {
+		errs = append(errs, a.rd.Close())
+	}
+	errs = append(errs, objs.Close())
+	return errors.Join(errs...)
 }

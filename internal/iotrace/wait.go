@@ -29,8 +29,7 @@ const waitFrames = 12
 // uninterruptible sleeps with their kernel stacks.
 type waits struct {
 	objs iowaitObjects
-	l    link.Link
-	rd   *ringbuf.Reader
+	attachment
 	syms *kallsyms
 	// events counts the waits read (Stats.WaitEvents).
 	events atomic.Uint64
@@ -77,7 +76,7 @@ func openWaits(pid int, minLatency time.Duration, ringFlags uint64) (_ *waits, e
 			w.close()
 		}
 	}()
-	if w.l, err = link.Tracepoint("sched", "sched_switch", w.objs.KsioSchedSwitch, nil); err != nil {
+	if err = w.add(link.Tracepoint("sched", "sched_switch", w.objs.KsioSchedSwitch, nil)); err != nil {
 		return nil, fmt.Errorf("iotrace: attach to tracepoint sched:sched_switch: %w", err)
 	}
 	if w.rd, err = ringbuf.NewReader(w.objs.KsioWevents); err != nil {
@@ -87,23 +86,7 @@ func openWaits(pid int, minLatency time.Duration, ringFlags uint64) (_ *waits, e
 	return w, nil
 }
 
-func (w *waits) detach() error {
-	if w.l == nil {
-		return nil
-	}
-	err := w.l.Close()
-	w.l = nil
-	return err
-}
-
-func (w *waits) close() error {
-	errs := []error{w.detach()}
-	if w.rd != nil {
-		errs = append(errs, w.rd.Close())
-	}
-	errs = append(errs, w.objs.Close())
-	return errors.Join(errs...)
-}
+func (w *waits) close() error { return w.closeWith(&w.objs) }
 
 const waitEventSize = 24
 
@@ -118,8 +101,6 @@ func decodeWaitEvent(b []byte) (iowaitIowaitEvent, bool) {
 	ev.StackId = int32(binary.LittleEndian.Uint32(b[20:]))
 	return ev, true
 }
-
-func (w *waits) ring() *ringbuf.Reader { return w.rd }
 
 func (w *waits) counters(s *Stats) error {
 	s.WaitEvents += w.events.Load()
