@@ -1,16 +1,15 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/slowdisk"
+	"github.com/kscope-dev/kscope/internal/testkit/childtest"
 )
 
 // requireEmulatedFS skips (fails under CI=true) without root, losetup,
@@ -127,20 +126,10 @@ func runEmulatedHelper(dir string) int {
 func TestEmulatedDeviceCleanupAfterCrash(t *testing.T) {
 	requireEmulatedFS(t)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), emulatedHelperEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "ready" {
-		cmd.Process.Kill()
-		t.Fatalf("child: %q", lines.Text())
+	child, first := childtest.Start(t, emulatedHelperEnv+"="+dir)
+	cmd := child.Cmd
+	if first != "ready" {
+		t.Fatalf("child: %q", first)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

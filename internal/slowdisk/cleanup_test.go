@@ -1,7 +1,6 @@
 package slowdisk
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kscope-dev/kscope/internal/testkit/childtest"
 )
 
 // helperEnv makes the test binary the child of TestInterruptCleansUp.
@@ -205,22 +206,12 @@ func TestStartFailureCleansUp(t *testing.T) {
 func TestInterruptCleansUp(t *testing.T) {
 	requireDeviceTools(t)
 	dir := emulatorDirs(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	child, first := childtest.Start(t, helperEnv+"="+dir)
+	cmd, lines := child.Cmd, child.Lines
+	if !strings.HasPrefix(first, "ready ") {
+		t.Fatalf("child: %q", first)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
-		t.Fatalf("child: %q", lines.Text())
-	}
-	loop := strings.TrimPrefix(lines.Text(), "ready ")
+	loop := strings.TrimPrefix(first, "ready ")
 	time.Sleep(500 * time.Millisecond) // writes in flight
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

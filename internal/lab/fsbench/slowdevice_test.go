@@ -1,7 +1,6 @@
 package fsbench
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/slowdisk"
+	"github.com/kscope-dev/kscope/internal/testkit/childtest"
 	"github.com/kscope-dev/kscope/internal/testkit/labtest"
 )
 
@@ -112,20 +112,10 @@ func TestSlowDeviceMkfsFailureUnwinds(t *testing.T) {
 func TestSweepRemovesKilledEmulator(t *testing.T) {
 	requireSlowDevice(t)
 	work := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), slowHelperEnv+"="+work)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "ready" {
-		cmd.Process.Kill()
-		t.Fatalf("child: %q", lines.Text())
+	child, first := childtest.Start(t, slowHelperEnv+"="+work)
+	cmd := child.Cmd
+	if first != "ready" {
+		t.Fatalf("child: %q", first)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
