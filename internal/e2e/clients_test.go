@@ -50,6 +50,9 @@ func runZoo(t *testing.T, version string, port int, zoo []clientzoo.Client) zooR
 	b := labtest.Broker(t, lab.BrokerConfig{Dir: filepath.Join(dir, "broker"), Version: version, LibsDir: libs, Port: port, RequestLog: true})
 	pcap := filepath.Join(dir, "zoo.pcap")
 	stop := labtest.Capture(t, "lo", port, pcap)
+	// A failed check's capture and request log are kept for a look
+	// (one run lost a whole librdkafka producer connection).
+	t.Cleanup(func() { keepOnFailure(t, pcap); keepOnFailure(t, b.RequestLogPath()) })
 	// The lab's readiness probe ran before the capture: the log's
 	// timestamps are whole milliseconds.
 	captured := time.Now().Truncate(time.Millisecond)
