@@ -10,28 +10,23 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/slowdisk"
 	"github.com/kscope-dev/kscope/internal/testkit/childtest"
+	"github.com/kscope-dev/kscope/internal/testkit/prereq"
 )
 
 // requireEmulatedFS skips (fails under CI=true) without root, losetup,
-// mkfs.ext4 or /dev/fuse. (labtest imports lab: not usable here.)
+// mkfs.ext4 or /dev/fuse. (labtest imports lab: prereq instead.)
 func requireEmulatedFS(t *testing.T) {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format+" (CI=true: prerequisites are mandatory)", args...)
-		}
-		t.Skipf(format, args...)
-	}
 	if os.Geteuid() != 0 {
-		unavailable("ClusterConfig.Device needs root")
+		prereq.Unavailable(t, "ClusterConfig.Device needs root")
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := lookTool(tool); err != nil {
-			unavailable("%v", err)
+			prereq.Unavailable(t, "%v", err)
 		}
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		unavailable("no /dev/fuse (ClusterConfig.Device needs it)")
+		prereq.Unavailable(t, "no /dev/fuse (ClusterConfig.Device needs it)")
 	}
 }
 

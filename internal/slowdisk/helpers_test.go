@@ -8,29 +8,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kscope-dev/kscope/internal/testkit/prereq"
 	"golang.org/x/sys/unix"
 )
 
 // requireDeviceTools fails under CI=true (skips otherwise) without root,
 // /dev/fuse, losetup or mkfs.ext4. (testkit/labtest imports lab, which
-// imports this package: it cannot be used here.)
+// imports this package: prereq instead.)
 func requireDeviceTools(t *testing.T) {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format+" (CI=true: prerequisites are mandatory; run scripts/setup.sh)", args...)
-		}
-		t.Skipf(format+" (run scripts/setup.sh)", args...)
-	}
 	if os.Geteuid() != 0 {
-		unavailable("the emulator needs root")
+		prereq.Unavailable(t, "the emulator needs root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		unavailable("no /dev/fuse: %v", err)
+		prereq.Unavailable(t, "no /dev/fuse: %v", err)
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			unavailable("no %s", tool)
+			prereq.Unavailable(t, "no %s", tool)
 		}
 	}
 }

@@ -13,20 +13,16 @@ import (
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/lab"
+	"github.com/kscope-dev/kscope/internal/testkit/prereq"
 )
-
-// inCI reports whether missing prerequisites must fail the test.
-func inCI() bool { return os.Getenv("CI") == "true" }
 
 // Unavailable skips t because a prerequisite is missing, or fails it under
 // CI=true: CI can never pass by skipping. Every kscope test that needs
-// something from the machine goes through it.
+// something from the machine goes through it (or through prereq, where
+// labtest cannot be imported).
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if inCI() {
-		t.Fatalf("labtest: "+format+" (CI=true: prerequisites are mandatory; run scripts/setup.sh)", args...)
-	}
-	t.Skipf("labtest: "+format+" (run scripts/setup.sh)", args...)
+	prereq.Unavailable(t, "labtest: "+format, args...)
 }
 
 // RequireKafka skips (fails under CI=true) unless java and the Kafka jars
