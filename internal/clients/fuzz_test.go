@@ -1,14 +1,12 @@
 package clients
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/testkit/reqlines"
 )
 
 // FuzzAggregate feeds any requests (JSON Lines, as a recording holds
@@ -16,14 +14,6 @@ import (
 // every format: no panic, the bounds hold, and every request is counted
 // once.
 func FuzzAggregate(f *testing.F) {
-	seed := func(rs ...*event.Request) []byte {
-		var b bytes.Buffer
-		for _, r := range rs {
-			line, _ := json.Marshal(r)
-			b.Write(append(line, '\n'))
-		}
-		return b.Bytes()
-	}
 	p := produce("10.0.0.2:5000", "p", 9, 0, 100, 20000, "zstd", 3)
 	p.Principal = "alice"
 	v := req("10.0.0.2:5000", "p", apiVersionsKey, 3, 0)
@@ -32,20 +22,15 @@ func FuzzAggregate(f *testing.F) {
 	g.Group = event.Group{ID: "grp", MemberID: "m"}
 	fe := req("10.0.0.3:5001", "c", apiFetch, 12, 2*time.Second)
 	fe.Fetch = event.FetchParams{MaxWaitMs: 500, MinBytes: 1}
-	f.Add(seed(v, p, g, fe))
-	f.Add(seed(req("[::1]:1", "", -3, -7, -time.Hour), req("bad", "\xff", 32767, 32767, time.Hour)))
+	f.Add(reqlines.Of(v, p, g, fe))
+	f.Add(reqlines.Of(req("[::1]:1", "", -3, -7, -time.Hour), req("bad", "\xff", 32767, 32767, time.Hour)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := New(Options{MaxClients: 3, MaxConnections: 4, Target: rejectBelow{apiProduce: 3, apiFetch: 4}, TargetName: "4.0"})
 		var n int64
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			var r event.Request
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
-			}
-			a.Add(&r)
+		reqlines.Each(data, func(r *event.Request) {
+			a.Add(r)
 			n++
-		}
+		})
 		rep := a.Report()
 		if len(rep.Clients) > 4 || rep.Requests != n {
 			t.Fatalf("%d rows (bound 3 + other), %d requests counted of %d", len(rep.Clients), rep.Requests, n)

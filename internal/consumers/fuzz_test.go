@@ -1,14 +1,12 @@
 package consumers
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/testkit/reqlines"
 )
 
 // FuzzAggregate feeds any requests (JSON Lines, as a recording holds
@@ -16,15 +14,7 @@ import (
 // writes it in every format: no panic, the bounds hold, lags are never
 // negative.
 func FuzzAggregate(f *testing.F) {
-	seed := func(rs ...*event.Request) []byte {
-		var b bytes.Buffer
-		for _, r := range rs {
-			line, _ := json.Marshal(r)
-			b.Write(append(line, '\n'))
-		}
-		return b.Bytes()
-	}
-	f.Add(seed(join("10.0.0.1:1", "m1", "g", 1, 0, time.Second), syncGroup("10.0.0.1:1", "m1", "g", 1, time.Second, time.Millisecond),
+	f.Add(reqlines.Of(join("10.0.0.1:1", "m1", "g", 1, 0, time.Second), syncGroup("10.0.0.1:1", "m1", "g", 1, time.Second, time.Millisecond),
 		heartbeat("10.0.0.1:1", "m1", "g", 1, 20*time.Second, errRebalanceInProgress),
 		fetch("10.0.0.1:1", "m1-client", time.Second, "t", 0, 5, 9, 100, t0), fetch("10.0.0.2:1", "x", 0, "t", 0, 50, 10, 5, t0)))
 	// A KIP-848 group: a join, a member gone silent and fenced, a leave.
@@ -33,18 +23,13 @@ func FuzzAggregate(f *testing.F) {
 		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
 		return r
 	}
-	f.Add(seed(cgh("10.0.0.1:1", "a", 0, 1, 0), cgh("10.0.0.2:1", "b", 0, 2, time.Second), cgh("10.0.0.1:1", "a", 1, 2, 2*time.Second),
+	f.Add(reqlines.Of(cgh("10.0.0.1:1", "a", 0, 1, 0), cgh("10.0.0.2:1", "b", 0, 2, time.Second), cgh("10.0.0.1:1", "a", 1, 2, 2*time.Second),
 		cgh("10.0.0.1:1", "a", 2, 2, 13*time.Second), cgh("10.0.0.1:1", "a", 2, 3, 14*time.Second), cgh("10.0.0.1:1", "a", -1, -1, 15*time.Second)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := New(Options{MaxPartitions: 4, MaxGroups: 2})
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			var r event.Request
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
-			}
-			a.Add(&r)
-		}
+		reqlines.Each(data, func(r *event.Request) {
+			a.Add(r)
+		})
 		// A produce request that arrived when a held delivery came must
 		// not pass over it, whatever the order of the deliveries.
 		for tp, p := range a.e2e.parts {

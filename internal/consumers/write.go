@@ -64,10 +64,7 @@ func writeConsumers(w io.Writer, r *Report, top int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC-PARTITION\tCLIENT\tPOSITION\tHIGH WATERMARK\tLAG\tLAG TIME\tBEHIND FOR\tCOMMITTED\tCOMMIT GAP")
 	for _, c := range limit(r.Consumers, top) {
-		group := c.Group
-		if group == "" {
-			group = "(none)"
-		}
+		group := groupName(c.Group)
 		for j, p := range c.Partitions {
 			if j == 8 {
 				fmt.Fprintf(tw, "%s\t%d more partitions\n", cell(group), len(c.Partitions)-8)
@@ -96,10 +93,7 @@ func writeFetchLatency(w io.Writer, r *Report, top int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tCLIENTS\tFETCHES\tp50\tp99\tSLOW p50\tSLOW p99\tSLOW MAX\tPURGATORY\tASSUMED")
 	for _, fl := range limit(r.FetchLatency, top) {
-		group := fl.Group
-		if group == "" {
-			group = "(none)"
-		}
+		group := groupName(fl.Group)
 		clients := cell(fl.Clients[0])
 		if len(fl.Clients) > 1 {
 			clients += fmt.Sprintf(" +%d", len(fl.Clients)-1)
@@ -139,6 +133,15 @@ func limit[T any](s []T, top int) []T {
 }
 
 // cell is a client-chosen name escaped for the terminal, or a dash.
+// groupName is a group's name in a table: "(none)" for consumers
+// without a group.
+func groupName(g string) string {
+	if g == "" {
+		return "(none)"
+	}
+	return g
+}
+
 func cell(s string) string {
 	if s == "" {
 		return "-"

@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/lab"
 	"github.com/kscope-dev/kscope/internal/testkit/clientzoo"
@@ -95,7 +92,7 @@ func TestConsumersKIP848(t *testing.T) {
 	stopProducer := produceAt(produceCtx, t, b.Addr(), "rdkafka-lagging", 400)
 	// Bounded by its own deadline (and ctx): it stops at a quiet moment after it.
 	rd := startRdkafkaReader(ctx, t, tools.Python, b.Addr(), "rdkafka-lagging", "rdkafka-group", "rdkafka-throttled", 50, 54*time.Second)
-	waitForConsumerGroup(ctx, t, b.Addr(), group, 3)
+	waitForMembers(ctx, t, b.Addr(), group, 3, true)
 	time.Sleep(3 * time.Second) // the group is steady
 	stopped := time.Now()
 	if err := m2.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -295,29 +292,6 @@ func checkSlowestSilent(t *testing.T, rep *consumers.Report, group string) {
 		return
 	}
 	t.Errorf("no rebalance of %s started by member-2 leaving", group)
-}
-
-// waitForConsumerGroup waits until the KIP-848 group is stable with n
-// members (ConsumerGroupDescribe: the classic DescribeGroups does not
-// describe it).
-func waitForConsumerGroup(ctx context.Context, t *testing.T, addr, group string, n int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		req := kmsg.NewPtrConsumerGroupDescribeRequest()
-		req.Groups = []string{group}
-		if resp, err := req.RequestWith(ctx, cl); err == nil && len(resp.Groups) == 1 &&
-			resp.Groups[0].State == "Stable" && len(resp.Groups[0].Members) == n {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("KIP-848 group %s not stable with %d members after 90 s", group, n)
 }
 
 // rdkafkaReader is a librdkafka consumer (python/confluent-kafka) run by

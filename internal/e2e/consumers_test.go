@@ -179,20 +179,30 @@ func (r *throttledReader) run(ctx context.Context, t *testing.T, addr, topic, gr
 }
 
 // waitForMembers waits until group is stable with n members: the Java
-// consumers take seconds to start on two busy cores.
-func waitForMembers(ctx context.Context, t *testing.T, addr, group string, n int) {
+// consumers take seconds to start on two busy cores. A KIP-848 group is
+// described by ConsumerGroupDescribe (DescribeGroups does not describe it).
+func waitForMembers(ctx context.Context, t *testing.T, addr, group string, n int, kip848 bool) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	stable := func() bool {
+		if kip848 {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{group}
+			resp, err := req.RequestWith(ctx, cl)
+			return err == nil && len(resp.Groups) == 1 && resp.Groups[0].State == "Stable" && len(resp.Groups[0].Members) == n
+		}
 		req := kmsg.NewPtrDescribeGroupsRequest()
 		req.Groups = []string{group}
-		if resp, err := req.RequestWith(ctx, cl); err == nil && len(resp.Groups) == 1 &&
-			resp.Groups[0].State == "Stable" && len(resp.Groups[0].Members) == n {
+		resp, err := req.RequestWith(ctx, cl)
+		return err == nil && len(resp.Groups) == 1 && resp.Groups[0].State == "Stable" && len(resp.Groups[0].Members) == n
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if stable() {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -322,7 +332,7 @@ func TestConsumers(t *testing.T) {
 	var slow, never throttledReader
 	stopSlow := slow.run(loadCtx, t, b.Addr(), "lagging", "lagging-group", "throttled", 50)
 	stopNever := never.run(loadCtx, t, b.Addr(), "lagging", "", "nocommit-reader", 100)
-	waitForMembers(ctx, t, b.Addr(), "members-group", 3)
+	waitForMembers(ctx, t, b.Addr(), "members-group", 3, false)
 	time.Sleep(3 * time.Second) // the group is steady
 	stopped := time.Now()
 	if err := m2.Process.Signal(syscall.SIGSTOP); err != nil {

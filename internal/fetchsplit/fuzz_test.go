@@ -1,13 +1,11 @@
 package fetchsplit
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"math"
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/testkit/reqlines"
 )
 
 // FuzzSplit feeds any requests (JSON Lines, as a recording holds them)
@@ -15,29 +13,16 @@ import (
 // part is negative or NaN, the parts add up to the total and the
 // abnormal part is within it.
 func FuzzSplit(f *testing.F) {
-	seed := func(rs ...*event.Request) []byte {
-		var b bytes.Buffer
-		for _, r := range rs {
-			line, _ := json.Marshal(r)
-			b.Write(append(line, '\n'))
-		}
-		return b.Bytes()
-	}
-	f.Add(seed(fetch("10.0.0.5:5000", -50, -49, -48, 90, 1000, 100), produce(201, 100, 5), fetch("10.0.0.5:5000", 0, 205, 206, 100, 500, 105)))
-	f.Add(seed(fetch("10.0.0.5:5000", 0, 501, 502, 100, 0, 100)))
+	f.Add(reqlines.Of(fetch("10.0.0.5:5000", -50, -49, -48, 90, 1000, 100), produce(201, 100, 5), fetch("10.0.0.5:5000", 0, 205, 206, 100, 500, 105)))
+	f.Add(reqlines.Of(fetch("10.0.0.5:5000", 0, 501, 502, 100, 0, 100)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := New(Options{MaxPartitions: 3})
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			var r event.Request
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
-			}
-			sp, ok := s.AddWith(&r, Reading{Ns: int64(len(data)) * 1e5, DiskNs: int64(len(data)) * 5e4})
+		reqlines.Each(data, func(r *event.Request) {
+			sp, ok := s.AddWith(r, Reading{Ns: int64(len(data)) * 1e5, DiskNs: int64(len(data)) * 5e4})
 			if ok {
 				checkSplit(t, sp)
 			}
-		}
+		})
 		if len(s.marks) > 3 || len(s.next) > 3 {
 			t.Fatalf("%d partitions, %d positions: past the bounds", len(s.marks), len(s.next))
 		}
