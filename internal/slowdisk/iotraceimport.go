@@ -16,7 +16,9 @@ import (
 
 // deviceSummaryLine is a line of `kscope iotrace --summary --format json`
 // (internal/iotrace/ioout's deviceSummaryJSON): per device and kind, the
-// count and the upper edges of the log2 slots the quantiles fall in.
+// count and the upper edges of the log2 slots the quantiles fall in. A
+// copy of the writer's type, not an import: ioout imports iotrace, whose
+// tests import lab, which imports this package.
 type deviceSummaryLine struct {
 	Dev    string   `json:"dev"`
 	Kind   string   `json:"kind"`
