@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/partmap"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -14,8 +16,13 @@ import (
 // are on different connections and the decoder emits each when its
 // response ends, so either may come first: each side waits for the other
 // in a bounded ring per partition.
+//
+// It runs for every produced partition in the agent, so it keeps times
+// as Unix nanoseconds (compared in one instruction, where time.Time
+// compares its wall and monotonic parts) and each partition its topic's
+// histogram.
 type endToEnd struct {
-	parts   map[topicPartition]*e2ePartition
+	parts   *partmap.Map[e2ePartition]
 	byTopic map[string]*hdrhistogram.Histogram
 	// matched counts messages timed; dropped those whose range left a
 	// ring before the other leg came.
@@ -29,14 +36,16 @@ const e2eRing = 1024
 const maxE2EPartitions = 20_000
 
 type e2ePartition struct {
-	produced  []producedRange  // arrival order, oldest first
-	delivered []deliveredRange // response order
+	produced  window[producedRange]  // arrival order, oldest first
+	delivered window[deliveredRange] // response order
+	// hist is the partition's topic's histogram.
+	hist *hdrhistogram.Histogram
 }
 
 // producedRange is one produce request's offsets of a partition.
 type producedRange struct {
 	first, last int64
-	arrival     time.Time
+	arrival     int64 // Unix ns
 	// next is the first offset not yet delivered.
 	next int64
 }
@@ -44,23 +53,27 @@ type producedRange struct {
 // deliveredRange is what one consumer fetch response returned.
 type deliveredRange struct {
 	first, last int64
-	at          time.Time
+	at          int64 // Unix ns
 	// latest is the latest at of this range and those held before it:
 	// it never decreases along the ring, so a produce request finds the
 	// first delivery that may have come after it by binary search.
-	latest time.Time
+	latest int64
 }
 
 func newEndToEnd() *endToEnd {
-	return &endToEnd{parts: map[topicPartition]*e2ePartition{}, byTopic: map[string]*hdrhistogram.Histogram{}}
+	return &endToEnd{parts: partmap.New[e2ePartition](), byTopic: map[string]*hdrhistogram.Histogram{}}
 }
 
 func (e *endToEnd) part(topic string, partition int32) *e2ePartition {
-	tp := topicPartition{topic, partition}
-	p := e.parts[tp]
-	if p == nil && len(e.parts) < maxE2EPartitions {
-		p = &e2ePartition{}
-		e.parts[tp] = p
+	p := e.parts.Get(topic, partition)
+	if p == nil && e.parts.Len() < maxE2EPartitions {
+		h := e.byTopic[topic]
+		if h == nil {
+			h = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+			e.byTopic[topic] = h
+		}
+		p = &e2ePartition{hist: h}
+		e.parts.Put(topic, partition, p)
 	}
 	return p
 }
@@ -71,6 +84,7 @@ func (e *endToEnd) produced(r *event.Request) {
 	if !r.Answered {
 		return
 	}
+	arrival := r.Arrival.UnixNano()
 	for i := range r.Partitions {
 		pp := &r.Partitions[i]
 		if pp.BaseOffset == nil || pp.Records <= 0 || pp.ErrorCode != 0 {
@@ -80,17 +94,16 @@ func (e *endToEnd) produced(r *event.Request) {
 		if p == nil {
 			continue
 		}
-		pr := producedRange{first: *pp.BaseOffset, last: *pp.BaseOffset + int64(pp.Records) - 1, arrival: r.Arrival}
+		pr := producedRange{first: *pp.BaseOffset, last: *pp.BaseOffset + int64(pp.Records) - 1, arrival: arrival}
 		pr.next = pr.first
-		for _, d := range p.delivered[p.deliveredSince(r.Arrival):] {
-			e.match(pp.Topic, &pr, d)
+		delivered := p.delivered.items()
+		for _, d := range delivered[p.deliveredSince(arrival):] {
+			e.match(p, &pr, d)
 		}
 		if pr.next <= pr.last {
-			if len(p.produced) == e2eRing {
-				e.dropped += p.produced[0].last - p.produced[0].next + 1
-				p.produced = p.produced[1:]
+			if old, ok := p.produced.push(pr, e2eRing); ok {
+				e.dropped += old.last - old.next + 1
 			}
-			p.produced = append(p.produced, pr)
 		}
 	}
 }
@@ -101,6 +114,7 @@ func (e *endToEnd) fetched(r *event.Request) {
 	if !r.Answered || r.End.IsZero() {
 		return
 	}
+	end := r.End.UnixNano()
 	for i := range r.Partitions {
 		fp := &r.Partitions[i]
 		if fp.FirstOffset == nil || fp.LastOffset == nil || fp.ErrorCode != 0 {
@@ -110,39 +124,42 @@ func (e *endToEnd) fetched(r *event.Request) {
 		if p == nil {
 			continue
 		}
-		d := deliveredRange{first: *fp.FirstOffset, last: *fp.LastOffset, at: r.End, latest: r.End}
-		if n := len(p.delivered); n > 0 && d.latest.Before(p.delivered[n-1].latest) {
-			d.latest = p.delivered[n-1].latest
+		d := deliveredRange{first: *fp.FirstOffset, last: *fp.LastOffset, at: end, latest: end}
+		if held := p.delivered.items(); len(held) > 0 {
+			d.latest = max(d.latest, held[len(held)-1].latest)
 		}
-		kept := p.produced[:0]
-		for j := range p.produced {
-			pr := p.produced[j]
-			e.match(fp.Topic, &pr, d)
+		produced := p.produced.items()
+		kept := 0
+		for j := range produced {
+			pr := produced[j]
+			e.match(p, &pr, d)
 			if pr.next <= pr.last {
-				kept = append(kept, pr)
+				produced[kept] = pr
+				kept++
 			}
 		}
-		p.produced = kept
-		if len(p.delivered) == e2eRing {
-			p.delivered = p.delivered[1:]
-		}
-		p.delivered = append(p.delivered, d)
+		p.produced.keep(kept)
+		p.delivered.push(d, e2eRing)
 	}
 }
 
 // deliveredSince returns the index of the first held delivery that may
-// have come at or after t: every one before it came before t, and match
-// passes over those. Scanning the whole ring for each produce request
-// made the view cost microseconds per request once a consumer had filled
-// it (1024 deliveries a partition).
-func (p *e2ePartition) deliveredSince(t time.Time) int {
-	return sort.Search(len(p.delivered), func(i int) bool { return !p.delivered[i].latest.Before(t) })
+// have come at or after t (Unix ns): every one before it came before t,
+// and match passes over those. Scanning the whole ring for each produce
+// request made the view cost microseconds per request once a consumer
+// had filled it (1024 deliveries a partition).
+func (p *e2ePartition) deliveredSince(t int64) int {
+	held := p.delivered.items()
+	if n := len(held); n == 0 || held[n-1].latest < t {
+		return n // the common case in the agent: none came after t yet
+	}
+	return sort.Search(len(held), func(i int) bool { return held[i].latest >= t })
 }
 
 // match times pr's undelivered messages that d carried: the first fetch
 // response after the produce request arrived that holds them.
-func (e *endToEnd) match(topic string, pr *producedRange, d deliveredRange) {
-	if d.at.Before(pr.arrival) || d.last < pr.next || d.first > pr.last {
+func (e *endToEnd) match(p *e2ePartition, pr *producedRange, d deliveredRange) {
+	if d.at < pr.arrival || d.last < pr.next || d.first > pr.last {
 		return
 	}
 	// A response carries a contiguous range: the messages from
@@ -155,13 +172,8 @@ func (e *endToEnd) match(topic string, pr *producedRange, d deliveredRange) {
 	}
 	end := min(pr.last, d.last)
 	n := end - pr.next + 1
-	h := e.byTopic[topic]
-	if h == nil {
-		h = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
-		e.byTopic[topic] = h
-	}
-	us := max(1, d.at.Sub(pr.arrival).Microseconds())
-	_ = h.RecordValues(min(us, h.HighestTrackableValue()), n)
+	us := max(1, (d.at-pr.arrival)/int64(time.Microsecond))
+	_ = p.hist.RecordValues(min(us, p.hist.HighestTrackableValue()), n)
 	e.matched += n
 	pr.next = end + 1
 }

@@ -24,13 +24,14 @@ func TestDeliveredSince(t *testing.T) {
 		p := e.part("t", 0)
 		for range 50 {
 			when := at(time.Duration(rng.IntN(n+30)) * time.Millisecond)
-			since := p.deliveredSince(when)
-			for i, d := range p.delivered[:since] {
-				if !d.at.Before(when) {
+			since := p.deliveredSince(when.UnixNano())
+			held := p.delivered.items()
+			for i, d := range held[:since] {
+				if d.at >= when.UnixNano() {
 					t.Fatalf("trial %d: delivery %d at %v passed over for a produce request at %v", trial, i, d.at, when)
 				}
 			}
-			if since < len(p.delivered) && p.delivered[since].latest.Before(when) {
+			if since < len(held) && held[since].latest < when.UnixNano() {
 				t.Fatalf("trial %d: stopped at %d, which came before %v", trial, since, when)
 			}
 		}

@@ -32,9 +32,9 @@ func FuzzAggregate(f *testing.F) {
 		})
 		// A produce request that arrived when a held delivery came must
 		// not pass over it, whatever the order of the deliveries.
-		for tp, p := range a.e2e.parts {
-			for i, d := range p.delivered {
-				if since := p.deliveredSince(d.at); since > i || d.latest.Before(d.at) {
+		for tp, p := range a.e2e.parts.All() {
+			for i, d := range p.delivered.items() {
+				if since := p.deliveredSince(d.at); since > i || d.latest < d.at {
 					t.Fatalf("%v: delivery %d at %v passed over (from %d)", tp, i, d.at, since)
 				}
 			}

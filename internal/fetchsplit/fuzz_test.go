@@ -1,7 +1,9 @@
 package fetchsplit
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -23,12 +25,12 @@ func FuzzSplit(f *testing.F) {
 				checkSplit(t, sp)
 			}
 		})
-		if len(s.marks) > 3 || len(s.next) > 3 {
-			t.Fatalf("%d partitions, %d positions: past the bounds", len(s.marks), len(s.next))
+		if s.marks.Len() > 3 || len(s.next) > 3 {
+			t.Fatalf("%d partitions, %d positions: past the bounds", s.marks.Len(), len(s.next))
 		}
-		for _, ms := range s.marks {
-			if len(ms) > maxMarks {
-				t.Fatalf("%d marks", len(ms))
+		for _, h := range s.marks.All() {
+			if len(h.marks) > maxMarks || !slices.IsSortedFunc(h.marks, func(a, b mark) int { return cmp.Compare(a.at, b.at) }) {
+				t.Fatalf("%d marks, sorted by time: %v", len(h.marks), h.marks)
 			}
 		}
 	})

@@ -110,7 +110,8 @@ func (o *Options) split(r *event.Request, t times, av availability, rd Reading) 
 // the broker weighs against min_bytes.
 func recordBytes(r *event.Request) int64 {
 	var n int64
-	for _, p := range r.Partitions {
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
 		n += int64(max(p.Bytes, 0))
 	}
 	return n

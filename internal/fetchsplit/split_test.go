@@ -184,7 +184,7 @@ func TestBounded(t *testing.T) {
 		r.Partitions[0].Partition = p
 		s.Add(r)
 	}
-	if len(s.marks) != 2 || s.Untracked != 3 {
-		t.Errorf("%d partitions followed, %d untracked; want 2 and 3", len(s.marks), s.Untracked)
+	if s.marks.Len() != 2 || s.Untracked != 3 {
+		t.Errorf("%d partitions followed, %d untracked; want 2 and 3", s.marks.Len(), s.Untracked)
 	}
 }

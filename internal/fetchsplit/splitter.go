@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/kscope-dev/kscope/internal/partmap"
+
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
@@ -36,7 +38,7 @@ const maxMarks = 64
 // concurrent use.
 type Splitter struct {
 	o     Options
-	marks map[topicPartition][]mark
+	marks *partmap.Map[history]
 	// next is each consumer connection's next offset per partition: a
 	// fetch session (KIP-227) leaves the unchanged ones out of a request.
 	next map[clientPartition]int64
@@ -68,7 +70,7 @@ func New(o Options) *Splitter {
 		o.SendRate = DefaultSendRate
 	}
 	o.MaxPartitions = cmp.Or(max(o.MaxPartitions, 0), DefaultMaxPartitions)
-	return &Splitter{o: o, marks: map[topicPartition][]mark{}, next: map[clientPartition]int64{}}
+	return &Splitter{o: o, marks: partmap.New[history](), next: map[clientPartition]int64{}}
 }
 
 // Add takes one request; for an answered consumer fetch it returns its
@@ -123,7 +125,8 @@ func (s *Splitter) produced(r *event.Request) {
 		return
 	}
 	at := timesOf(r).respStart
-	for _, p := range r.Partitions {
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
 		if p.ErrorCode == 0 && p.BaseOffset != nil && p.Records > 0 {
 			s.mark(topicPartition{p.Topic, p.Partition}, at, *p.BaseOffset+int64(p.Records))
 		}
@@ -137,36 +140,26 @@ func (s *Splitter) fetched(r *event.Request) {
 		return
 	}
 	at := timesOf(r).respStart
-	for _, p := range r.Partitions {
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
 		if p.ErrorCode == 0 && p.HighWatermark != nil {
 			s.mark(topicPartition{p.Topic, p.Partition}, at, *p.HighWatermark)
 		}
 	}
 }
 
-// mark notes that tp's high watermark was at least hwm from at on. The
-// marks stay sorted by time with rising watermarks: a mark that says
-// less than an earlier one adds nothing, and one that says more than a
-// later one replaces it (the later one said too little).
+// mark notes that tp's high watermark was at least hwm from at on.
 func (s *Splitter) mark(tp topicPartition, at, hwm int64) {
-	ms, ok := s.marks[tp]
-	if !ok && len(s.marks) >= s.o.MaxPartitions {
-		s.Untracked++
-		return
+	h := s.marks.Get(tp.topic, tp.partition)
+	if h == nil {
+		if s.marks.Len() >= s.o.MaxPartitions {
+			s.Untracked++
+			return
+		}
+		h = &history{}
+		s.marks.Put(tp.topic, tp.partition, h)
 	}
-	i, _ := slices.BinarySearchFunc(ms, at, func(m mark, t int64) int { return cmp.Compare(m.at, t+1) })
-	if i > 0 && ms[i-1].hwm >= hwm {
-		return
-	}
-	j := i
-	for j < len(ms) && ms[j].hwm <= hwm {
-		j++
-	}
-	ms = slices.Replace(ms, i, j, mark{at, hwm})
-	if len(ms) > maxMarks {
-		ms = slices.Delete(ms, 0, len(ms)-maxMarks)
-	}
-	s.marks[tp] = ms
+	h.add(at, hwm)
 }
 
 // availability is when a fetch's data became available.
@@ -185,11 +178,12 @@ type availability struct {
 func (s *Splitter) available(r *event.Request) availability {
 	var alone, all availability
 	someUnknown := false
-	for _, p := range r.Partitions {
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
 		if p.Bytes <= 0 {
 			continue
 		}
-		at, ok := s.partitionAvailable(r, &p)
+		at, ok := s.partitionAvailable(r, p)
 		switch {
 		case !ok:
 			someUnknown = true
@@ -233,7 +227,11 @@ func (s *Splitter) offsetOf(r *event.Request, p *event.Partition) (int64, bool) 
 
 // firstPast is the time of tp's first mark above offset.
 func (s *Splitter) firstPast(tp topicPartition, offset int64) (int64, bool) {
-	ms := s.marks[tp]
+	h := s.marks.Get(tp.topic, tp.partition)
+	if h == nil {
+		return 0, false
+	}
+	ms := h.marks
 	i, _ := slices.BinarySearchFunc(ms, offset, func(m mark, o int64) int { return cmp.Compare(m.hwm, o+1) })
 	if i == len(ms) {
 		return 0, false
@@ -244,9 +242,10 @@ func (s *Splitter) firstPast(tp topicPartition, offset int64) (int64, bool) {
 // advance remembers where each partition of a consumer's fetch leaves
 // its connection: after the last record returned, else where it read.
 func (s *Splitter) advance(r *event.Request) {
-	for _, p := range r.Partitions {
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
 		k := clientPartition{r.Client, topicPartition{p.Topic, p.Partition}}
-		next, ok := s.offsetOf(r, &p)
+		next, ok := s.offsetOf(r, p)
 		if p.LastOffset != nil && (!ok || *p.LastOffset >= next) {
 			next, ok = *p.LastOffset+1, true
 		}
