@@ -49,11 +49,17 @@ func TestBenchCompare(t *testing.T) {
 		}
 		return p
 	}
+	// compare logs the verdict's closing line; the whole table is logged
+	// by a check that fails, just before its error, so that the error is
+	// the last line a CI log's excerpt shows.
 	compare := func(a, b string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := cli.Main([]string{"bench", "compare", a, b}, &out, &errOut)
-		t.Logf("kscope bench compare %s %s: exit %d\n%s%s", filepath.Base(a), filepath.Base(b), code, out.String(), errOut.String())
-		return code, out.String()
+		t.Logf("kscope bench compare %s %s: exit %d: %s", filepath.Base(a), filepath.Base(b), code, closingLine(out.String()))
+		return code, out.String() + errOut.String()
+	}
+	regression := func(out string) bool {
+		return strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression")
 	}
 
 	// Two runs of one workload, back to back. On this 2-core VM (the
@@ -66,10 +72,11 @@ func TestBenchCompare(t *testing.T) {
 		a = save("a.json", benchRun(t, ctx, workload(fmt.Sprintf("bench-cmp-a%d", attempt))))
 		same = save("b.json", benchRun(t, ctx, workload(fmt.Sprintf("bench-cmp-b%d", attempt))))
 		code, out := compare(a, same)
-		if code == 0 && !strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
+		if code == 0 && !regression(out) {
 			break
 		}
 		if attempt == 2 {
+			t.Logf("%s", out)
 			t.Errorf("two runs of one workload, twice: exit %d, want 0 and no regression", code)
 			break
 		}
@@ -78,8 +85,8 @@ func TestBenchCompare(t *testing.T) {
 
 	// The broker stopped while B runs: SIGSTOP, the given pause, SIGCONT,
 	// at the given times after the run's start (its warm-up is 2 s).
+	t.Cleanup(func() { _ = syscall.Kill(b.PID(), syscall.SIGCONT) })
 	stalled := func(name string, at []time.Duration, pause time.Duration) string {
-		t.Cleanup(func() { _ = syscall.Kill(b.PID(), syscall.SIGCONT) })
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -95,27 +102,38 @@ func TestBenchCompare(t *testing.T) {
 					t.Errorf("SIGCONT: %v", err)
 					return
 				}
-				t.Logf("%s: broker stopped for %v at +%v", name, pause, d)
 			}
 		}()
 		res := save(name+".json", benchRun(t, ctx, workload("bench-cmp-"+name)))
 		<-done
 		return res
 	}
-	tailRegression := func(what, b string) {
+	// tailRegression runs B with the broker stopped and wants compare to
+	// name a regression of the share above a threshold. A baseline whose
+	// own slow requests cluster (a loaded CI machine) divides the counts
+	// by a larger design effect, and one 500 ms stop in 12 s is then near
+	// the test's power (10 of 10 detected on a quiet machine,
+	// bench/compare-results.md); so a miss is measured once more, as the
+	// same-workload pair is, and fails only if the second run is missed
+	// too.
+	tailRegression := func(what, name string, at []time.Duration, pause time.Duration) string {
 		t.Helper()
-		code, out := compare(a, b)
-		regs := out
-		if i := strings.LastIndex(out, "\n\n"); i >= 0 {
-			regs = out[i:] // the closing line that lists the regressions
-		}
-		if code != 1 || !strings.Contains(regs, " > ") {
-			t.Errorf("%s: exit %d, want 1 with a regression of the share above a threshold: %s", what, code, strings.TrimSpace(regs))
+		for attempt := 1; ; attempt++ {
+			res := stalled(fmt.Sprintf("%s-%d", name, attempt), at, pause)
+			code, out := compare(a, res)
+			if code == 1 && strings.Contains(closingLine(out), " > ") {
+				return res
+			}
+			if attempt == 2 {
+				t.Logf("%s", out)
+				t.Errorf("%s, twice: exit %d, want 1 with a regression of the share above a threshold: %s", what, code, closingLine(out))
+				return res
+			}
+			t.Logf("%s: attempt %d missed (exit %d); measuring it again", what, attempt, code)
 		}
 	}
-	stop3 := stalled("stop3x1s", []time.Duration{4 * time.Second, 8 * time.Second, 12 * time.Second}, time.Second)
-	tailRegression("broker stopped 1 s three times", stop3)
-	tailRegression("broker stopped 500 ms once", stalled("stop500ms", []time.Duration{7 * time.Second}, 500*time.Millisecond))
+	stop3 := tailRegression("broker stopped 1 s three times", "stop3x1s", []time.Duration{4 * time.Second, 8 * time.Second, 12 * time.Second}, time.Second)
+	tailRegression("broker stopped 500 ms once", "stop500ms", []time.Duration{7 * time.Second}, 500*time.Millisecond)
 
 	// bench report draws both runs over time: the stalls reach the
 	// second decade above A's.
@@ -133,7 +151,8 @@ func TestBenchCompare(t *testing.T) {
 	t.Cleanup(func() { setProduceQuota(t, b.Addr(), 0) })
 	throttled := save("c.json", benchRun(t, ctx, workload("bench-cmp-c")))
 	code, out := compare(a, throttled)
-	if code != 1 || !strings.Contains(strings.ReplaceAll(out, "no regression", ""), "regression") {
+	if code != 1 || !regression(out) {
+		t.Logf("%s", out)
 		t.Errorf("against a throttled broker: exit %d, want 1 with a regression", code)
 	}
 
@@ -141,7 +160,16 @@ func TestBenchCompare(t *testing.T) {
 	if code := cli.Main([]string{"bench", "report", a, same, throttled}, &report, &errOut); code != 0 {
 		t.Errorf("kscope bench report: exit %d: %s", code, errOut.String())
 	}
-	t.Logf("kscope bench report:\n%s", report.String())
+	if !strings.Contains(report.String(), "c.json") {
+		t.Errorf("kscope bench report names no third run:\n%s", report.String())
+	}
+}
+
+// closingLine is the last non-empty line of compare's output: the
+// verdict's summary, or the regressions it names.
+func closingLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // setProduceQuota sets the default client id's producer_byte_rate (0
