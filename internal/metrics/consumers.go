@@ -15,13 +15,17 @@ import (
 // for the top N (consumer, topic) pairs by lag in seconds and one "other"
 // (the largest lag of the rest, their messages summed), so that an alert
 // can be written on lag in seconds with a bounded number of series; and
-// each group's rebalances within the view's window.
+// each group's rebalances within the view's window; and each consumer's
+// fetch latency split (internal/fetchsplit): the p99 of the part of its
+// fetches that counts as slow, and the share spent in purgatory, for the
+// top N consumers by that p99 and one "other".
 type ConsumersCollector struct {
 	live *consumers.Live
 	top  int
 	now  func() time.Time
 
 	lagSeconds, lagMessages, rebalances, rebalanceSeconds *prometheus.Desc
+	fetchAbnormalP99, fetchPurgatoryRatio                 *prometheus.Desc
 }
 
 // DefaultTopConsumerSeries is the (consumer, topic) pairs named by
@@ -44,12 +48,18 @@ func NewConsumersCollector(live *consumers.Live, top int) *ConsumersCollector {
 			"Rebalances of the group that started within the agent's consumers window.", []string{"group"}, nil),
 		rebalanceSeconds: prometheus.NewDesc("kscope_consumer_group_rebalance_seconds",
 			"The longest rebalance of the group within the agent's consumers window.", []string{"group"}, nil),
+		fetchAbnormalP99: prometheus.NewDesc("kscope_consumer_fetch_abnormal_p99_seconds",
+			"The p99 of the part of the consumer's fetches that counts as slow: the time beyond the purgatory wait it asked for (max_wait_ms until min_bytes) and beyond sending at 50 MB/s. group is empty for a consumer without one, which client names.",
+			[]string{"group", "client"}, nil),
+		fetchPurgatoryRatio: prometheus.NewDesc("kscope_consumer_fetch_purgatory_ratio",
+			"The share of the consumer's fetch time spent waiting for data that was not there yet (normal for a consumer at the end of its log).",
+			[]string{"group", "client"}, nil),
 	}
 }
 
 // Describe sends the descriptors.
 func (c *ConsumersCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lagSeconds, c.lagMessages, c.rebalances, c.rebalanceSeconds} {
+	for _, d := range []*prometheus.Desc{c.lagSeconds, c.lagMessages, c.rebalances, c.rebalanceSeconds, c.fetchAbnormalP99, c.fetchPurgatoryRatio} {
 		ch <- d
 	}
 }
@@ -83,6 +93,44 @@ func (c *ConsumersCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lagMessages, prometheus.GaugeValue, float64(p.messages), labels...)
 	}
 	c.collectRebalances(ch, rep)
+	c.collectFetchLatency(ch, rep)
+}
+
+// collectFetchLatency sends each consumer's fetch split, the top
+// consumers by the p99 of their fetches' abnormal part named and the
+// rest as "other" (the largest p99 of them, their purgatory share
+// weighed by their purgatory time).
+func (c *ConsumersCollector) collectFetchLatency(ch chan<- prometheus.Metric, rep *consumers.Report) {
+	type consumerFetch struct {
+		group, client        string
+		p99, purgatory, time float64
+	}
+	var rows []consumerFetch
+	for _, f := range rep.FetchLatency { // the slowest first
+		client := ""
+		if f.Group == "" && len(f.Clients) > 0 {
+			client = f.Clients[0]
+		}
+		rows = append(rows, consumerFetch{f.Group, client, f.AbnormalP99Ms / 1000, f.PurgatoryMs, f.PurgatoryMs + f.OtherMs + f.SendingMs})
+	}
+	if len(rows) > c.top {
+		other := consumerFetch{group: "other", client: "other"}
+		for _, r := range rows[c.top:] {
+			other.p99 = max(other.p99, r.p99)
+			other.purgatory += r.purgatory
+			other.time += r.time
+		}
+		rows = append(rows[:c.top], other)
+	}
+	for _, r := range rows {
+		ratio := 0.0
+		if r.time > 0 {
+			ratio = r.purgatory / r.time
+		}
+		labels := []string{cleanLabel(r.group), cleanLabel(r.client)}
+		ch <- prometheus.MustNewConstMetric(c.fetchAbnormalP99, prometheus.GaugeValue, r.p99, labels...)
+		ch <- prometheus.MustNewConstMetric(c.fetchPurgatoryRatio, prometheus.GaugeValue, ratio, labels...)
+	}
 }
 
 // topicLags folds each consumer's partitions by topic.
