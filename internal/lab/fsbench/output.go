@@ -73,8 +73,14 @@ func (res *Result) Environment() string {
 	if res.LoopDirectIO {
 		dio = "direct I/O"
 	}
-	return fmt.Sprintf("Kafka %s, kernel %s, %d CPUs, host %s; loop devices (%s) on %d MiB sparse images",
-		res.Kafka, res.Kernel, res.CPUs, res.Host, dio, res.ImageBytes>>20)
+	disk := fmt.Sprintf("loop devices (%s) on %d MiB sparse images", dio, res.ImageBytes>>20)
+	if d := res.Device; d != nil {
+		// The images are then served by the emulator: the loop devices
+		// are as slow as its profile, not as this machine's disk.
+		disk = fmt.Sprintf("loop devices (%s) on %d MiB images served by kscope's slow-device emulator (FUSE), profile %s, seed %d",
+			dio, res.ImageBytes>>20, output.Escape(d.Name), d.Seed)
+	}
+	return fmt.Sprintf("Kafka %s, kernel %s, %d CPUs, host %s; %s", res.Kafka, res.Kernel, res.CPUs, res.Host, disk)
 }
 
 // WriteTable writes the summary, the verdicts and every run as aligned

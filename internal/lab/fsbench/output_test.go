@@ -33,3 +33,25 @@ func TestTableEscapesWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvironmentNamesTheDevice: with --device the environment line says
+// the loop devices are the emulator's, with its profile and seed (a
+// reader of the table would otherwise take the latencies for this
+// machine's disk); without, it says they are plain images.
+func TestEnvironmentNamesTheDevice(t *testing.T) {
+	res := fakeResult()
+	res.LoopDirectIO = true
+	if env := res.Environment(); strings.Contains(env, "emulator") || !strings.Contains(env, "loop devices (direct I/O)") {
+		t.Errorf("without a device: %q", env)
+	}
+	res.Device = &DeviceProfile{Name: "hdd-\x1bbusy", Seed: 7}
+	env := res.Environment()
+	for _, want := range []string{"slow-device emulator", "profile hdd-", "seed 7"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("with a device: %q lacks %q", env, want)
+		}
+	}
+	if strings.Contains(env, "\x1b") {
+		t.Errorf("with a device: %q prints the profile's name raw", env)
+	}
+}
