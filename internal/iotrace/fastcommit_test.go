@@ -3,6 +3,7 @@ package iotrace
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,4 +317,45 @@ func (ft *fsyncTrace) checkFastCommits(t *testing.T, fast []*event.JournalCommit
 	}
 	t.Logf("%d fsyncs: %d fast commits (%d done), %d jbd2 commits or other; p50 fast commit %.3f ms",
 		len(ft.calls), len(fast), done, len(ft.commits)-len(fast), fast[len(fast)/2].LatencyMs)
+}
+
+// FuzzDecodeJournalEvent: any ring-buffer sample decodes without panic;
+// short ones are refused; a full one decodes to the fields bpf2go's
+// layout puts at those bytes (encoded back, the same bytes but the
+// padding), and a fast commit's status is always named.
+func FuzzDecodeJournalEvent(f *testing.F) {
+	for _, ev := range []iojournalIojournalEvent{
+		{StartNs: 1_000_000, EndNs: 1_120_000, Id: 3, Blocks: 1, Dev: 7 << 20, Kind: uint32(KindExt4FastCommit), Tid: 43, Pid: 6},
+		{StartNs: 2_000_000, EndNs: 2_002_000, Id: 2, Dev: 7 << 20, Kind: uint32(KindExt4FastCommit), Tid: 43, Pid: 6, FcStatus: 3},
+		{StartNs: 1, EndNs: 5_000_000, Id: 9, Running: 250, Blocks: 7, BlocksLogged: 9, Dev: 7 << 20, Kind: uint32(KindJBD2Commit), HasStats: 1, Sync: 1},
+	} {
+		var buf bytes.Buffer
+		if err := binary.Write(&buf, binary.LittleEndian, &ev); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, ok := decodeJournalEvent(b)
+		if ok != (len(b) >= journalEventSize) {
+			t.Fatalf("%d bytes decoded: %v", len(b), ok)
+		}
+		if !ok {
+			return
+		}
+		if fastCommitStatus(ev.FcStatus) == "" {
+			t.Fatalf("status %d has no name", ev.FcStatus)
+		}
+		ev.Pad = [9]uint8{}
+		var buf bytes.Buffer
+		if err := binary.Write(&buf, binary.LittleEndian, &ev); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(b[:journalEventSize])
+		clear(want[119:])
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("decoded %+v, encodes back to %x, not %x", ev, buf.Bytes(), want)
+		}
+	})
 }
