@@ -2,7 +2,8 @@
 /*
  * iojournal: what lies under a broker's writes, per device of its log
  * directories: ext4 jbd2 commits (with jbd2_run_stats' phases), ext4
- * fsyncs, XFS iclog writes and log forces, and block requests. Tracepoints
+ * fast commits, ext4 fsyncs, XFS iclog writes and log forces, and block
+ * requests. Tracepoints
  * only, as bpf/iotrace.bpf.c: no kprobes and no fentry.
  *
  * Each start tracepoint keeps its start time in a hash map keyed by what
@@ -73,6 +74,25 @@ struct ext4_sync_exit_ctx {
 	__u32 pad;
 	__u64 ino;
 	__s32 ret;
+};
+
+/* ext4:ext4_fc_commit_start */
+struct ext4_fc_start_ctx {
+	__u64 common;
+	__u32 dev;
+	__u32 tid;
+};
+
+/* ext4:ext4_fc_commit_stop */
+struct ext4_fc_stop_ctx {
+	__u64 common;
+	__u32 dev;
+	__s32 nblks;
+	__s32 reason;
+	__s32 num_fc;
+	__s32 num_fc_ineligible;
+	__s32 nblks_agg;
+	__u32 tid;
 };
 
 /* xfs:xlog_iclog_write and xfs:xlog_iclog_sync_done (the xlog_iclog_class) */
@@ -377,6 +397,56 @@ int ksio_ext4_fs_out(struct ext4_sync_exit_ctx *ctx)
 		e.tid = (__u32)id;
 		e.pid = (__u32)(id >> 32);
 		e.sync = v->sync;
+		emit(&e);
+	}
+	bpf_map_delete_elem(&ksio_jstarts, &k);
+	return 0;
+}
+
+/* --- ext4 fast commits ----------------------------------------------------- */
+
+/* ext4_fc_commit runs in the fsyncing thread, from its start tracepoint
+ * to its stop (ext4_fc_update_stats) in the same thread: keyed by thread
+ * and device. The interval covers the fast-commit blocks' writes and
+ * waits, a wait for another thread's fast or full commit in progress
+ * (then reason SKIPPED), and the full jbd2 commit an ineligible one falls
+ * back to. */
+SEC("tracepoint/ext4/ext4_fc_commit_start")
+int ksio_ext4_fc_in(struct ext4_fc_start_ctx *ctx)
+{
+	if (!traced(ctx->dev))
+		return 0;
+	struct start_key k = { .id = bpf_get_current_pid_tgid(), .dev = ctx->dev, .kind = JK_EXT4_FC_COMMIT };
+	struct start_val v = { .ts = bpf_ktime_get_ns() };
+	if (bpf_map_update_elem(&ksio_jstarts, &k, &v, BPF_ANY))
+		jcount(JCNT_START_FULL);
+	return 0;
+}
+
+SEC("tracepoint/ext4/ext4_fc_commit_stop")
+int ksio_ext4_fc_out(struct ext4_fc_stop_ctx *ctx)
+{
+	if (!traced(ctx->dev))
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct start_key k = { .id = id, .dev = ctx->dev, .kind = JK_EXT4_FC_COMMIT };
+	struct start_val *v = bpf_map_lookup_elem(&ksio_jstarts, &k);
+	if (!v)
+		return 0;
+	__u64 end = bpf_ktime_get_ns();
+	__u64 lat = end - v->ts;
+	hist_add(ctx->dev, JK_EXT4_FC_COMMIT, lat, 0);
+	if (lat >= min_latency_ns) {
+		struct iojournal_event e = {};
+		e.start_ns = v->ts;
+		e.end_ns = end;
+		e.id = ctx->tid;
+		e.dev = ctx->dev;
+		e.kind = JK_EXT4_FC_COMMIT;
+		e.blocks = ctx->nblks > 0 ? ctx->nblks : 0;
+		e.fc_status = ctx->reason >= 0 && ctx->reason < 255 ? ctx->reason : 255;
+		e.tid = (__u32)id;
+		e.pid = (__u32)(id >> 32);
 		emit(&e);
 	}
 	bpf_map_delete_elem(&ksio_jstarts, &k);

@@ -17,7 +17,8 @@ enum iojournal_kind {
 	JK_BLK_WRITE = 5,
 	JK_BLK_FLUSH = 6,
 	JK_BLK_OTHER = 7,    /* discard, secure erase, write zeroes... */
-	JK_MAX = 8,
+	JK_EXT4_FC_COMMIT = 8, /* ext4_fc_commit_start -> ext4_fc_commit_stop */
+	JK_MAX = 9,
 };
 
 /* One journal commit, fsync, log write or block request at or above
@@ -25,7 +26,7 @@ enum iojournal_kind {
 struct iojournal_event {
 	__u64 start_ns;  /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
 	__u64 end_ns;
-	__u64 id;        /* jbd2 transaction id; XFS iclog lsn; block sector; ext4 inode */
+	__u64 id;        /* jbd2 transaction id (also a fast commit's); XFS iclog lsn; block sector; ext4 inode */
 	/* jbd2_run_stats phases, in jiffies (the tracepoint's unit) */
 	__u64 wait;
 	__u64 request_delay;
@@ -34,18 +35,21 @@ struct iojournal_event {
 	__u64 flushing;
 	__u64 logging;
 	__u32 handle_count;
-	__u32 blocks;
+	__u32 blocks;    /* also a fast commit's blocks written (nblks) */
 	__u32 blocks_logged;
 	__u32 dev;       /* kernel dev_t (major << 20 | minor) */
 	__u32 kind;      /* enum iojournal_kind */
 	__u32 bytes;     /* block request bytes */
 	__s32 err;       /* block request error, fsync return */
-	__u32 tid;       /* the fsync's thread */
+	__u32 tid;       /* the fsync's or fast commit's thread */
 	__u32 pid;       /* and its process */
 	__u8 has_stats;  /* jbd2: the run_stats phases were seen */
 	__u8 sync;       /* jbd2 sync_commit; ext4 fsync datasync */
 	char rwbs[8];    /* block: the request's rwbs flags, e.g. "WS", "FWFS" */
-	__u8 pad[10];    /* to 128 bytes */
+	/* fast commit: ext4_fc_commit_stop's reason (EXT4_FC_STATUS_OK 0,
+	 * INELIGIBLE 1, SKIPPED 2, FAILED 3), 255 for one past a u8 */
+	__u8 fc_status;
+	__u8 pad[9];     /* to 128 bytes */
 };
 
 struct iojournal_hist_key {

@@ -204,9 +204,12 @@ func testIojournal(t *testing.T, libs, fs string) {
 			t.Errorf("%s on device %s, the log dir is on %s", c.Kind, c.Dev, dev)
 		}
 		inWindow(c.Kind, c.Start, c.End)
-		if c.Kind == event.KindJBD2Commit {
+		switch c.Kind {
+		case event.KindJBD2Commit:
 			counts[iotrace.KindJBD2Commit.String()]++
-		} else {
+		case event.KindExt4FastCommit: // none here: the ext4 is made without fast_commit
+			counts[iotrace.KindExt4FastCommit.String()]++
+		default:
 			counts[iotrace.KindXlogWrite.String()]++
 		}
 	}

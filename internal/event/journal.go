@@ -7,18 +7,22 @@ import "time"
 // the same JSON Lines stream).
 const (
 	KindJBD2Commit = "jbd2_commit" // an ext4 journal (jbd2) transaction commit
-	KindXlogWrite  = "xlog_write"  // an XFS in-core log buffer written to disk
-	KindExt4Fsync  = "ext4_fsync"  // ext4_sync_file: an fsync or fdatasync in ext4
-	KindBlockIO    = "block_io"    // one block-layer request
+	// KindExt4FastCommit is an ext4 fast commit (ext4_fc_commit), run by
+	// the fsyncing thread itself on a file system made with -O fast_commit.
+	KindExt4FastCommit = "ext4_fast_commit"
+	KindXlogWrite      = "xlog_write" // an XFS in-core log buffer written to disk
+	KindExt4Fsync      = "ext4_fsync" // ext4_sync_file: an fsync or fdatasync in ext4
+	KindBlockIO        = "block_io"   // one block-layer request
 )
 
 // JournalCommit is one file-system journal write on a device of the
 // broker's log directories: an ext4 jbd2 transaction commit
-// (jbd2_start_commit to jbd2_end_commit), or an XFS iclog write
-// (xlog_iclog_write to xlog_iclog_sync_done). Times are on the wall clock,
-// as in Write.
+// (jbd2_start_commit to jbd2_end_commit), an ext4 fast commit
+// (ext4_fc_commit_start to ext4_fc_commit_stop, in the thread that ran
+// it), or an XFS iclog write (xlog_iclog_write to xlog_iclog_sync_done).
+// Times are on the wall clock, as in Write.
 type JournalCommit struct {
-	Kind string `json:"kind"` // KindJBD2Commit or KindXlogWrite
+	Kind string `json:"kind"` // KindJBD2Commit, KindExt4FastCommit or KindXlogWrite
 	// Start and End in RFC 3339 with nanoseconds in JSON.
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`
@@ -26,7 +30,8 @@ type JournalCommit struct {
 	// Dev is the file system's device as "major:minor", FS "ext4" or "xfs".
 	Dev string `json:"dev"`
 	FS  string `json:"fs"`
-	// TID is the jbd2 transaction id (ext4 only).
+	// TID is the jbd2 transaction id (ext4 only; for a fast commit, the
+	// running transaction it committed).
 	TID uint32 `json:"tid,omitempty"`
 	// LSN is the log sequence number of the iclog's header (XFS only):
 	// cycle in the high 32 bits, block in the low 32.
@@ -39,6 +44,45 @@ type JournalCommit struct {
 	// Phases is jbd2_run_stats' account of the transaction; nil for XFS,
 	// and when the kernel's tick rate (CONFIG_HZ) could not be read.
 	Phases *JournalPhases `json:"phases,omitempty"`
+	// FastCommit is how an ext4 fast commit went; nil for other kinds.
+	FastCommit *FastCommit `json:"fast_commit,omitempty"`
+}
+
+// How an ext4 fast commit ended: ext4_fc_commit_stop's reason
+// (EXT4_FC_STATUS_* in fs/ext4/fast_commit.h).
+const (
+	// FastCommitDone: the fast-commit blocks were written and waited for.
+	FastCommitDone = "done"
+	// FastCommitIneligible: the transaction held a change fast commits
+	// cannot log (a rename, an xattr, a resize...): it fell back to a
+	// full jbd2 commit, which the interval includes.
+	FastCommitIneligible = "ineligible"
+	// FastCommitSkipped: another commit, fast or full, covered the
+	// transaction; the interval is the wait for it when one was running.
+	FastCommitSkipped = "skipped"
+	// FastCommitFailed: the fast commit could not be started or written
+	// and fell back to a full jbd2 commit (when it could not start, the
+	// full commit comes after the interval).
+	FastCommitFailed = "failed"
+)
+
+// FastCommit is what an ext4 fast commit did, beyond its interval.
+type FastCommit struct {
+	// PID and TID are the process and thread that ran ext4_fc_commit:
+	// the one whose fsync (or fdatasync, or O_SYNC write) asked for it.
+	PID int `json:"pid"`
+	TID int `json:"thread_tid"`
+	// Blocks is how many fast-commit blocks it wrote (0 unless done).
+	Blocks uint32 `json:"blocks"`
+	// Status is FastCommitDone, FastCommitIneligible, FastCommitSkipped,
+	// FastCommitFailed, or "status N" for one this build does not know.
+	Status string `json:"status"`
+}
+
+// FellBack reports whether the fast commit gave way to a full jbd2
+// commit.
+func (f *FastCommit) FellBack() bool {
+	return f.Status == FastCommitIneligible || f.Status == FastCommitFailed
 }
 
 // JournalPhases is how a jbd2 transaction spent its life (jbd2_run_stats),

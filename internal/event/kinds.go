@@ -205,7 +205,7 @@ func (k *KindOf[T]) Reader(h *Handlers, check func(Times) error) func(line []byt
 // with its On. Copies of a Handlers share those handlers.
 type Handlers struct {
 	Write  func(*Write) error         // system calls on log files
-	Commit func(*JournalCommit) error // jbd2 commits, XFS iclog writes
+	Commit func(*JournalCommit) error // jbd2 commits, ext4 fast commits, XFS iclog writes
 	Sync   func(*FileSync) error      // ext4 fsyncs
 	Block  func(*BlockIO) error       // block requests
 	Wait   func(*KernelWait) error    // uninterruptible sleeps
@@ -238,7 +238,7 @@ var (
 	Writes = addKind(&KindOf[Write]{stream: StreamWrites, names: []string{""}, reuse: true,
 		field: func(h *Handlers) *func(*Write) error { return &h.Write },
 		times: func(w *Write) Times { return span("latency_ms", w.Start, w.End, w.LatencyMs) }})
-	Commits = addKind(&KindOf[JournalCommit]{stream: StreamJournal, names: []string{KindJBD2Commit, KindXlogWrite}, reuse: true,
+	Commits = addKind(&KindOf[JournalCommit]{stream: StreamJournal, names: []string{KindJBD2Commit, KindXlogWrite, KindExt4FastCommit}, reuse: true,
 		field: func(h *Handlers) *func(*JournalCommit) error { return &h.Commit },
 		times: func(c *JournalCommit) Times { return span("latency_ms", c.Start, c.End, c.LatencyMs) }})
 	Syncs = addKind(&KindOf[FileSync]{stream: StreamJournal, names: []string{KindExt4Fsync}, reuse: true,

@@ -62,8 +62,23 @@ func rootDetail(f *Finding) string {
 	if f.Root != RootJournal || len(f.Commits) == 0 {
 		return s
 	}
-	c := f.Commits[0]
-	return s + fmt.Sprintf("; root: %s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+	return s + "; root: " + commitDetail(&f.Commits[0])
+}
+
+// commitDetail says what a journal commit under a storage cause was. An
+// ext4 fast commit is run by a thread (an fsync's, or the write's own with
+// O_SYNC): it names that thread, the blocks it wrote, and a fall back to a
+// full jbd2 commit, which is then most of its time.
+func commitDetail(c *event.JournalCommit) string {
+	fc := c.FastCommit
+	if fc == nil {
+		return fmt.Sprintf("%s on %s took %.1f ms", c.Kind, c.Dev, c.LatencyMs)
+	}
+	s := fmt.Sprintf("ext4 fast commit on %s by tid %d took %.1f ms (%s, %d blocks", c.Dev, fc.TID, c.LatencyMs, fc.Status, fc.Blocks)
+	if fc.FellBack() {
+		s += ", fell back to a full jbd2 commit"
+	}
+	return s + ")"
 }
 
 // fsFrames are kernel function name prefixes that put a wait in the file

@@ -18,8 +18,10 @@
 // Two verdicts are explain's own rather than a cause's:
 //
 //   - journal: not a cause but the root under slow-write and lock-wait,
-//     when the write the cause rests on overlapped a jbd2 commit or XFS
-//     log write on the same device for most of its time (rootCause).
+//     when the write the cause rests on overlapped a jbd2 commit, an
+//     ext4 fast commit (its own thread's, or another's that held the
+//     journal's updates or that it waited for) or an XFS log write on
+//     the same device for most of its time (rootCause).
 //   - unexplained: no cause accounts for at least Config.Share of the
 //     latency, alone or (placed in time, each moment counted once)
 //     together. explain never guesses (classify in cause.go).

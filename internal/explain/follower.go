@@ -347,7 +347,7 @@ func followerDetail(fw *FollowerWait) string {
 			s += " (file system frozen)"
 		}
 		if fw.Root == RootJournal && len(fw.Commits) > 0 {
-			s += fmt.Sprintf("; root: %s on %s took %.1f ms", fw.Commits[0].Kind, fw.Commits[0].Dev, fw.Commits[0].LatencyMs)
+			s += "; root: " + commitDetail(&fw.Commits[0])
 		}
 	case CauseNetwork:
 		s = fmt.Sprintf("%.1f ms of the %.1f ms wait its fetches and their responses were between broker %d and the leader", fw.NetworkMs, fw.WaitMs, fw.Broker)

@@ -142,7 +142,8 @@ func isWriteOp(op string) bool {
 	return false
 }
 
-// AddCommit adds a journal commit (jbd2) or XFS log write.
+// AddCommit adds a journal commit (jbd2), an ext4 fast commit or an XFS
+// log write.
 func (x *Index) AddCommit(c *event.JournalCommit) {
 	x.commits[c.Dev] = append(x.commits[c.Dev], *c)
 	x.built = false

@@ -36,7 +36,8 @@ type iojournalIojournalEvent struct {
 	HasStats     uint8
 	Sync         uint8
 	Rwbs         [8]int8
-	Pad          [10]uint8
+	FcStatus     uint8
+	Pad          [9]uint8
 }
 
 type iojournalIojournalHist struct {
@@ -94,6 +95,8 @@ const (
 	iojournalMapKsioJhists     = "ksio_jhists"
 	iojournalMapKsioJstarts    = "ksio_jstarts"
 	iojournalMapKsioJzero      = "ksio_jzero"
+	iojournalProgKsioExt4FcIn  = "ksio_ext4_fc_in"
+	iojournalProgKsioExt4FcOut = "ksio_ext4_fc_out"
 	iojournalProgKsioExt4FsIn  = "ksio_ext4_fs_in"
 	iojournalProgKsioExt4FsOut = "ksio_ext4_fs_out"
 	iojournalProgKsioJbd2End   = "ksio_jbd2_end"
@@ -152,6 +155,8 @@ type iojournalSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iojournalProgramSpecs struct {
+	KsioExt4FcIn  *ebpf.ProgramSpec `ebpf:"ksio_ext4_fc_in"`
+	KsioExt4FcOut *ebpf.ProgramSpec `ebpf:"ksio_ext4_fc_out"`
 	KsioExt4FsIn  *ebpf.ProgramSpec `ebpf:"ksio_ext4_fs_in"`
 	KsioExt4FsOut *ebpf.ProgramSpec `ebpf:"ksio_ext4_fs_out"`
 	KsioJbd2End   *ebpf.ProgramSpec `ebpf:"ksio_jbd2_end"`
@@ -242,6 +247,8 @@ type iojournalVariables struct {
 //
 // It can be passed to loadIojournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iojournalPrograms struct {
+	KsioExt4FcIn  *ebpf.Program `ebpf:"ksio_ext4_fc_in"`
+	KsioExt4FcOut *ebpf.Program `ebpf:"ksio_ext4_fc_out"`
 	KsioExt4FsIn  *ebpf.Program `ebpf:"ksio_ext4_fs_in"`
 	KsioExt4FsOut *ebpf.Program `ebpf:"ksio_ext4_fs_out"`
 	KsioJbd2End   *ebpf.Program `ebpf:"ksio_jbd2_end"`
@@ -256,6 +263,8 @@ type iojournalPrograms struct {
 
 func (p *iojournalPrograms) Close() error {
 	return _IojournalClose(
+		p.KsioExt4FcIn,
+		p.KsioExt4FcOut,
 		p.KsioExt4FsIn,
 		p.KsioExt4FsOut,
 		p.KsioJbd2End,

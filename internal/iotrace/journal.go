@@ -34,11 +34,12 @@ const (
 	KindBlockWrite
 	KindBlockFlush
 	KindBlockOther
+	KindExt4FastCommit // ext4_fc_commit, in the fsyncing thread
 	numKinds
 )
 
 var kindNames = [numKinds]string{"jbd2-commit", "ext4-fsync", "xlog-write", "xfs-log-force",
-	"blk-read", "blk-write", "blk-flush", "blk-other"}
+	"blk-read", "blk-write", "blk-flush", "blk-other", "ext4-fast-commit"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -65,30 +66,48 @@ func (k Kind) blockOp() string {
 
 // journalTracepoint is one program of bpf/iojournal.bpf.c with the
 // record fields it reads, checked against the running kernel's format.
+// unit names the tracepoints attached together, all or none, when it is
+// not the whole group: ext4's fast-commit tracepoints are younger (5.10)
+// than its fsync ones, and a kernel without them still has fsyncs.
 type journalTracepoint struct {
 	group, name string
 	prog        *ebpf.Program
 	fields      []tpField
+	unit        string
 }
+
+// attachUnit is what tp is attached with: its unit, or its group.
+func (tp *journalTracepoint) attachUnit() string {
+	if tp.unit != "" {
+		return tp.unit
+	}
+	return tp.group
+}
+
+// unitFastCommits is the attach unit of ext4's fast-commit tracepoints.
+const unitFastCommits = "ext4-fast-commit"
 
 func (o *iojournalObjects) tracepoints() []journalTracepoint {
 	commit := []tpField{{"dev", 8, 4}, {"sync_commit", 12, 1}, {"transaction", 16, 4}}
 	iclog := []tpField{{"dev", 8, 4}, {"offset", 20, 4}, {"lsn", 32, 8}}
 	return []journalTracepoint{
 		// Ends first: once an interval's start is traced, its end is too.
-		{"jbd2", "jbd2_end_commit", o.KsioJbd2End, commit},
+		{"jbd2", "jbd2_end_commit", o.KsioJbd2End, commit, ""},
 		{"jbd2", "jbd2_run_stats", o.KsioJbd2Stats, []tpField{{"dev", 8, 4}, {"tid", 12, 4},
 			{"wait", 16, 8}, {"request_delay", 24, 8}, {"running", 32, 8}, {"locked", 40, 8},
 			{"flushing", 48, 8}, {"logging", 56, 8}, {"handle_count", 64, 4}, {"blocks", 68, 4},
-			{"blocks_logged", 72, 4}}},
-		{"jbd2", "jbd2_start_commit", o.KsioJbd2Start, commit},
-		{"ext4", "ext4_sync_file_exit", o.KsioExt4FsOut, []tpField{{"dev", 8, 4}, {"ino", 16, 8}, {"ret", 24, 4}}},
-		{"ext4", "ext4_sync_file_enter", o.KsioExt4FsIn, []tpField{{"dev", 8, 4}, {"ino", 16, 8}, {"datasync", 32, 4}}},
-		{"xfs", "xlog_iclog_sync_done", o.KsioXlogDone, iclog},
-		{"xfs", "xlog_iclog_write", o.KsioXlogWrite, iclog},
-		{"xfs", "xfs_log_force", o.KsioXfsForce, []tpField{{"dev", 8, 4}}},
-		{"block", "block_rq_complete", o.KsioRqDone, []tpField{{"dev", 8, 4}, {"sector", 16, 8}, {"error", 28, 4}, {"rwbs", 34, 8}}},
-		{"block", "block_rq_issue", o.KsioRqIssue, []tpField{{"dev", 8, 4}, {"sector", 16, 8}, {"bytes", 28, 4}, {"rwbs", 34, 8}}},
+			{"blocks_logged", 72, 4}}, ""},
+		{"jbd2", "jbd2_start_commit", o.KsioJbd2Start, commit, ""},
+		{"ext4", "ext4_sync_file_exit", o.KsioExt4FsOut, []tpField{{"dev", 8, 4}, {"ino", 16, 8}, {"ret", 24, 4}}, ""},
+		{"ext4", "ext4_sync_file_enter", o.KsioExt4FsIn, []tpField{{"dev", 8, 4}, {"ino", 16, 8}, {"datasync", 32, 4}}, ""},
+		{"ext4", "ext4_fc_commit_stop", o.KsioExt4FcOut, []tpField{{"dev", 8, 4}, {"nblks", 12, 4}, {"reason", 16, 4},
+			{"tid", 32, 4}}, unitFastCommits},
+		{"ext4", "ext4_fc_commit_start", o.KsioExt4FcIn, []tpField{{"dev", 8, 4}}, unitFastCommits},
+		{"xfs", "xlog_iclog_sync_done", o.KsioXlogDone, iclog, ""},
+		{"xfs", "xlog_iclog_write", o.KsioXlogWrite, iclog, ""},
+		{"xfs", "xfs_log_force", o.KsioXfsForce, []tpField{{"dev", 8, 4}}, ""},
+		{"block", "block_rq_complete", o.KsioRqDone, []tpField{{"dev", 8, 4}, {"sector", 16, 8}, {"error", 28, 4}, {"rwbs", 34, 8}}, ""},
+		{"block", "block_rq_issue", o.KsioRqIssue, []tpField{{"dev", 8, 4}, {"sector", 16, 8}, {"bytes", 28, 4}, {"rwbs", 34, 8}}, ""},
 	}
 }
 
@@ -120,8 +139,8 @@ func openJournalSource(t *Tracer, cfg *Config, devs []uint32) (subtracer, error)
 // openJournal loads bpf/iojournal.bpf.c, fills its device filter with
 // devs (and the disks of those that are partitions) and attaches every
 // tracepoint group this kernel has with the record layout it was built
-// for. A group is attached whole or not at all, so no start goes without
-// its end.
+// for. A group (or a unit of one, as ext4's fast commits) is attached
+// whole or not at all, so no start goes without its end.
 func openJournal(minLatency uint64, devs []uint32, ringFlags uint64) (_ *journal, err error) {
 	spec, err := loadIojournal()
 	if err != nil {
@@ -150,22 +169,24 @@ func openJournal(minLatency uint64, devs []uint32, ringFlags uint64) (_ *journal
 			return nil, fmt.Errorf("iotrace: journal: device filter: %w", err)
 		}
 	}
-	tps := j.objs.tracepoints()
-	bad := map[string]string{}
-	for _, tp := range tps {
-		if _, ok := bad[tp.group]; ok {
-			continue
-		}
-		if err := checkFormat(tracefsEvents, tp.group, tp.name, tp.fields); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				bad[tp.group] = tp.group + ": no tracepoint " + tp.name + " (module not loaded)"
-			} else {
-				bad[tp.group] = tp.group + ": " + err.Error()
-			}
-		}
+	if err := j.attach(); err != nil {
+		return nil, err
 	}
+	if j.rd, err = ringbuf.NewReader(j.objs.KsioJevents); err != nil {
+		return nil, fmt.Errorf("iotrace: journal ring buffer reader: %w", err)
+	}
+	return j, nil
+}
+
+// attach attaches every attach unit (a tracepoint group, or part of one)
+// whose tracepoints this kernel has with the record layout the programs
+// were built for, and notes why the others were skipped.
+func (j *journal) attach() error {
+	tps := j.objs.tracepoints()
+	bad := unusableUnits(tracefsEvents, tps)
 	for _, tp := range tps {
-		if reason, ok := bad[tp.group]; ok {
+		unit := tp.attachUnit()
+		if reason, ok := bad[unit]; ok {
 			if !slices.Contains(j.skipped, reason) {
 				j.skipped = append(j.skipped, reason)
 			}
@@ -173,17 +194,38 @@ func openJournal(minLatency uint64, devs []uint32, ringFlags uint64) (_ *journal
 		}
 		l, err := link.Tracepoint(tp.group, tp.name, tp.prog, nil)
 		if err != nil {
-			return nil, fmt.Errorf("iotrace: attach to tracepoint %s:%s: %w", tp.group, tp.name, err)
+			return fmt.Errorf("iotrace: attach to tracepoint %s:%s: %w", tp.group, tp.name, err)
 		}
 		j.links = append(j.links, l)
-		if !slices.Contains(j.groups, tp.group) {
-			j.groups = append(j.groups, tp.group)
+		if !slices.Contains(j.groups, unit) {
+			j.groups = append(j.groups, unit)
 		}
 	}
-	if j.rd, err = ringbuf.NewReader(j.objs.KsioJevents); err != nil {
-		return nil, fmt.Errorf("iotrace: journal ring buffer reader: %w", err)
+	return nil
+}
+
+// unusableUnits returns, by attach unit, why one of its tracepoints
+// cannot be attached: missing from events (a file system's module not
+// loaded, or a kernel older than the tracepoint), or with another layout.
+func unusableUnits(events string, tps []journalTracepoint) map[string]string {
+	bad := map[string]string{}
+	for _, tp := range tps {
+		unit := tp.attachUnit()
+		if _, ok := bad[unit]; ok {
+			continue
+		}
+		err := checkFormat(events, tp.group, tp.name, tp.fields)
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrNotExist) && tp.unit != "":
+			bad[unit] = unit + ": no tracepoint " + tp.group + ":" + tp.name + " (module not loaded, or a kernel without it)"
+		case errors.Is(err, os.ErrNotExist):
+			bad[unit] = unit + ": no tracepoint " + tp.name + " (module not loaded)"
+		default:
+			bad[unit] = unit + ": " + err.Error()
+		}
 	}
-	return j, nil
+	return bad
 }
 
 // withDisks adds, for each device that is a partition, its whole disk:
@@ -247,6 +289,7 @@ func decodeJournalEvent(b []byte) (iojournalIojournalEvent, bool) {
 		Pid:          le.Uint32(b[104:]),
 		HasStats:     b[108],
 		Sync:         b[109],
+		FcStatus:     b[118],
 	}
 	for i := range e.Rwbs {
 		e.Rwbs[i] = int8(b[110+i])
@@ -282,8 +325,8 @@ func (j *journal) read(t *Tracer, h Handlers, deliver *delivery) error {
 	})
 }
 
-// journalEvent is one of *event.JournalCommit, *event.FileSync and
-// *event.BlockIO.
+// journalEvent is one of *event.JournalCommit (jbd2 commits, ext4 fast
+// commits, XFS iclog writes), *event.FileSync and *event.BlockIO.
 type journalEvent any
 
 // convertJournal turns a ring-buffer record into its event type.
@@ -299,6 +342,10 @@ func (t *Tracer) convertJournal(ev *iojournalIojournalEvent) (journalEvent, erro
 			c.Phases = phases(ev, t.journal.hz)
 		}
 		return c, nil
+	case KindExt4FastCommit:
+		return &event.JournalCommit{Kind: event.KindExt4FastCommit, Start: start, End: end, LatencyMs: lat,
+			Dev: dev, FS: "ext4", TID: uint32(ev.Id), FastCommit: &event.FastCommit{PID: int(ev.Pid), TID: int(ev.Tid),
+				Blocks: ev.Blocks, Status: fastCommitStatus(ev.FcStatus)}}, nil
 	case KindXlogWrite:
 		return &event.JournalCommit{Kind: event.KindXlogWrite, Start: start, End: end, LatencyMs: lat,
 			Dev: dev, FS: "xfs", LSN: ev.Id, Bytes: int64(ev.Bytes)}, nil
@@ -331,6 +378,22 @@ func (t *Tracer) convertJournal(ev *iojournalIojournalEvent) (journalEvent, erro
 		return b, nil
 	}
 	return nil, fmt.Errorf("iotrace: journal event of unknown kind %d", ev.Kind)
+}
+
+// fastCommitStatus names ext4_fc_commit_stop's reason (EXT4_FC_STATUS_*;
+// the program stores 255 for any that does not fit a byte).
+func fastCommitStatus(reason uint8) string {
+	switch reason {
+	case 0:
+		return event.FastCommitDone
+	case 1:
+		return event.FastCommitIneligible
+	case 2:
+		return event.FastCommitSkipped
+	case 3:
+		return event.FastCommitFailed
+	}
+	return "status " + strconv.Itoa(int(reason))
 }
 
 // phases converts jbd2_run_stats' jiffies to milliseconds.

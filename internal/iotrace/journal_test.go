@@ -109,7 +109,7 @@ func TestHZFrom(t *testing.T) {
 func TestDecodeJournalEvent(t *testing.T) {
 	in := iojournalIojournalEvent{StartNs: 1, EndNs: 2, Id: 3, Wait: 4, RequestDelay: 5, Running: 6, Locked: 7,
 		Flushing: 8, Logging: 9, HandleCount: 10, Blocks: 11, BlocksLogged: 12, Dev: 7<<20 | 3, Kind: uint32(KindBlockWrite),
-		Bytes: 4096, Err: -5, Tid: 13, Pid: 14, HasStats: 1, Sync: 1}
+		Bytes: 4096, Err: -5, Tid: 13, Pid: 14, HasStats: 1, Sync: 1, FcStatus: 2}
 	copy(in.Rwbs[:], []int8{'F', 'W', 'F', 'S'})
 	var buf bytes.Buffer
 	if err := binary.Write(&buf, binary.LittleEndian, &in); err != nil {
@@ -142,7 +142,8 @@ func TestKinds(t *testing.T) {
 		{KindBlockRead, "blk-read", "read", true},
 		{KindBlockWrite, "blk-write", "write", true},
 		{KindBlockFlush, "blk-flush", "flush", true},
-		{numKinds, "kind(8)", "other", true},
+		{KindExt4FastCommit, "ext4-fast-commit", "other", true},
+		{numKinds, "kind(9)", "other", true},
 	}
 	for _, tt := range tests {
 		if tt.k.String() != tt.name || tt.k.blockOp() != tt.op || tt.k.HasLatency() != tt.latency {

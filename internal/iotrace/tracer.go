@@ -630,9 +630,10 @@ func sumCounters(m *ebpf.Map, dsts ...*uint64) error {
 }
 
 // JournalGroups returns the tracepoint groups attached for Config.Journal
-// (jbd2, ext4, xfs, block), and why others were not (a file system's
-// module not loaded, a record layout this build does not know, no
-// CONFIG_HZ for the jbd2 phases).
+// (jbd2, ext4, ext4-fast-commit, xfs, block), and why others were not (a
+// file system's module not loaded, a kernel without ext4's fast-commit
+// tracepoints, a record layout this build does not know, no CONFIG_HZ for
+// the jbd2 phases).
 func (t *Tracer) JournalGroups() (attached, skipped []string) {
 	if t.journal == nil {
 		return nil, nil

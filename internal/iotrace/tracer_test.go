@@ -82,7 +82,7 @@ func traceOwnCalls(t *testing.T, allFiles, untypedTask bool, poll time.Duration)
 	}
 	programs := 14 // the system calls'
 	if poll > 0 {
-		programs += 10 // the journal's (jbd2 and XFS log tracepoints)
+		programs += 12 // the journal's (jbd2, ext4 with its fast commits, XFS log, block tracepoints)
 	}
 	if len(ids) != programs {
 		t.Fatalf("%d programs loaded, want %d", len(ids), programs)

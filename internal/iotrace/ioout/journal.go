@@ -14,9 +14,14 @@ import (
 )
 
 // CommitRow returns the table cells of a journal commit: OP is
-// jbd2-commit or xlog-write, TID and THREAD are "-", BYTES the iclog bytes
-// (XFS) or "-", FILE the device, the transaction or lsn and the phases.
+// jbd2-commit, ext4-fast-commit or xlog-write, TID and THREAD are "-" (a
+// fast commit's thread and "pid N"), BYTES the iclog bytes (XFS) or "-",
+// FILE the device, the transaction or lsn and the phases (a fast commit's
+// status and blocks).
 func CommitRow(c *event.JournalCommit) []string {
+	if c.FastCommit != nil {
+		return fastCommitRow(c, c.FastCommit)
+	}
 	op, bytes, what := "jbd2-commit", "-", "dev "+c.Dev+" tid "+strconv.FormatUint(uint64(c.TID), 10)
 	if c.Kind == event.KindXlogWrite {
 		op, bytes = "xlog-write", strconv.FormatInt(c.Bytes, 10)
@@ -32,6 +37,15 @@ func CommitRow(c *event.JournalCommit) []string {
 	}
 	return []string{timeOfDay(c.Start), timeOfDay(c.End), strconv.FormatFloat(c.LatencyMs, 'f', 3, 64),
 		"-", "-", op, bytes, "-", what}
+}
+
+func fastCommitRow(c *event.JournalCommit, fc *event.FastCommit) []string {
+	what := fmt.Sprintf("dev %s tid %d %s, %d blocks", c.Dev, c.TID, output.Escape(fc.Status), fc.Blocks)
+	if fc.FellBack() {
+		what += ", fell back to a full commit"
+	}
+	return []string{timeOfDay(c.Start), timeOfDay(c.End), strconv.FormatFloat(c.LatencyMs, 'f', 3, 64),
+		strconv.Itoa(fc.TID), "pid " + strconv.Itoa(fc.PID), "ext4-fast-commit", "-", "-", what}
 }
 
 // SyncRow returns the table cells of an ext4 fsync: OP ext4-fsync or
@@ -108,7 +122,11 @@ func timeOfDay(t time.Time) string { return t.Local().Format(output.TimeOfDay) }
 // table's OP, bytes and offset (bytes; -1 where there is none), FILE.
 func commitRecord(c *event.JournalCommit) []string {
 	cells := CommitRow(c)
-	return csvRecord(c.Start, c.End, c.LatencyMs, "", "", cells[5], c.Bytes, -1, cells[8], "", -1, c.Dev, "")
+	tid, thread := "", ""
+	if c.FastCommit != nil { // run by a thread, as an fsync
+		tid, thread = cells[3], cells[4]
+	}
+	return csvRecord(c.Start, c.End, c.LatencyMs, tid, thread, cells[5], c.Bytes, -1, cells[8], "", -1, c.Dev, "")
 }
 
 func syncRecord(s *event.FileSync) []string {

@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kscope-dev/kscope/internal/bench"
+	"github.com/kscope-dev/kscope/internal/event"
 )
 
 // defaultEdgesMs are the latency bucket edges of the heatmaps and the
@@ -200,16 +201,19 @@ func (hm *heatmap) svg(id string, sloMs float64) template.HTML {
 }
 
 // journalDistribution is every variant's journal commit latencies: per
-// variant (a row), the commits in each latency bucket, over its trials.
+// variant (a row), the commits in each latency bucket, over its trials. A
+// variant with ext4 fast commits has a second row for them, of kind
+// ext4_fast_commit.
 type journalDistribution struct {
 	Edges    []float64
 	Variants []string
 	Kinds    []string
-	Counts   [][]int64 // [variant][bucket]
+	Counts   [][]int64 // [row][bucket]
 }
 
 // journalDist sums the runs' journal buckets per variant, in res's
-// variant order; nil when no run has them.
+// variant order, and their fast commits' where they have some; nil when
+// no run has commits.
 func journalDist(res *Result) *journalDistribution {
 	edges := res.BucketEdgesMs
 	if len(edges) == 0 {
@@ -218,24 +222,37 @@ func journalDist(res *Result) *journalDistribution {
 	jd := &journalDistribution{Edges: edges}
 	seen := false
 	for _, v := range res.Variants {
-		row := make([]int64, len(edges)+1)
-		kind := ""
-		for _, r := range res.Runs {
-			if r.Variant != v.Name || len(r.JournalBuckets) != len(row) {
-				continue
-			}
-			kind = r.JournalKind
-			for k, c := range r.JournalBuckets {
-				row[k] += c
-				seen = seen || c > 0
-			}
-		}
+		row, kind, counted := sumBuckets(res, v.Name, len(edges)+1, func(r *RunResult) ([]int64, string) { return r.JournalBuckets, r.JournalKind })
 		jd.Variants, jd.Kinds, jd.Counts = append(jd.Variants, v.Name), append(jd.Kinds, kind), append(jd.Counts, row)
+		seen = seen || counted
+		fast, _, fastCounted := sumBuckets(res, v.Name, len(edges)+1, func(r *RunResult) ([]int64, string) { return r.FastCommitBuckets, "" })
+		if fastCounted {
+			jd.Variants, jd.Kinds, jd.Counts = append(jd.Variants, v.Name), append(jd.Kinds, event.KindExt4FastCommit), append(jd.Counts, fast)
+			seen = true
+		}
 	}
 	if !seen {
 		return nil
 	}
 	return jd
+}
+
+// sumBuckets sums over variant's runs the buckets of, with the kind, of
+// each; counted says some bucket counted something.
+func sumBuckets(res *Result, variant string, n int, of func(*RunResult) ([]int64, string)) (row []int64, kind string, counted bool) {
+	row = make([]int64, n)
+	for _, r := range res.Runs {
+		buckets, k := of(r)
+		if r.Variant != variant || len(buckets) != n {
+			continue
+		}
+		kind = k
+		for b, c := range buckets {
+			row[b] += c
+			counted = counted || c > 0
+		}
+	}
+	return row, kind, counted
 }
 
 // svg draws the distribution as a grid: a row per variant, a column per

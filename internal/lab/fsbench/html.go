@@ -60,7 +60,7 @@ var pageTmpl = template.Must(template.New("labfs").Funcs(template.FuncMap{
 {{.SVG}}
 {{end}}{{end}}
 {{if .JournalSVG}}<h2>Journal commit latency</h2>
-<p class="note">Per variant, over its trials, the share of the file system's journal commits (jbd2 commits on ext4, iclog writes on XFS; their count in brackets) in each latency bucket (ms), those that started in the measured part.</p>
+<p class="note">Per variant, over its trials, the share of the file system's journal commits (jbd2 commits on ext4, iclog writes on XFS; their count in brackets) in each latency bucket (ms), those that started in the measured part. On ext4 made with fast_commit, the fast commits (run by the fsyncing thread, falling back to a jbd2 commit when ineligible) have a row of their own, ext4_fast_commit.</p>
 {{.JournalSVG}}
 {{end}}
 {{if .Explained}}<h2>Explain on each recording</h2>

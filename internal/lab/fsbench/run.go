@@ -215,6 +215,16 @@ type RunResult struct {
 	// JournalBuckets counts the commits by latency, in the buckets of
 	// Result.BucketEdgesMs (below the first edge first).
 	JournalBuckets []int64 `json:"journal_buckets,omitempty"`
+	// ext4's fast commits (a file system made with -O fast_commit), in
+	// ms, apart from the jbd2 commits above: each is run by the thread
+	// whose fsync asked for it. FastCommitsFellBack counts those that
+	// fell back to a full jbd2 commit; FastCommitBuckets as
+	// JournalBuckets.
+	FastCommits         int64   `json:"fast_commits,omitempty"`
+	FastCommitsFellBack int64   `json:"fast_commits_fell_back,omitempty"`
+	FastCommitP99Ms     float64 `json:"fast_commit_p99_ms,omitempty"`
+	FastCommitMaxMs     float64 `json:"fast_commit_max_ms,omitempty"`
+	FastCommitBuckets   []int64 `json:"fast_commit_buckets,omitempty"`
 	// TraceLost is events the kernel dropped (ring buffer full).
 	TraceLost uint64 `json:"trace_lost"`
 
@@ -686,11 +696,7 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 	defer tr.mu.Unlock()
 	rr.Writes = tr.writes.all.TotalCount()
 	rr.WriteP99Ms, rr.WriteMaxMs = nsMs(tr.writes.all.ValueAtQuantile(99)), nsMs(tr.writes.all.Max())
-	rr.Journal = tr.commits.all.TotalCount()
-	rr.JournalP99Ms, rr.JournalMaxMs = nsMs(tr.commits.all.ValueAtQuantile(99)), nsMs(tr.commits.all.Max())
-	rr.JournalKind = journalKind(tr.kinds)
-	rr.JournalBuckets = make([]int64, len(r.res.BucketEdgesMs)+1)
-	addToBuckets(rr.JournalBuckets, r.res.BucketEdgesMs, tr.commits.all, 1e6) // ns
+	r.journalFigures(rr, tr)
 	secs := len(br.Series)
 	if secs > 0 {
 		rr.JournalPerSec = float64(rr.Journal) / float64(secs)
@@ -718,6 +724,22 @@ func (r *runner) figures(rr *RunResult, br *bench.Result, tr *tracing, noise *no
 		noise.mu.Unlock()
 	}
 	return nil
+}
+
+// journalFigures sets rr's journal commits and fast commits from tr
+// (locked by the caller).
+func (r *runner) journalFigures(rr *RunResult, tr *tracing) {
+	rr.Journal = tr.commits.all.TotalCount()
+	rr.JournalP99Ms, rr.JournalMaxMs = nsMs(tr.commits.all.ValueAtQuantile(99)), nsMs(tr.commits.all.Max())
+	rr.JournalKind = journalKind(tr.kinds)
+	rr.JournalBuckets = make([]int64, len(r.res.BucketEdgesMs)+1)
+	addToBuckets(rr.JournalBuckets, r.res.BucketEdgesMs, tr.commits.all, 1e6) // ns
+	if fc := tr.fastCommits.all; fc.TotalCount() > 0 {
+		rr.FastCommits, rr.FastCommitsFellBack = fc.TotalCount(), tr.fellBack
+		rr.FastCommitP99Ms, rr.FastCommitMaxMs = nsMs(fc.ValueAtQuantile(99)), nsMs(fc.Max())
+		rr.FastCommitBuckets = make([]int64, len(r.res.BucketEdgesMs)+1)
+		addToBuckets(rr.FastCommitBuckets, r.res.BucketEdgesMs, fc, 1e6) // ns
+	}
 }
 
 // countAbove counts the values of h above limit (µs), at h's precision:

@@ -41,17 +41,23 @@ func (s *series) record(sec int, ns int64) {
 
 // tracing is iotrace attached to one broker: its writes on the log dir
 // and the journal commits of the file system, kept when they start in the
-// measured window.
+// measured window. ext4's fast commits (run by fsyncing threads on a
+// fast_commit file system) are kept apart from its jbd2 commits: they are
+// another mechanism, with other latencies, and a full commit they fell
+// back to is also a jbd2 commit.
 type tracing struct {
 	tr     *iotrace.Tracer
 	win    *window
 	cancel context.CancelFunc
 	done   chan error
 
-	mu      sync.Mutex
-	writes  *series
-	commits *series
-	kinds   map[string]int64
+	mu          sync.Mutex
+	writes      *series
+	commits     *series
+	kinds       map[string]int64
+	fastCommits *series
+	// fellBack counts the fast commits that fell back to a full commit.
+	fellBack int64
 }
 
 func startTracing(pid int, logDir string, win *window) (*tracing, error) {
@@ -61,7 +67,7 @@ func startTracing(pid int, logDir string, win *window) (*tracing, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tracing{tr: tr, win: win, cancel: cancel, done: make(chan error, 1),
-		writes: newSeries(), commits: newSeries(), kinds: map[string]int64{}}
+		writes: newSeries(), commits: newSeries(), kinds: map[string]int64{}, fastCommits: newSeries()}
 	go func() {
 		t.done <- tr.RunAll(ctx, iotrace.Handlers{Write: t.onWrite, Commit: t.onCommit})
 	}()
@@ -81,12 +87,21 @@ func (t *tracing) onWrite(w *event.Write) error {
 }
 
 func (t *tracing) onCommit(c *event.JournalCommit) error {
-	if sec := t.win.second(c.Start); sec >= 0 {
-		t.mu.Lock()
-		t.commits.record(sec, c.End.Sub(c.Start).Nanoseconds())
-		t.kinds[c.Kind]++
-		t.mu.Unlock()
+	sec := t.win.second(c.Start)
+	if sec < 0 {
+		return nil
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fc := c.FastCommit; fc != nil {
+		t.fastCommits.record(sec, c.End.Sub(c.Start).Nanoseconds())
+		if fc.FellBack() {
+			t.fellBack++
+		}
+		return nil
+	}
+	t.commits.record(sec, c.End.Sub(c.Start).Nanoseconds())
+	t.kinds[c.Kind]++
 	return nil
 }
 
