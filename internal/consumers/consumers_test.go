@@ -298,13 +298,27 @@ func TestSlowestMemberSilent(t *testing.T) {
 		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
 		return r
 	}
+	atPace := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second}
+	// every fetches of b's client every 300 ms from 0 to its end, 500 ms
+	// of purgatory asked for.
+	every := func(end time.Duration) (out []time.Duration) {
+		for d := time.Duration(0); d < end; d += 300 * time.Millisecond {
+			out = append(out, d)
+		}
+		return out
+	}
 	tests := []struct {
-		name   string
-		bBeats []time.Duration // b's heartbeats before it reaches epoch 2 at 8 s
-		want   string
+		name    string
+		bBeats  []time.Duration // b's heartbeats before it reaches epoch 2 at 8 s
+		bFetchs []time.Duration // b's fetches
+		want    string
 	}{
-		{"silent member", []time.Duration{500 * time.Millisecond}, "no group request from it from 07:00:00.500 to 07:00:08.000 (7.5 s)"},
-		{"member at its pace", []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second}, ""},
+		{"silent member", []time.Duration{500 * time.Millisecond}, nil, "no group request from it from 07:00:00.500 to 07:00:08.000 (7.5 s)"},
+		{"member at its pace", atPace, nil, ""},
+		{"member at its pace, fetching at its pace", atPace, every(9 * time.Second), ""},
+		{"heartbeats at pace, fetches stopped", atPace, append(every(1500*time.Millisecond), 8*time.Second),
+			"its fetches stopped from 07:00:01.205 to 07:00:08.000 (6.8 s) while its heartbeats went on"},
+		{"fetches stopped after the rebalance only", atPace, append(every(8500*time.Millisecond), 12*time.Second), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +327,11 @@ func TestSlowestMemberSilent(t *testing.T) {
 			a.Add(cgh("10.0.0.2:1", "b", 0, 1, 100*time.Millisecond))
 			for _, at := range tt.bBeats {
 				a.Add(cgh("10.0.0.2:1", "b", 1, 1, at))
+			}
+			for i, at := range tt.bFetchs {
+				f := fetch("10.0.0.2:2", "b-client", at, "t", 0, int64(i), int64(i), int64(i+1), t0)
+				f.Fetch.MaxWaitMs, f.Fetch.MinBytes = 500, 1
+				a.Add(f)
 			}
 			a.Add(cgh("10.0.0.3:1", "c", 0, 2, time.Second)) // c joins: epoch 2
 			for s := 2; s <= 9; s++ {

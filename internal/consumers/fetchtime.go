@@ -3,6 +3,7 @@ package consumers
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -47,6 +48,19 @@ type fetchTimes struct {
 	sum             fetchsplit.Split
 	bases           map[fetchsplit.Basis]int64
 	last            time.Time
+	// lastEnd is when its last fetch was answered; stalls are the times
+	// it had no fetch in flight for longer than it waits in purgatory
+	// (its poll loop did not ask: busy processing, paused, stopped).
+	lastEnd time.Time
+	stalls  []silence
+}
+
+// fetchStall is how long a consumer client may go without a fetch in
+// flight before it counts as stalled: three times the purgatory wait it
+// asks for (a consumer at the end of its log sends the next fetch as the
+// last is answered), and at least 2 s.
+func fetchStall(maxWaitMs int32) time.Duration {
+	return max(2*time.Second, 3*time.Duration(maxWaitMs)*time.Millisecond)
 }
 
 // maxFetchHistUs bounds the histograms: a fetch longer than an hour is
@@ -82,6 +96,26 @@ func (a *Aggregator) split(r *event.Request) {
 	ft.sum.SendingMs += sp.SendingMs + sp.ReadingMs
 	ft.bases[sp.Basis]++
 	ft.last = r.Arrival
+	if !ft.lastEnd.IsZero() && r.Arrival.Sub(ft.lastEnd) > fetchStall(r.Fetch.MaxWaitMs) && len(ft.stalls) < maxSilences {
+		ft.stalls = append(ft.stalls, silence{ft.lastEnd, r.Arrival})
+	}
+	ft.lastEnd = later(ft.lastEnd, r.End)
+}
+
+// fetchStalls are the fetch stalls of m's client (its client id and host,
+// as its group requests named them).
+func (a *Aggregator) fetchStalls(m *member) []silence {
+	if m == nil {
+		return nil
+	}
+	i := strings.LastIndexByte(m.client, '@')
+	if i < 0 {
+		return nil
+	}
+	if ft := a.fetchTimes[clientKey{host: m.client[i+1:], clientID: m.client[:i]}]; ft != nil {
+		return ft.stalls
+	}
+	return nil
 }
 
 // usOf is a duration in ms as whole microseconds within the histograms'

@@ -57,7 +57,9 @@ func (a *Aggregator) prune(before time.Time) {
 	for k, ft := range a.fetchTimes {
 		if ft.last.Before(before) {
 			delete(a.fetchTimes, k)
+			continue
 		}
+		ft.stalls = slices.DeleteFunc(ft.stalls, func(s silence) bool { return s.to.Before(before) })
 	}
 	for id, g := range a.groups {
 		g.events = slices.DeleteFunc(g.events, func(e groupEvent) bool { return e.arrival.Before(before) })

@@ -45,8 +45,9 @@ type Rebalance struct {
 	SlowestMs     float64 `json:"slowest_ms"`
 	// SlowestWhy is what the wire says of why the slowest was slow: it
 	// sent no group request for a while during the rebalance (stopped,
-	// paused, or its poll loop stalled: silence on the client's side).
-	// Empty when it kept its pace.
+	// paused, or its poll loop stalled: silence on the client's side),
+	// or its heartbeats went on but its fetches stopped (its poll loop
+	// asked for nothing). Empty when it kept its pace.
 	SlowestWhy string `json:"slowest_why,omitempty"`
 	// Complete is false when the capture ended before the rebalance did,
 	// or (Superseded) a newer one began before every member reached
@@ -66,28 +67,37 @@ func (g *group) rebalances(sessionTimeout time.Duration) []Rebalance {
 	} else {
 		out = g.classicRebalances(evs)
 	}
-	for i := range out {
-		out[i].SlowestWhy = g.slowestWhy(&out[i])
-	}
 	return out
 }
 
-// slowestWhy is the slowest member's silence during rb, if it had one:
-// the others waited for a client that said nothing.
-func (g *group) slowestWhy(rb *Rebalance) string {
-	m := g.members[rb.Slowest]
+// slowestWhy is what the wire says of why rb's slowest member came late:
+// a silence of its group requests during rb (the others waited for a
+// client that said nothing), else a stall of its fetches (its heartbeat
+// thread went on, but its poll loop asked for nothing: busy processing a
+// batch past max.poll.interval.ms, or blocked), from stalls, its client's
+// fetch stalls.
+func slowestWhy(rb *Rebalance, m *member, stalls []silence) string {
 	if m == nil {
 		return ""
 	}
 	came := rb.Start.Add(time.Duration(rb.SlowestMs * float64(time.Millisecond)))
+	during := func(s silence) bool { return s.from.Before(came) && s.to.After(rb.Start) }
 	for _, s := range m.silences {
-		if s.from.Before(came) && s.to.After(rb.Start) {
+		if during(s) {
 			return fmt.Sprintf("no group request from it from %s to %s (%s): silent on the client's side (stopped, paused, or its poll loop stalled)",
-				s.from.UTC().Format("15:04:05.000"), s.to.UTC().Format("15:04:05.000"), dur(ms(s.to.Sub(s.from))))
+				clock(s.from), clock(s.to), dur(ms(s.to.Sub(s.from))))
+		}
+	}
+	for _, s := range stalls {
+		if during(s) {
+			return fmt.Sprintf("its fetches stopped from %s to %s (%s) while its heartbeats went on: its poll loop asked for nothing (processing a batch, max.poll.interval.ms, or blocked)",
+				clock(s.from), clock(s.to), dur(ms(s.to.Sub(s.from))))
 		}
 	}
 	return ""
 }
+
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // generation is one classic generation: the JoinGroups the coordinator
 // answered with it, and the SyncGroups that gave its members their

@@ -120,7 +120,11 @@ func (a *Aggregator) Report() *Report {
 	rep.FetchLatency = a.fetchLatencies()
 	rep.UntrackedFetchClients, rep.UntrackedFetchPartitions = a.untrackedFetchClients, a.splitter.Untracked
 	for _, g := range a.groups {
-		rep.Rebalances = append(rep.Rebalances, g.rebalances(a.o.GroupSessionTimeout)...)
+		for _, rb := range g.rebalances(a.o.GroupSessionTimeout) {
+			m := g.members[rb.Slowest]
+			rb.SlowestWhy = slowestWhy(&rb, m, a.fetchStalls(m))
+			rep.Rebalances = append(rep.Rebalances, rb)
+		}
 		rep.DroppedGroupEvents += g.dropped
 	}
 	sortRebalances(rep.Rebalances)
