@@ -110,6 +110,28 @@ type throttledReader struct {
 	lastAge time.Duration
 	// buffered is what it had fetched and not processed when it stopped.
 	buffered int64
+	// hwm is the highest high watermark its fetches returned.
+	hwm int64
+}
+
+// waitHighWatermark waits until a fetch of the reader returned a high
+// watermark of at least end, or for at most limit: a throttled reader
+// fetches every few seconds, and its lag from the wire is as of its last
+// fetch, while kafka-consumer-groups reads the log end offset when it is
+// asked.
+func (r *throttledReader) waitHighWatermark(t *testing.T, end int64, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		hwm := r.hwm
+		r.mu.Unlock()
+		if hwm >= end {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the reader's fetches returned no high watermark of %d within %v", end, limit)
 }
 
 // OnFetchRecordBuffered is kgo's hook, called as a fetch's records are
@@ -148,12 +170,14 @@ func (r *throttledReader) run(ctx context.Context, t *testing.T, addr, topic, gr
 		for ctx.Err() == nil {
 			// perSecond/10 records every 100 ms; once kgo's buffer is
 			// empty, the next record it buffers is a new fetch's first.
-			n := len(cl.PollRecords(ctx, max(1, perSecond/10)).Records())
+			fetches := cl.PollRecords(ctx, max(1, perSecond/10))
+			n := len(fetches.Records())
+			r.mu.Lock()
+			fetches.EachPartition(func(p kgo.FetchTopicPartition) { r.hwm = max(r.hwm, p.HighWatermark) })
 			if cl.BufferedFetchRecords() == 0 {
-				r.mu.Lock()
 				r.drained = true
-				r.mu.Unlock()
 			}
+			r.mu.Unlock()
 			if n > 0 {
 				select {
 				case <-ctx.Done():
@@ -324,14 +348,17 @@ func TestConsumers(t *testing.T) {
 	m3 := groupMember(ctx, t, libs, b.Addr(), "members", "members-group", "member-3")
 	_ = m1
 	loadCtx, stopLoad := context.WithTimeout(ctx, 40*time.Second)
-	// The producer stops first: the high watermark the consumers last
-	// fetched is then the log end offset kafka-consumer-groups reads.
+	// The producer stops first, and the readers stop once the throttled
+	// one has fetched the last high watermark: its lag from the wire is
+	// then against the log end offset kafka-consumer-groups reads.
 	produceCtx, stopProduce := context.WithTimeout(loadCtx, 36*time.Second)
 	defer stopProduce()
+	readCtx, stopReading := context.WithTimeout(ctx, 60*time.Second)
+	defer stopReading()
 	stopProducer := produceAt(produceCtx, t, b.Addr(), "lagging", 400)
 	var slow, never throttledReader
-	stopSlow := slow.run(loadCtx, t, b.Addr(), "lagging", "lagging-group", "throttled", 50)
-	stopNever := never.run(loadCtx, t, b.Addr(), "lagging", "", "nocommit-reader", 100)
+	stopSlow := slow.run(readCtx, t, b.Addr(), "lagging", "lagging-group", "throttled", 50)
+	stopNever := never.run(readCtx, t, b.Addr(), "lagging", "", "nocommit-reader", 100)
 	waitForMembers(ctx, t, b.Addr(), "members-group", 3, false)
 	time.Sleep(3 * time.Second) // the group is steady
 	stopped := time.Now()
@@ -345,6 +372,8 @@ func TestConsumers(t *testing.T) {
 	_ = m3.Process.Signal(syscall.SIGTERM) // a graceful close: LeaveGroup
 	<-loadCtx.Done()
 	produced := stopProducer()
+	slow.waitHighWatermark(t, int64(produced), 20*time.Second)
+	stopReading()
 	stopSlow()
 	stopNever()
 	time.Sleep(3 * time.Second)
