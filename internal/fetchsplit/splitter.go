@@ -128,7 +128,7 @@ func (s *Splitter) produced(r *event.Request) {
 	for i := range r.Partitions {
 		p := &r.Partitions[i]
 		if p.ErrorCode == 0 && p.BaseOffset != nil && p.Records > 0 {
-			s.mark(topicPartition{p.Topic, p.Partition}, at, *p.BaseOffset+int64(p.Records))
+			s.mark(p.Topic, p.Partition, at, *p.BaseOffset+int64(p.Records))
 		}
 	}
 }
@@ -143,21 +143,21 @@ func (s *Splitter) fetched(r *event.Request) {
 	for i := range r.Partitions {
 		p := &r.Partitions[i]
 		if p.ErrorCode == 0 && p.HighWatermark != nil {
-			s.mark(topicPartition{p.Topic, p.Partition}, at, *p.HighWatermark)
+			s.mark(p.Topic, p.Partition, at, *p.HighWatermark)
 		}
 	}
 }
 
-// mark notes that tp's high watermark was at least hwm from at on.
-func (s *Splitter) mark(tp topicPartition, at, hwm int64) {
-	h := s.marks.Get(tp.topic, tp.partition)
+// mark notes that the partition's high watermark was at least hwm from at on.
+func (s *Splitter) mark(topic string, partition int32, at, hwm int64) {
+	h := s.marks.Get(topic, partition)
 	if h == nil {
 		if s.marks.Len() >= s.o.MaxPartitions {
 			s.Untracked++
 			return
 		}
 		h = &history{}
-		s.marks.Put(tp.topic, tp.partition, h)
+		s.marks.Put(topic, partition, h)
 	}
 	h.add(at, hwm)
 }
@@ -211,7 +211,7 @@ func (s *Splitter) partitionAvailable(r *event.Request, p *event.Partition) (int
 	if !ok {
 		return 0, false
 	}
-	return s.firstPast(topicPartition{p.Topic, p.Partition}, offset)
+	return s.firstPast(p.Topic, p.Partition, offset)
 }
 
 // offsetOf is the offset the fetch read p from: the request's, or, for a
@@ -225,9 +225,9 @@ func (s *Splitter) offsetOf(r *event.Request, p *event.Partition) (int64, bool) 
 	return v, ok
 }
 
-// firstPast is the time of tp's first mark above offset.
-func (s *Splitter) firstPast(tp topicPartition, offset int64) (int64, bool) {
-	h := s.marks.Get(tp.topic, tp.partition)
+// firstPast is the time of the partition's first mark above offset.
+func (s *Splitter) firstPast(topic string, partition int32, offset int64) (int64, bool) {
+	h := s.marks.Get(topic, partition)
 	if h == nil {
 		return 0, false
 	}
