@@ -3,7 +3,6 @@ package consumers
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -108,11 +107,7 @@ func (a *Aggregator) fetchStalls(m *member) []silence {
 	if m == nil {
 		return nil
 	}
-	i := strings.LastIndexByte(m.client, '@')
-	if i < 0 {
-		return nil
-	}
-	if ft := a.fetchTimes[clientKey{host: m.client[i+1:], clientID: m.client[:i]}]; ft != nil {
+	if ft := a.fetchTimes[m.conn]; ft != nil {
 		return ft.stalls
 	}
 	return nil

@@ -44,7 +44,10 @@ const (
 
 // member is one member's heartbeats.
 type member struct {
-	id, client       string
+	id, client string
+	// conn is its client as the fetches name it: their consumer's
+	// fetch stalls are its.
+	conn             clientKey
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
 	lastHeartbeat    time.Time
@@ -139,7 +142,7 @@ func (g *group) heard(id, client string, r *event.Request) {
 		if len(g.members) >= maxMembers {
 			return
 		}
-		m = &member{id: id, client: client}
+		m = &member{id: id, client: client, conn: clientKey{hostOf(r.Client), r.ClientID}}
 		g.members[id] = m
 	}
 	if t := r.Group.SessionTimeoutMs; t > 0 {
