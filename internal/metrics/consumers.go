@@ -79,14 +79,10 @@ func (c *ConsumersCollector) Collect(ch chan<- prometheus.Metric) {
 		return cmp.Or(cmp.Compare(b.seconds, a.seconds), cmp.Compare(b.messages, a.messages), cmp.Compare(a.group, b.group),
 			cmp.Compare(a.client, b.client), cmp.Compare(a.topic, b.topic))
 	})
-	if len(pairs) > c.top {
-		other := consumerTopic{group: "other", client: "other", topic: "other"}
-		for _, p := range pairs[c.top:] {
-			other.seconds = max(other.seconds, p.seconds)
-			other.messages += p.messages
-		}
-		pairs = append(pairs[:c.top], other)
-	}
+	pairs = topAndOther(pairs, c.top, consumerTopic{group: Other, client: Other, topic: Other}, func(o *consumerTopic, p consumerTopic) {
+		o.seconds = max(o.seconds, p.seconds)
+		o.messages += p.messages
+	})
 	for _, p := range pairs {
 		labels := []string{cleanLabel(p.group), cleanLabel(p.client), cleanLabel(p.topic)}
 		ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.seconds, labels...)
@@ -113,15 +109,11 @@ func (c *ConsumersCollector) collectFetchLatency(ch chan<- prometheus.Metric, re
 		}
 		rows = append(rows, consumerFetch{f.Group, client, f.AbnormalP99Ms / 1000, f.PurgatoryMs, f.PurgatoryMs + f.OtherMs + f.SendingMs})
 	}
-	if len(rows) > c.top {
-		other := consumerFetch{group: "other", client: "other"}
-		for _, r := range rows[c.top:] {
-			other.p99 = max(other.p99, r.p99)
-			other.purgatory += r.purgatory
-			other.time += r.time
-		}
-		rows = append(rows[:c.top], other)
-	}
+	rows = topAndOther(rows, c.top, consumerFetch{group: Other, client: Other}, func(o *consumerFetch, r consumerFetch) {
+		o.p99 = max(o.p99, r.p99)
+		o.purgatory += r.purgatory
+		o.time += r.time
+	})
 	for _, r := range rows {
 		ratio := 0.0
 		if r.time > 0 {
@@ -181,16 +173,25 @@ func (c *ConsumersCollector) collectRebalances(ch chan<- prometheus.Metric, rep 
 		gs = append(gs, *g)
 	}
 	slices.SortFunc(gs, func(a, b groupRebalances) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.group, b.group)) })
-	if len(gs) > c.top {
-		other := groupRebalances{group: "other"}
-		for _, g := range gs[c.top:] {
-			other.n += g.n
-			other.longest = max(other.longest, g.longest)
-		}
-		gs = append(gs[:c.top], other)
-	}
+	gs = topAndOther(gs, c.top, groupRebalances{group: Other}, func(o *groupRebalances, g groupRebalances) {
+		o.n += g.n
+		o.longest = max(o.longest, g.longest)
+	})
 	for _, g := range gs {
 		ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.GaugeValue, float64(g.n), cleanLabel(g.group))
 		ch <- prometheus.MustNewConstMetric(c.rebalanceSeconds, prometheus.GaugeValue, g.longest, cleanLabel(g.group))
 	}
+}
+
+// topAndOther keeps the first top of rows, ranked already, and folds the
+// rest into other with merge, as one last row: the gauges' series stay
+// bounded whatever the cluster holds.
+func topAndOther[T any](rows []T, top int, other T, merge func(*T, T)) []T {
+	if len(rows) <= top {
+		return rows
+	}
+	for _, r := range rows[top:] {
+		merge(&other, r)
+	}
+	return append(rows[:top], other)
 }
