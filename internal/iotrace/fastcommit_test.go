@@ -220,15 +220,7 @@ type fsyncTrace struct {
 // log dir mnt, every interval sent (MinLatency 0).
 func traceFsyncLoop(t *testing.T, mnt string, n int) *fsyncTrace {
 	t.Helper()
-	partDir := filepath.Join(mnt, "fast-commit-0")
-	if err := os.Mkdir(partDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(partDir, "00000000000000000000.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := newSegment(t, mnt, "fast-commit-0")
 	var st unix.Stat_t
 	if err := unix.Stat(mnt, &st); err != nil {
 		t.Fatal(err)

@@ -179,16 +179,7 @@ func TestJournalOwnFsync(t *testing.T) {
 	if sfs.Type != unix.EXT4_SUPER_MAGIC {
 		labtest.Unavailable(t, "%s is not on ext4 (the e2e tests make one on a loop device)", logDir)
 	}
-	partDir := filepath.Join(logDir, "own-fsync-3")
-	if err := os.Mkdir(partDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	seg := filepath.Join(partDir, "00000000000000000000.log")
-	f, err := os.Create(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := newSegment(t, logDir, "own-fsync-3")
 	var st unix.Stat_t
 	if err := unix.Stat(logDir, &st); err != nil {
 		t.Fatal(err)
@@ -320,15 +311,7 @@ func assertGone(t *testing.T, ids []ebpf.ProgramID) {
 func TestRunAllHandlerError(t *testing.T) {
 	requireRoot(t)
 	logDir := t.TempDir()
-	partDir := filepath.Join(logDir, "run-all-0")
-	if err := os.Mkdir(partDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(partDir, "00000000000000000000.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := newSegment(t, logDir, "run-all-0")
 	tr, err := Open(Config{PID: os.Getpid(), LogDirs: []string{logDir}, Journal: true})
 	if err != nil {
 		t.Fatal(err)
@@ -350,4 +333,20 @@ func TestRunAllHandlerError(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunAll did not return after its handler failed")
 	}
+}
+
+// newSegment creates the first segment of partition (its directory's
+// name) in logDir, as a broker would, closed at the end of t.
+func newSegment(t *testing.T, logDir, partition string) *os.File {
+	t.Helper()
+	partDir := filepath.Join(logDir, partition)
+	if err := os.Mkdir(partDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(partDir, "00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
