@@ -198,7 +198,7 @@ func checkAgainst(t *testing.T, port int, clean []*event.Request, path string, u
 			continue
 		}
 		want++
-		g, ok := byKey[keyOf(c.Client, c.CorrelationID)]
+		g, ok := byKey.find(c.Client, c.CorrelationID, c.Arrival)
 		if !ok {
 			t.Errorf("untouched request lost: %s corr %d from %s at %s", c.API, c.CorrelationID, c.Client, c.Arrival.Format(time.RFC3339Nano))
 			continue

@@ -230,6 +230,9 @@ func decode(t *testing.T, port int, files ...string) ([]*event.Request, source.R
 
 // reqKey identifies a request by its client port and correlation id: all
 // clients are on one host, and derived captures may change addresses.
+// A port can be reused by a later connection whose correlation ids start
+// again at 0, so a key can name several requests; reqIndex.find tells them
+// apart by time.
 type reqKey struct {
 	clientPort string
 	corr       int32
@@ -240,12 +243,62 @@ func keyOf(client string, corr int32) reqKey {
 	return reqKey{port, corr}
 }
 
-func index(reqs []*event.Request) map[reqKey]*event.Request {
-	m := make(map[reqKey]*event.Request, len(reqs))
+// reqIndex holds the requests of each key in capture order.
+type reqIndex map[reqKey][]*event.Request
+
+func index(reqs []*event.Request) reqIndex {
+	m := make(reqIndex, len(reqs))
 	for _, r := range reqs {
-		m[keyOf(r.Client, r.CorrelationID)] = r
+		k := keyOf(r.Client, r.CorrelationID)
+		m[k] = append(m[k], r)
 	}
 	return m
+}
+
+// find returns the request of client and corr nearest in time to at (its
+// arrival, or its end when it has one, whichever is nearer); the first one
+// when at is zero.
+func (m reqIndex) find(client string, corr int32, at time.Time) (*event.Request, bool) {
+	rs := m[keyOf(client, corr)]
+	if len(rs) == 0 {
+		return nil, false
+	}
+	if at.IsZero() || len(rs) == 1 {
+		return rs[0], true
+	}
+	best, bestDist := rs[0], time.Duration(math.MaxInt64)
+	for _, r := range rs {
+		d := absDuration(r.Arrival.Sub(at))
+		if !r.End.IsZero() {
+			d = min(d, absDuration(r.End.Sub(at)))
+		}
+		if d < bestDist {
+			best, bestDist = r, d
+		}
+	}
+	return best, true
+}
+
+// duplicates counts requests decoded twice: the same key and API arriving
+// within a millisecond of each other (a reused port's next connection
+// starts its correlation ids much later).
+func (m reqIndex) duplicates() int {
+	n := 0
+	for _, rs := range m {
+		for i := 1; i < len(rs); i++ {
+			if rs[i].API == rs[i-1].API && absDuration(rs[i].Arrival.Sub(rs[i-1].Arrival)) < time.Millisecond {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 func partitionSet(topicOf func(i int) (string, string, int32), n int) []string {
@@ -339,7 +392,7 @@ func testMatchesBrokerLog(t *testing.T, run capturedRun, reqs []*event.Request, 
 	var worst []string
 	apis := map[string]int{}
 	for _, e := range run.entries {
-		r, ok := byKey[keyOf(e.ClientAddr, e.CorrelationID)]
+		r, ok := byKey.find(e.ClientAddr, e.CorrelationID, e.Time)
 		if !ok {
 			notOnWire++
 			if notOnWire > lost {

@@ -208,7 +208,7 @@ func TestTLSAndSASL(t *testing.T) {
 	var found, compared, within int
 	var diffs []float64
 	for _, e := range logged {
-		r, ok := byKey[keyOf(e.ClientAddr, e.CorrelationID)]
+		r, ok := byKey.find(e.ClientAddr, e.CorrelationID, e.Time)
 		if !ok {
 			t.Errorf("logged request not decoded: %s v%d corr %d from %s", e.APIName, e.APIVersion, e.CorrelationID, e.ClientAddr)
 			continue
@@ -461,7 +461,7 @@ func agreement(logged []requestlog.Entry, reqs []*event.Request, clientID string
 	byKey := index(reqs)
 	var diffs []float64
 	for _, e := range logged {
-		r, ok := byKey[keyOf(e.ClientAddr, e.CorrelationID)]
+		r, ok := byKey.find(e.ClientAddr, e.CorrelationID, e.Time)
 		if e.ClientID != clientID || !ok || !r.Answered || r.Partial {
 			continue
 		}
