@@ -21,6 +21,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/grouphold"
+
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/fetchsplit"
 )
@@ -108,8 +110,11 @@ type Aggregator struct {
 	first, last time.Time
 	// splitter splits each consumer fetch's time; fetchTimes are the
 	// splits by client, untrackedFetchClients the clients past the bound.
-	splitter              *fetchsplit.Splitter
-	fetchTimes            map[clientKey]*fetchTimes
+	splitter   *fetchsplit.Splitter
+	fetchTimes map[clientKey]*fetchTimes
+	// holds splits the group requests' time at the coordinator: a
+	// rebalance's CoordinatorMs.
+	holds                 *grouphold.Splitter
 	untrackedFetchClients int64
 }
 
@@ -142,7 +147,7 @@ func New(o Options) *Aggregator {
 	o.SlowFetchAlarm = cmp.Or(o.SlowFetchAlarm, DefaultSlowFetchAlarm)
 	return &Aggregator{o: o, memberOf: map[clientKey]string{}, partitions: map[partKey]*partition{}, e2e: newEndToEnd(),
 		groups: map[string]*group{}, commits: map[string]map[topicPartition]commit{}, commitRequests: map[string]int64{},
-		splitter: fetchsplit.New(fetchsplit.Options{SendRate: o.FetchSendRate, MaxPartitions: o.MaxPartitions}), fetchTimes: map[clientKey]*fetchTimes{}}
+		splitter: fetchsplit.New(fetchsplit.Options{SendRate: o.FetchSendRate, MaxPartitions: o.MaxPartitions}), fetchTimes: map[clientKey]*fetchTimes{}, holds: grouphold.New()}
 }
 
 // Add counts one request.
@@ -164,9 +169,11 @@ func (a *Aggregator) Add(r *event.Request) {
 	case apiOffsetCommit:
 		a.remember(r)
 		a.committed(r)
+		a.holds.Add(r)
 	case apiJoinGroup, apiSyncGroup, apiHeartbeat, apiLeaveGroup, apiCGHeartbeat:
 		a.remember(r)
 		a.groupRequest(r)
+		a.holds.Add(r)
 	}
 }
 

@@ -354,3 +354,67 @@ func TestSlowestMemberSilent(t *testing.T) {
 		})
 	}
 }
+
+// TestCoordinatorOwnTime: m3 joins a group of m1 (the leader) and m2;
+// storing the new assignment takes the coordinator 1.5 s, in which every
+// member waits for its SyncGroup. The rebalance names the coordinator's
+// own time and is an alarm; in the control run the store takes 5 ms and
+// the coordinator is not named.
+func TestCoordinatorOwnTime(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		store     time.Duration
+		wantOwnMs float64
+		named     bool
+		severity  string
+	}{
+		{"slow store", 1500 * ms, 1500, true, Alarm},
+		{"control", 5 * ms, 5, false, Warning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(Options{})
+			leader := func(r *event.Request) *event.Request { r.GroupResult.Leader = "m1"; return r }
+			a.Add(leader(join("10.0.0.1:1", "m1", "g", 1, 0, 3000*ms)))
+			a.Add(leader(join("10.0.0.2:1", "m2", "g", 1, 100*ms, 2900*ms)))
+			a.Add(syncGroup("10.0.0.1:1", "m1", "g", 1, 3010*ms, 5*ms))
+			a.Add(syncGroup("10.0.0.2:1", "m2", "g", 1, 3005*ms, 10*ms))
+			// m3 joins at 10 s; m1 and m2 learn it from their heartbeats
+			// and rejoin by 11 s; the joins are answered 2 ms after the last.
+			a.Add(heartbeat("10.0.0.1:1", "m1", "g", 1, 10500*ms, errRebalanceInProgress))
+			a.Add(leader(join("10.0.0.3:1", "m3", "g", 2, 10000*ms, 1002*ms)))
+			a.Add(leader(join("10.0.0.1:1", "m1", "g", 2, 10600*ms, 402*ms)))
+			a.Add(leader(join("10.0.0.2:1", "m2", "g", 2, 11000*ms, 2*ms)))
+			// The followers sync first and wait for the leader's store.
+			a.Add(syncGroup("10.0.0.2:1", "m2", "g", 2, 11003*ms, 3*ms+tc.store))
+			a.Add(syncGroup("10.0.0.3:1", "m3", "g", 2, 11004*ms, 2*ms+tc.store))
+			a.Add(syncGroup("10.0.0.1:1", "m1", "g", 2, 11006*ms, tc.store))
+			rep := a.Report()
+			if len(rep.Rebalances) != 2 {
+				t.Fatalf("rebalances %+v", rep.Rebalances)
+			}
+			rb := rep.Rebalances[1]
+			if math.Abs(rb.CoordinatorMs-tc.wantOwnMs) > 0.01 || rb.CoordinatorRequest == nil || rb.CoordinatorRequest.API != apiSyncGroup {
+				t.Errorf("coordinator %.3f ms in %+v, want %.0f ms in a SyncGroup", rb.CoordinatorMs, rb.CoordinatorRequest, tc.wantOwnMs)
+			}
+			// The first generation's 3 s joins were the new group's
+			// initial delay, not the coordinator's own time.
+			if first := rep.Rebalances[0]; first.CoordinatorMs > 10 {
+				t.Errorf("first generation: coordinator %.1f ms in %+v", first.CoordinatorMs, first.CoordinatorRequest)
+			}
+			var f *Finding
+			for i := range rep.Findings {
+				if rep.Findings[i].Rule == "rebalance" && strings.Contains(rep.Findings[i].Title, "m3") {
+					f = &rep.Findings[i]
+				}
+			}
+			if f == nil {
+				t.Fatalf("no rebalance finding naming m3: %+v", rep.Findings)
+			}
+			t.Logf("%s: %s", f.Title, f.Evidence)
+			if named := strings.Contains(f.Evidence, "the coordinator itself took"); named != tc.named || f.Severity != tc.severity {
+				t.Errorf("finding %s: %s (coordinator named %v, want %v; severity want %s)", f.Severity, f.Evidence, named, tc.named, tc.severity)
+			}
+		})
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/kscope-dev/kscope/internal/grouphold"
 )
 
 // Rebalance is one rebalance of a group, as its members' requests show it.
@@ -49,6 +51,14 @@ type Rebalance struct {
 	// or its heartbeats went on but its fetches stopped (its poll loop
 	// asked for nothing). Empty when it kept its pace.
 	SlowestWhy string `json:"slowest_why,omitempty"`
+	// CoordinatorMs is the coordinator's own time in the rebalance: the
+	// longest own part (internal/grouphold: without the protocol's holds)
+	// of the group's requests during it. Classic: answering the joins once
+	// the last member joined, storing the assignment the leader sent; KIP-848:
+	// a heartbeat's answer. CoordinatorRequest is that request, for
+	// `kscope explain --api group --request CLIENT/CORRELATION-ID`.
+	CoordinatorMs      float64        `json:"coordinator_ms"`
+	CoordinatorRequest *grouphold.Ref `json:"coordinator_request,omitempty"`
 	// Complete is false when the capture ended before the rebalance did,
 	// or (Superseded) a newer one began before every member reached
 	// this one's epoch (KIP-848).

@@ -123,6 +123,9 @@ func (a *Aggregator) Report() *Report {
 		for _, rb := range g.rebalances(a.o.GroupSessionTimeout) {
 			m := g.members[rb.Slowest]
 			rb.SlowestWhy = slowestWhy(&rb, m, a.fetchStalls(m))
+			if ref, ok := a.holds.Longest(rb.Group, rb.Start, rb.End); ok {
+				rb.CoordinatorMs, rb.CoordinatorRequest = ref.Split.OwnMs, &ref
+			}
 			rep.Rebalances = append(rep.Rebalances, rb)
 		}
 		rep.DroppedGroupEvents += g.dropped

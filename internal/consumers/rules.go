@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kscope-dev/kscope/internal/grouphold"
+
 	"github.com/kscope-dev/kscope/internal/output"
 )
 
@@ -42,7 +46,7 @@ func Rules() []Rule {
 		{Name: "lag", Threshold: "a consumer whose data at its position is 1 minute old or more (warning), 10 minutes or more (alarm); --lag-warning, --lag-alarm",
 			Source: "lag in time is what a consumer's service level is written on (streamshub/console #2743, kafbat/kafka-ui #1377); measured from the batch timestamps at its fetch position",
 			fire:   lagFindings},
-		{Name: "rebalance", Threshold: "every rebalance (warning); one of 30 s or more, or 3 or more of a group in the capture (alarm)",
+		{Name: "rebalance", Threshold: "every rebalance (warning); one of 30 s or more, 3 or more of a group in the capture, or one in which the coordinator's own time was 1 s or more (alarm); its own time is named from 100 ms",
 			Source: "consumers of a group stop reading while it rebalances; long and repeated rebalances are a classic outage (redpanda #7392)",
 			fire:   rebalanceFindings},
 		{Name: "never-commits", Threshold: "a consumer that fetched and committed no offset in the capture",
@@ -108,7 +112,7 @@ func rebalanceFindings(r *Report, _ Options) []Finding {
 	var out []Finding
 	for _, rb := range r.Rebalances {
 		sev := Warning
-		if rb.TotalMs >= 30_000 || perGroup[rb.Group] >= 3 {
+		if rb.TotalMs >= 30_000 || perGroup[rb.Group] >= 3 || rb.CoordinatorMs >= coordinatorAlarmMs {
 			sev = Alarm
 		}
 		who := "a member"
@@ -127,6 +131,9 @@ func rebalanceFindings(r *Report, _ Options) []Finding {
 			rb.Detail, rb.Protocol, rb.Generation, rb.Members, dur(rb.JoinMs), dur(rb.SyncMs), quote(rb.Slowest), dur(rb.SlowestMs))
 		if rb.SlowestWhy != "" {
 			ev += "; " + rb.SlowestWhy
+		}
+		if c := rb.CoordinatorRequest; c != nil && rb.CoordinatorMs >= coordinatorNoteMs {
+			ev += "; " + coordinatorEvidence(c)
 		}
 		switch {
 		case rb.Superseded:
@@ -200,3 +207,27 @@ func dur(ms float64) string {
 
 // quote is a client-chosen name, escaped for a terminal and quoted.
 func quote(s string) string { return "`" + output.Escape(s) + "`" }
+
+// A rebalance's coordinator's own time is named from coordinatorNoteMs
+// (its own work is a few milliseconds: answering, one append to
+// __consumer_offsets) and makes the rebalance an alarm from
+// coordinatorAlarmMs.
+const (
+	coordinatorNoteMs  = 100
+	coordinatorAlarmMs = 1000
+)
+
+// coordinatorEvidence says where the coordinator's own time went.
+func coordinatorEvidence(c *grouphold.Ref) string {
+	s := fmt.Sprintf("the coordinator itself took %s answering %s corr %d from %s", dur(c.Split.OwnMs), kmsg.NameForKey(c.API), c.CorrelationID, output.Escape(c.Client))
+	if c.Member != "" {
+		s += " (member " + quote(c.Member) + ")"
+	}
+	if c.Split.HoldMs > 0 {
+		s += fmt.Sprintf(", after the protocol held it %s (%s)", dur(c.Split.HoldMs), c.Split.Hold)
+	}
+	if c.API == apiSyncGroup {
+		s += ": storing the assignment in __consumer_offsets"
+	}
+	return s + "; kscope explain --api group on a recording names why"
+}

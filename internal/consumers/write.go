@@ -110,7 +110,7 @@ func writeRebalances(w io.Writer, r *Report, top int) {
 	}
 	fmt.Fprintln(w, "\nREBALANCES")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tPROTOCOL\tSTART\tTRIGGER\tMEMBER\tJOIN\tSYNC\tTOTAL\tMEMBERS\tSLOWEST (AFTER)")
+	fmt.Fprintln(tw, "GROUP\tPROTOCOL\tSTART\tTRIGGER\tMEMBER\tJOIN\tSYNC\tTOTAL\tCOORDINATOR\tMEMBERS\tSLOWEST (AFTER)")
 	for _, rb := range limit(r.Rebalances, top) {
 		total := dur(rb.TotalMs)
 		switch {
@@ -119,8 +119,8 @@ func writeRebalances(w io.Writer, r *Report, top int) {
 		case !rb.Complete:
 			total += " (not complete)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s (%s)\n", cell(rb.Group), rb.Protocol, rb.Start.UTC().Format("15:04:05.000"),
-			rb.Trigger, cell(rb.Member), dur(rb.JoinMs), dur(rb.SyncMs), total, rb.Members, cell(rb.Slowest), dur(rb.SlowestMs))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s (%s)\n", cell(rb.Group), rb.Protocol, rb.Start.UTC().Format("15:04:05.000"),
+			rb.Trigger, cell(rb.Member), dur(rb.JoinMs), dur(rb.SyncMs), total, dur(rb.CoordinatorMs), rb.Members, cell(rb.Slowest), dur(rb.SlowestMs))
 	}
 	tw.Flush()
 }

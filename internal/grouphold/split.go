@@ -74,8 +74,12 @@ func IsGroupRequest(r *event.Request) bool {
 }
 
 // BrokerStart is when the broker could read r: its end less the broker's
-// time, within the request.
+// time, within the request (its arrival when the broker's time is not
+// known).
 func BrokerStart(r *event.Request) time.Time {
+	if r.BrokerMs <= 0 {
+		return r.Arrival
+	}
 	s := r.End.Add(-time.Duration(r.BrokerMs * float64(time.Millisecond)))
 	if s.Before(r.Arrival) || s.After(r.End) {
 		return r.Arrival

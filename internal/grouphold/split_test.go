@@ -96,6 +96,40 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// TestLongest: the rebalance's longest own part is the store of its
+// assignment, not b's 2 s wait for a; before the rebalance, the longest
+// is the first generation's leader sync (its join was all held).
+func TestLongest(t *testing.T) {
+	sp := New()
+	for _, r := range []*event.Request{
+		withLeader(req(apiJoinGroup, "a", 1, 0, 3*time.Second, 0), "a"),
+		req(apiSyncGroup, "a", 1, 3*time.Second, 2*time.Millisecond, 0),
+		withLeader(req(apiJoinGroup, "b", 2, 10*time.Second, 2*time.Second+3*time.Millisecond, 0), "a"),
+		withLeader(req(apiJoinGroup, "a", 2, 12*time.Second, 3*time.Millisecond, 0), "a"),
+		req(apiSyncGroup, "a", 2, 12*time.Second+5*time.Millisecond, 1500*time.Millisecond, 0),
+	} {
+		sp.Add(r)
+	}
+	for _, tc := range []struct {
+		from, to time.Duration
+		api      int16
+		ownMs    float64
+		found    bool
+	}{
+		{10 * time.Second, 14 * time.Second, apiSyncGroup, 1500, true},
+		{0, 5 * time.Second, apiSyncGroup, 2, true},
+		{20 * time.Second, 30 * time.Second, 0, 0, false},
+	} {
+		ref, ok := sp.Longest("g", t0.Add(tc.from), t0.Add(tc.to))
+		if ok != tc.found || ok && (ref.API != tc.api || !near(ref.Split.OwnMs, tc.ownMs)) {
+			t.Errorf("%s..%s: got %+v %v, want API %d own %.0f ms", tc.from, tc.to, ref, ok, tc.api, tc.ownMs)
+		}
+	}
+	if _, ok := sp.Longest("nope", t0, t0.Add(time.Hour)); ok {
+		t.Error("a group never seen has a longest request")
+	}
+}
+
 // TestNewGroupAgain: a group whose members all left and came back with
 // new ids was empty in between: its next join waits the initial delay
 // again.

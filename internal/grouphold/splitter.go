@@ -14,6 +14,7 @@ const (
 	MaxGroups      = 10000
 	MaxGenerations = 64
 	MaxJoins       = 4096
+	MaxRecent      = 8192
 )
 
 // Splitter collects the generations of the groups whose requests it is
@@ -25,9 +26,33 @@ type Splitter struct {
 	Dropped int64
 }
 
-// groupGens is one group's latest generations.
+// groupGens is one group's latest generations and requests.
 type groupGens struct {
 	gens map[int32]*generation
+	// recent are its latest requests, for Longest.
+	recent []entry
+}
+
+// entry is what a split needs of a group request.
+type entry struct {
+	api                       int16
+	code                      int16
+	gen                       int32 // JoinGroup: the generation answered; SyncGroup: the one it syncs
+	group, member, client     string
+	corr                      int32
+	arrival, brokerStart, end time.Time
+}
+
+func entryOf(r *event.Request) entry {
+	e := entry{api: r.APIKey, code: errorCode(r), gen: r.Group.Generation, group: r.Group.ID, member: r.Group.MemberID,
+		client: r.Client, corr: r.CorrelationID, arrival: r.Arrival, brokerStart: BrokerStart(r), end: r.End}
+	if r.APIKey == apiJoinGroup {
+		e.gen = r.GroupResult.Generation
+		if r.GroupResult.MemberID != "" {
+			e.member = r.GroupResult.MemberID
+		}
+	}
+	return e
 }
 
 // generation is what the classic protocol holds its requests for: the
@@ -51,42 +76,70 @@ type join struct {
 // New returns an empty Splitter.
 func New() *Splitter { return &Splitter{groups: map[string]*groupGens{}} }
 
-// Add takes one request; only answered JoinGroups and SyncGroups without
-// error are kept.
+// Add takes one request of the coordinator's, answered; the JoinGroups
+// and SyncGroups answered without error make the generations.
 func (s *Splitter) Add(r *event.Request) {
-	if !r.Answered || r.Group.ID == "" || errorCode(r) != 0 {
+	if !r.Answered || r.Group.ID == "" || r.End.IsZero() || !IsGroupRequest(r) {
+		return
+	}
+	e := entryOf(r)
+	s.remember(e)
+	if e.code != 0 {
 		return
 	}
 	switch r.APIKey {
 	case apiJoinGroup:
-		gen := s.generation(r.Group.ID, r.GroupResult.Generation)
+		gen := s.generation(e.group, e.gen)
 		if gen == nil {
 			return
-		}
-		member := r.GroupResult.MemberID
-		if member == "" {
-			member = r.Group.MemberID
 		}
 		if len(gen.joins) >= MaxJoins {
 			s.Dropped++
 			return
 		}
-		bs := BrokerStart(r)
-		gen.joins = append(gen.joins, join{member: member, brokerStart: bs})
-		gen.lastJoin = later(gen.lastJoin, bs)
+		gen.joins = append(gen.joins, join{member: e.member, brokerStart: e.brokerStart})
+		gen.lastJoin = later(gen.lastJoin, e.brokerStart)
 		gen.checked = false
 		if r.GroupResult.Leader != "" {
 			gen.leader = r.GroupResult.Leader
 		}
 	case apiSyncGroup:
-		gen := s.generation(r.Group.ID, r.Group.Generation)
-		if gen == nil || gen.leader == "" || r.Group.MemberID != gen.leader {
+		gen := s.generation(e.group, e.gen)
+		if gen == nil || gen.leader == "" || e.member != gen.leader {
 			return
 		}
-		if bs := BrokerStart(r); gen.leaderSync.IsZero() || bs.Before(gen.leaderSync) {
-			gen.leaderSync = bs
+		if gen.leaderSync.IsZero() || e.brokerStart.Before(gen.leaderSync) {
+			gen.leaderSync = e.brokerStart
 		}
 	}
+}
+
+// remember keeps e among its group's recent requests; the oldest half
+// goes when they are full.
+func (s *Splitter) remember(e entry) {
+	g := s.group(e.group)
+	if g == nil {
+		return
+	}
+	if len(g.recent) >= MaxRecent {
+		s.Dropped += int64(len(g.recent) / 2)
+		g.recent = slices.Delete(g.recent, 0, len(g.recent)/2)
+	}
+	g.recent = append(g.recent, e)
+}
+
+// group returns a group's generations, made if new; nil past MaxGroups.
+func (s *Splitter) group(id string) *groupGens {
+	g := s.groups[id]
+	if g == nil {
+		if len(s.groups) >= MaxGroups {
+			s.Dropped++
+			return nil
+		}
+		g = &groupGens{gens: map[int32]*generation{}}
+		s.groups[id] = g
+	}
+	return g
 }
 
 // generation returns group's generation id, made if new; nil past the
@@ -95,14 +148,9 @@ func (s *Splitter) generation(group string, id int32) *generation {
 	if id < 0 {
 		return nil
 	}
-	g := s.groups[group]
+	g := s.group(group)
 	if g == nil {
-		if len(s.groups) >= MaxGroups {
-			s.Dropped++
-			return nil
-		}
-		g = &groupGens{gens: map[int32]*generation{}}
-		s.groups[group] = g
+		return nil
 	}
 	if gen := g.gens[id]; gen != nil {
 		return gen
@@ -126,45 +174,50 @@ func (s *Splitter) Split(r *event.Request) (sp Split, ok bool) {
 	if !IsGroupRequest(r) || !r.Answered || r.End.IsZero() {
 		return Split{}, false
 	}
-	start := BrokerStart(r)
-	sp.TotalMs = ms(r.End.Sub(start))
-	hold, end := s.hold(r, start)
+	e := entryOf(r)
+	return s.split(&e), true
+}
+
+func (s *Splitter) split(e *entry) (sp Split) {
+	start := e.brokerStart
+	sp.TotalMs = ms(e.end.Sub(start))
+	hold, end := s.hold(e)
 	if hold == HoldNone || !end.After(start) {
 		sp.OwnMs = sp.TotalMs
-		return sp, true
+		return sp
 	}
-	if end.After(r.End) {
-		end = r.End
+	if end.After(e.end) {
+		end = e.end
 	}
 	sp.Hold, sp.HoldEnd = hold, end
 	sp.HoldMs = ms(end.Sub(start))
 	sp.OwnMs = sp.TotalMs - sp.HoldMs
-	return sp, true
+	return sp
 }
 
-// hold is what held r, read by the broker at start, and when that ended.
-func (s *Splitter) hold(r *event.Request, start time.Time) (Hold, time.Time) {
-	switch r.APIKey {
+// hold is what held e, and when that ended.
+func (s *Splitter) hold(e *entry) (Hold, time.Time) {
+	switch e.api {
 	case apiJoinGroup:
-		switch code := errorCode(r); code {
+		switch e.code {
 		case 0:
-			return s.joinHold(r)
+			return s.joinHold(e)
 		case errMemberIDRequired, errUnknownMemberID:
 			return HoldNone, time.Time{}
 		}
-		return HoldUnknown, r.End
+		return HoldUnknown, e.end
 	case apiSyncGroup:
-		if errorCode(r) != 0 {
-			return HoldUnknown, r.End
+		if e.code != 0 {
+			return HoldUnknown, e.end
 		}
-		gen := s.gen(r.Group.ID, r.Group.Generation)
+		gen := s.gen(e.group, e.gen)
 		switch {
 		case gen == nil || gen.leader == "":
-			return HoldUnknown, r.End
-		case r.Group.MemberID == gen.leader:
+			return HoldUnknown, e.end
+		case e.member == gen.leader:
 			return HoldNone, time.Time{}
 		case gen.leaderSync.IsZero():
-			return HoldUnknown, r.End
+			return HoldUnknown, e.end
 		}
 		return HoldLeader, gen.leaderSync
 	}
@@ -173,14 +226,13 @@ func (s *Splitter) hold(r *event.Request, start time.Time) (Hold, time.Time) {
 
 // joinHold is a JoinGroup's hold: until the generation's last member
 // joined; all of it for a new group.
-func (s *Splitter) joinHold(r *event.Request) (Hold, time.Time) {
-	id := r.GroupResult.Generation
-	gen := s.gen(r.Group.ID, id)
+func (s *Splitter) joinHold(e *entry) (Hold, time.Time) {
+	gen := s.gen(e.group, e.gen)
 	if gen == nil {
-		return HoldUnknown, r.End
+		return HoldUnknown, e.end
 	}
-	if s.newGroup(r.Group.ID, id, gen) {
-		return HoldNewGroup, r.End
+	if s.newGroup(e.group, e.gen, gen) {
+		return HoldNewGroup, e.end
 	}
 	return HoldMembers, gen.lastJoin
 }
@@ -238,3 +290,36 @@ func later(a, b time.Time) time.Time {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Ref names one group request and its split.
+type Ref struct {
+	API           int16     `json:"api_key"`
+	Client        string    `json:"client"` // ip:port
+	CorrelationID int32     `json:"correlation_id"`
+	Member        string    `json:"member,omitempty"`
+	Arrival       time.Time `json:"arrival"`
+	Split         Split     `json:"split"`
+}
+
+// Longest is the request of group, arrived from from to to, in which the
+// coordinator's own part was the longest; ok is false when none of its
+// requests kept arrived then.
+func (s *Splitter) Longest(group string, from, to time.Time) (Ref, bool) {
+	g := s.groups[group]
+	if g == nil {
+		return Ref{}, false
+	}
+	var best Ref
+	found := false
+	for i := range g.recent {
+		e := &g.recent[i]
+		if e.arrival.Before(from) || e.arrival.After(to) {
+			continue
+		}
+		sp := s.split(e)
+		if !found || sp.OwnMs > best.Split.OwnMs {
+			best, found = Ref{API: e.api, Client: e.client, CorrelationID: e.corr, Member: e.member, Arrival: e.arrival, Split: sp}, true
+		}
+	}
+	return best, found
+}
