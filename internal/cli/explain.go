@@ -141,8 +141,15 @@ With --api fetch, the consumer fetches are explained instead: each fetch's
 time is split into purgatory (waiting for data that was not there, as its
 max_wait_ms and min_bytes asked: normal), the rest of the broker's wait,
 reading (the network thread asleep on page-cache misses: disk-read) and
-sending; a fetch is slow by the part that was not purgatory. See
-docs/explain.md.`,
+sending; a fetch is slow by the part that was not purgatory.
+With --api group, the group coordinator's requests are explained (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, ConsumerGroupHeartbeat): each
+one's time at the coordinator is split into the group protocol's hold (a
+JoinGroup waits for the other members, a follower's SyncGroup for the leader's
+assignment) and the coordinator's own part (storing the assignment or the
+offsets in __consumer_offsets, answering), which is what is explained; slow from
+100 ms unless --slow or --percentile says otherwise. kscope consumers names the request of a
+rebalance in which the coordinator itself was slow. See docs/explain.md.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.percentileSet = cmd.Flags().Changed("percentile")
@@ -159,7 +166,7 @@ docs/explain.md.`,
 	f.BoolVar(&o.summary, "summary", false, "print only the summary")
 	f.IntVar(&o.top, "top", 10, "rows in the summary's worst-of lists")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no notes on stderr")
-	f.StringVar(&o.api, "api", explain.APIProduce, "what to explain: produce, or fetch (consumer fetches slow beyond their purgatory, the wait for data they asked for; --slow and --percentile apply to that part)")
+	f.StringVar(&o.api, "api", explain.APIProduce, "what to explain: produce, fetch (consumer fetches slow beyond their purgatory, the wait for data they asked for), or group (the group coordinator's requests slow beyond the group protocol's holds); --slow and --percentile apply to the part that is not waiting")
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "also send each slow request's explanation as an OpenTelemetry trace to this OTLP/HTTP endpoint (host:port or http(s)://host:port)")
 	check(f, "share", &o.share, share)
 	check(f, "stall", &o.stall, positive)
@@ -241,8 +248,8 @@ func (o *explainOptions) validate(args []string) (*explain.RequestID, error) {
 	if len(o.pcaps) > 0 && len(o.ioFiles) == 0 {
 		return nil, errors.New("--pcap needs --io (the broker's iotrace --format json output)")
 	}
-	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "" || o.api == explain.APIFetch) {
-		return nil, errors.New("--request, --log-dirs, --jfr and --api fetch go with one recording, not several")
+	if len(args) > 1 && (o.request != "" || len(o.logDirs) > 0 || o.jfrFile != "" || o.api == explain.APIFetch || o.api == explain.APIGroup) {
+		return nil, errors.New("--request, --log-dirs, --jfr and --api fetch or group go with one recording, not several")
 	}
 	if o.request == "" {
 		return nil, nil

@@ -143,8 +143,8 @@ func Run(ctx context.Context, inputs []Input, opts Options, out Output) error {
 		return errors.New("nothing to explain")
 	case opts.API != "" && !slices.Contains(APIs(), opts.API):
 		return fmt.Errorf("explain explains %s requests, not %q", strings.Join(APIs(), " or "), output.Escape(opts.API))
-	case opts.API == APIFetch && (len(inputs) > 1 || inputs[0].Held != nil):
-		return errors.New("fetches are explained from one recording or requests file at a time")
+	case (opts.API == APIFetch || opts.API == APIGroup) && (len(inputs) > 1 || inputs[0].Held != nil):
+		return fmt.Errorf("%s requests are explained from one recording or requests file at a time", opts.API)
 	case len(inputs) > 1:
 		return runCluster(ctx, inputs, opts, out)
 	case inputs[0].Held != nil:
@@ -348,7 +348,7 @@ func (l *loaded) readJFR(opts Options) error {
 // other brokers', in a cluster) into out, and returns its summary.
 func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Peer, out Output) (*Summary, error) {
 	th, warning := DecideThreshold(opts.Config, l.slowLog(), l.Scan.Latencies())
-	if warning != "" && opts.API != APIFetch {
+	if warning != "" && opts.API != APIFetch && opts.API != APIGroup {
 		opts.warn("%s is %s", output.Escape(l.name), warning)
 	}
 	e := New(opts.Config, l.Index, l.idLookup(opts))
@@ -365,10 +365,14 @@ func explainRecording(ctx context.Context, l *loaded, opts Options, peers []*Pee
 	}
 	var sum *Summary
 	var err error
-	if opts.API == APIFetch {
+	switch opts.API {
+	case APIFetch:
 		// The threshold is the fetches' own, on their abnormal part.
 		sum, err = e.runFetches(l.fetchReader(), l.Scan, RunOptions{Top: opts.Top}, emit)
-	} else {
+	case APIGroup:
+		// The group requests' own, on the coordinator's own part.
+		sum, err = e.runGroups(l.fetchReader(), l.Scan, RunOptions{Top: opts.Top}, emit)
+	default:
 		sum, err = e.Run(l.Scan, RunOptions{Top: opts.Top, Threshold: &th}, emit)
 	}
 	if outErr != nil {

@@ -40,6 +40,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/grouphold"
+
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/fetchsplit"
 )
@@ -144,12 +146,16 @@ type Finding struct {
 	// (kscope explain --api fetch: "Fetch").
 	API string `json:"api,omitempty"`
 	// Group is a fetch's consumer group, as its client's group requests
-	// named it (empty: none seen).
+	// named it (empty: none seen); a group request's own group.
 	Group string `json:"group,omitempty"`
 	// FetchSplit is a fetch's time, split: its purgatory (waiting for
 	// data that was not there, normal), the rest of its wait, reading and
 	// sending; the causes account for its abnormal part.
 	FetchSplit *fetchsplit.Split `json:"fetch_split,omitempty"`
+	// GroupSplit is a group request's time at the coordinator, split:
+	// the protocol's hold (waiting for the members, the leader) and the
+	// coordinator's own part, which is what was explained (--api group).
+	GroupSplit *grouphold.Split `json:"group_split,omitempty"`
 	// DiskReads are the waits of the network thread serving a fetch's
 	// connection on reads of file pages from disk while its response
 	// left (disk-read).

@@ -20,7 +20,7 @@ const (
 )
 
 // APIs lists them, the default first.
-func APIs() []string { return []string{APIProduce, APIFetch} }
+func APIs() []string { return []string{APIProduce, APIFetch, APIGroup} }
 
 // fetchCtx is what the causes see of a consumer fetch beyond a produce
 // request's context: its split (internal/fetchsplit), the time it waited
@@ -185,9 +185,9 @@ func (e *Explainer) explainFetch(r *event.Request, sp fetchsplit.Split) *Finding
 		respStart: respStart, abnormal: int64(sp.AbnormalMs * 1e6)}
 	got := e.measure(c)
 	for i := range got {
-		withoutPurgatory(&got[i], c.fetch)
+		withoutHold(&got[i], c.fetch.purgatory, c.fetch.abnormal)
 	}
-	dropPurgatoryEvidence(f, c.fetch.purgatory)
+	dropHeldEvidence(f, c.fetch.purgatory)
 	f.Shares = e.shares(got)
 	c.L = c.fetch.abnormal
 	e.name(c, got)
@@ -195,32 +195,6 @@ func (e *Explainer) explainFetch(r *event.Request, sp fetchsplit.Split) *Finding
 	e.last[r.Client] = connLast{corr: r.CorrelationID, end: c.E, cause: f.Cause, measured: got}
 	e.sum.add(f, e, nil)
 	return f
-}
-
-// withoutPurgatory takes a fetch's purgatory out of what a cause
-// measured: nothing held a fetch that was waiting for data anyway. A
-// cause measured only as a sum is bounded by the abnormal part.
-func withoutPurgatory(m *measured, fc *fetchCtx) {
-	if m.ivs != nil {
-		var kept []interval
-		for _, iv := range m.ivs {
-			kept = append(kept, minus(iv, []interval{fc.purgatory})...)
-		}
-		m.ivs = kept
-		m.ns = unionLen(kept)
-	}
-	m.ns = min(m.ns, fc.abnormal)
-}
-
-// dropPurgatoryEvidence leaves out of a fetch's evidence what happened
-// wholly while it waited in purgatory: it held nothing up.
-func dropPurgatoryEvidence(f *Finding, p interval) {
-	inside := func(a, b time.Time) bool { return a.UnixNano() >= p.a && b.UnixNano() <= p.b }
-	f.Pauses = slices.DeleteFunc(f.Pauses, func(x event.JVMPause) bool { return inside(x.Start, x.End) })
-	f.RunDelays = slices.DeleteFunc(f.RunDelays, func(x event.RunDelay) bool { return inside(x.Start, x.End) })
-	f.Steals = slices.DeleteFunc(f.Steals, func(x event.CPUSteal) bool { return inside(x.Start, x.End) })
-	f.NetworkThreadWaits = slices.DeleteFunc(f.NetworkThreadWaits, func(x event.KernelWait) bool { return inside(x.Start, x.End) })
-	f.KernelWaits = slices.DeleteFunc(f.KernelWaits, func(x event.KernelWait) bool { return inside(x.Start, x.End) })
 }
 
 // fetchPartitions are a fetch's partitions as a finding lists them:

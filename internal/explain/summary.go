@@ -106,6 +106,9 @@ type Summary struct {
 	// threshold is on the part of their time that was not purgatory.
 	API           string `json:"api,omitempty"`
 	FetchRequests int64  `json:"fetch_requests,omitempty"`
+	// GroupRequests counts the answered group coordinator requests
+	// (APIGroup), whose own part the threshold applies to.
+	GroupRequests int64 `json:"group_requests,omitempty"`
 	// PageCacheRuns counts the runs of pages the broker's threads added
 	// to the page cache in the trace (reads from disk).
 	PageCacheRuns int64 `json:"page_cache_runs,omitempty"`

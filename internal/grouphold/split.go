@@ -87,6 +87,11 @@ func BrokerStart(r *event.Request) time.Time {
 	return s
 }
 
+// SlowOwn is the coordinator's own time from which a group request is
+// slow: its own work is a few milliseconds (answering, one append to
+// __consumer_offsets).
+const SlowOwn = 100 * time.Millisecond
+
 // DefaultOffsetsPartitions is offsets.topic.num.partitions' default: the
 // partitions of __consumer_offsets.
 const DefaultOffsetsPartitions = 50

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/grouphold"
+
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/output"
 )
@@ -180,11 +182,15 @@ func WriteSummaryTable(w io.Writer, s *explain.Summary) error {
 // writeSummaryHead prints what was judged (the slow requests and their
 // threshold) and the evidence there was and was not, then a blank line.
 func writeSummaryHead(w io.Writer, s *explain.Summary) {
-	if s.API == explain.APIFetch {
+	switch s.API {
+	case explain.APIFetch:
 		fmt.Fprintf(w, "%d answered consumer fetches; slow beyond their purgatory: >= %.1f ms (%s): %d fetches, %.1f s of latency\n",
 			s.FetchRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
 		fmt.Fprintf(w, "reads from disk: %d runs of pages added to the page cache traced\n", s.PageCacheRuns)
-	} else {
+	case explain.APIGroup:
+		fmt.Fprintf(w, "%d answered group coordinator requests; slow beyond the group protocol's holds: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
+			s.GroupRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
+	default:
 		fmt.Fprintf(w, "%d answered produce requests; slow: >= %.1f ms (%s): %d requests, %.1f s of latency\n",
 			s.ProduceRequests, s.ThresholdMs, s.ThresholdFrom, s.Slow, s.SlowLatencyMs/1000)
 	}
@@ -436,6 +442,7 @@ func timelineSteps(f *explain.Finding) []step {
 		t.add(f.End.Add(-ms(f.BrokerMs)), "broker takes it, after %.1f ms behind the previous request on the connection", f.QueuedMs)
 	}
 	t.fetchSplit(f)
+	t.groupSplit(f)
 	t.appends(f)
 	t.threadWaits(f)
 	t.parkWaits(f)
@@ -483,6 +490,33 @@ func (t *timeline) fetchSplit(f *explain.Finding) {
 	}
 	t.add(f.End, "split: purgatory %.1f ms, other wait %.1f ms, reading %.1f ms (disk %.1f), sending %.1f ms; slow: %.1f ms",
 		sp.PurgatoryMs, sp.OtherMs, sp.ReadingMs, sp.DiskMs, sp.SendingMs, sp.AbnormalMs)
+}
+
+// groupSplit adds a group request's hold by the group protocol and its
+// split.
+func (t *timeline) groupSplit(f *explain.Finding) {
+	sp := f.GroupSplit
+	if sp == nil {
+		return
+	}
+	if sp.HoldMs > 0 {
+		t.add(sp.HoldEnd.Add(-ms(sp.HoldMs)), "  held by the group protocol: waits for %s", holdWhat(sp.Hold))
+		t.add(sp.HoldEnd, "  hold ends after %.1f ms", sp.HoldMs)
+	}
+	t.add(f.End, "split: held %.1f ms, the coordinator's own %.1f ms", sp.HoldMs, sp.OwnMs)
+}
+
+// holdWhat says what a group request waited for.
+func holdWhat(h grouphold.Hold) string {
+	switch h {
+	case grouphold.HoldMembers:
+		return "the other members to join"
+	case grouphold.HoldNewGroup:
+		return "more members of a new group (group.initial.rebalance.delay.ms)"
+	case grouphold.HoldLeader:
+		return "the leader's assignment"
+	}
+	return "the end of a rebalance not seen whole"
 }
 
 // appends adds, per partition of f, the other appends it waited for and
