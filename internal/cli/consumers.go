@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kscope-dev/kscope/internal/consumers"
+	"github.com/kscope-dev/kscope/internal/explain"
+	"github.com/kscope-dev/kscope/internal/output"
+	"github.com/kscope-dev/kscope/internal/report"
 )
 
 type consumersOptions struct {
@@ -70,11 +74,19 @@ func runConsumers(stdout, stderr io.Writer, args []string, o *consumersOptions) 
 	if o.lagAlarm < o.lagWarning {
 		return badInput(fmt.Errorf("--lag-alarm %s is below --lag-warning %s", o.lagAlarm, o.lagWarning))
 	}
-	agg := consumers.New(consumers.Options{LagWarning: o.lagWarning, LagAlarm: o.lagAlarm, GroupSessionTimeout: o.groupSessionTimeout})
+	copts := consumers.Options{LagWarning: o.lagWarning, LagAlarm: o.lagAlarm, GroupSessionTimeout: o.groupSessionTimeout}
+	agg := consumers.New(copts)
 	if err := o.read(stderr, args, agg.Add); err != nil {
 		return err
 	}
-	if err := consumers.Write(stdout, agg.Report(), o.format, o.top); err != nil {
+	rep := agg.Report()
+	if dir, ok := recordingDir(args); ok {
+		// A recording's traces say why the coordinator was slow.
+		if err := report.ExplainRebalances(context.Background(), explain.Input{Dir: dir}, explain.Options{}, rep, copts); err != nil && !o.quiet {
+			fmt.Fprintf(stderr, "kscope consumers: %s\n", output.Escape(err.Error()))
+		}
+	}
+	if err := consumers.Write(stdout, rep, o.format, o.top); err != nil {
 		return fmt.Errorf("writing output: %w", err)
 	}
 	return nil

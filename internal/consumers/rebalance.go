@@ -59,6 +59,11 @@ type Rebalance struct {
 	// `kscope explain --api group --request CLIENT/CORRELATION-ID`.
 	CoordinatorMs      float64        `json:"coordinator_ms"`
 	CoordinatorRequest *grouphold.Ref `json:"coordinator_request,omitempty"`
+	// CoordinatorCause and CoordinatorWhy are what explain --api group says
+	// of that request, from a recording's traces (report.ExplainRebalances):
+	// the broker's cause of the coordinator's own time, and its evidence.
+	CoordinatorCause string `json:"coordinator_cause,omitempty"`
+	CoordinatorWhy   string `json:"coordinator_why,omitempty"`
 	// Complete is false when the capture ended before the rebalance did,
 	// or (Superseded) a newer one began before every member reached
 	// this one's epoch (KIP-848).

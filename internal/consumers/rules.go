@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -133,7 +134,7 @@ func rebalanceFindings(r *Report, _ Options) []Finding {
 			ev += "; " + rb.SlowestWhy
 		}
 		if c := rb.CoordinatorRequest; c != nil && rb.CoordinatorMs >= coordinatorNoteMs {
-			ev += "; " + coordinatorEvidence(c)
+			ev += "; " + coordinatorEvidence(c, rb.CoordinatorCause, rb.CoordinatorWhy)
 		}
 		switch {
 		case rb.Superseded:
@@ -213,12 +214,13 @@ func quote(s string) string { return "`" + output.Escape(s) + "`" }
 // __consumer_offsets) and makes the rebalance an alarm from
 // coordinatorAlarmMs.
 const (
-	coordinatorNoteMs  = 100
+	coordinatorNoteMs  = float64(grouphold.SlowOwn / time.Millisecond)
 	coordinatorAlarmMs = 1000
 )
 
-// coordinatorEvidence says where the coordinator's own time went.
-func coordinatorEvidence(c *grouphold.Ref) string {
+// coordinatorEvidence says where the coordinator's own time went, and
+// why when explain said (cause, why).
+func coordinatorEvidence(c *grouphold.Ref, cause, why string) string {
 	s := fmt.Sprintf("the coordinator itself took %s answering %s corr %d from %s", dur(c.Split.OwnMs), kmsg.NameForKey(c.API), c.CorrelationID, output.Escape(c.Client))
 	if c.Member != "" {
 		s += " (member " + quote(c.Member) + ")"
@@ -228,6 +230,9 @@ func coordinatorEvidence(c *grouphold.Ref) string {
 	}
 	if c.API == apiSyncGroup {
 		s += ": storing the assignment in __consumer_offsets"
+	}
+	if cause != "" {
+		return s + "; explain: " + cause + ": " + output.Escape(why)
 	}
 	return s + "; kscope explain --api group on a recording names why"
 }

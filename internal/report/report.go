@@ -369,6 +369,9 @@ func BuildFrom(in Inputs, o Options) (*Data, error) {
 		if err := b.explain(idx, in); err != nil {
 			return nil, err
 		}
+		if err := b.explainRebalances(idx, in); err != nil {
+			return nil, err
+		}
 	}
 	if in.Use != "" {
 		if err := b.readUse(in.Use); err != nil {
@@ -612,6 +615,20 @@ func (b *builder) explain(idx *explain.Index, in Inputs) error {
 	}
 	slices.SortFunc(d.Slowest, func(a, b *explain.Finding) int { return cmp.Compare(b.LatencyMs, a.LatencyMs) })
 	return nil
+}
+
+// explainRebalances gives the consumers view's slow rebalances the
+// coordinator's causes, from idx as explain filled it (its lock waits
+// included: they are not read again). What the requests' reading leaves
+// out was counted already: this one counts in a tally of its own.
+func (b *builder) explainRebalances(idx *explain.Index, in Inputs) error {
+	if b.d.Consumers == nil {
+		return nil
+	}
+	rd := b.rd
+	rd.Tally = &recording.Tally{}
+	input := explain.Input{Requests: in.Requests, Index: idx, Meta: in.Meta, Name: in.Dir, Reader: &rd}
+	return ExplainRebalances(context.Background(), input, b.o.Explain, b.d.Consumers, b.o.Consumers)
 }
 
 // span sets the common time axis: everything drawn.
