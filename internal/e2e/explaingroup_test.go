@@ -81,7 +81,9 @@ func TestExplainGroupCoordinator(t *testing.T) {
 		t.Fatalf("kscope record ended with %v on SIGINT: %s", err, rec.errOut())
 	}
 
-	frozen := func(from, to time.Time) bool { return from.Before(thawed.Add(50*time.Millisecond)) && to.After(frozeAt) }
+	frozen := func(from, to time.Time) bool {
+		return from.Before(thawed.Add(50*time.Millisecond)) && to.After(frozeAt)
+	}
 	t.Run("consumers", func(t *testing.T) {
 		rep := consumersReport(t, dir)
 		slow := 0
