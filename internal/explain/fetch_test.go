@@ -31,6 +31,13 @@ func consumerFetch(corr int32, a, send, b float64, off, hwm int64, bytes int) *e
 // requests.jsonl, against idx, as kscope explain --api fetch does.
 func runFetchFile(t *testing.T, idx *Index, slow time.Duration, only *RequestID, reqs ...*event.Request) ([]*Finding, *Summary, error) {
 	t.Helper()
+	return runRequestsFile(t, idx, Options{Config: Config{Slow: slow}, API: APIFetch, Request: only}, reqs...)
+}
+
+// runRequestsFile writes reqs as a requests.jsonl and explains it against
+// idx with opts.
+func runRequestsFile(t *testing.T, idx *Index, opts Options, reqs ...*event.Request) ([]*Finding, *Summary, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
 	var b strings.Builder
 	for _, r := range reqs {
@@ -47,7 +54,7 @@ func runFetchFile(t *testing.T, idx *Index, slow time.Duration, only *RequestID,
 	var sum *Summary
 	out := OutputFuncs{OnFinding: func(f *Finding) error { got = append(got, f); return nil },
 		OnSummary: func(s *Summary) error { sum = s; return nil }}
-	err := Run(context.Background(), []Input{{Requests: path, Index: idx}}, Options{Config: Config{Slow: slow}, API: APIFetch, Request: only}, out)
+	err := Run(context.Background(), []Input{{Requests: path, Index: idx}}, opts, out)
 	return got, sum, err
 }
 

@@ -1,10 +1,6 @@
 package explain
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,23 +43,8 @@ func rebalance(storeEnd float64) []*event.Request {
 // requests.jsonl, against idx, as kscope explain --api group does.
 func runGroupFile(t *testing.T, idx *Index, only *RequestID, reqs ...*event.Request) ([]*Finding, *Summary) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	var b strings.Builder
-	for _, r := range reqs {
-		line, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(line, '\n'))
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var got []*Finding
-	var sum *Summary
-	out := OutputFuncs{OnFinding: func(f *Finding) error { got = append(got, f); return nil },
-		OnSummary: func(s *Summary) error { sum = s; return nil }}
-	if err := Run(context.Background(), []Input{{Requests: path, Index: idx}}, Options{API: APIGroup, Request: only}, out); err != nil {
+	got, sum, err := runRequestsFile(t, idx, Options{API: APIGroup, Request: only}, reqs...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return got, sum

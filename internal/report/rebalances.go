@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -31,7 +32,7 @@ func ExplainRebalances(ctx context.Context, in explain.Input, opts explain.Optio
 		return nil
 	}
 	slices.SortStableFunc(slow, func(a, b int) int {
-		return -cmpFloat(rep.Rebalances[a].CoordinatorMs, rep.Rebalances[b].CoordinatorMs)
+		return cmp.Compare(rep.Rebalances[b].CoordinatorMs, rep.Rebalances[a].CoordinatorMs)
 	})
 	opts.API, opts.Top = explain.APIGroup, 1
 	for _, i := range slow[:min(len(slow), MaxExplainedRebalances)] {
@@ -49,14 +50,4 @@ func ExplainRebalances(ctx context.Context, in explain.Input, opts explain.Optio
 	}
 	rep.Findings = consumers.Evaluate(rep, o)
 	return nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
