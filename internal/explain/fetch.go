@@ -10,7 +10,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/fetchsplit"
 	"github.com/kscope-dev/kscope/internal/recording"
-	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // The APIs explain explains (Options.API).
@@ -143,13 +142,11 @@ func (e *Explainer) runFetches(rd recording.Reader, scan *Scan, opts RunOptions,
 		decided, _ := DecideThreshold(e.cfg, nil, abnormal)
 		th = &decided
 	}
-	in, err := safefile.Open(scan.path, safefile.Regular)
+	rf, err := e.openRequests(scan.path)
 	if err != nil {
 		return nil, err
 	}
-	defer in.Close()
-	rf := &requestFile{path: scan.path, f: in.File()}
-	e.readRequest = rf.read
+	defer rf.close()
 	limit := ms(int64(th.Latency))
 	for _, c := range cands {
 		if scan.only == nil && (c.split.AbnormalMs < limit || c.split.AbnormalMs <= 0) || scan.only != nil && c.pos != scan.onlyPos {

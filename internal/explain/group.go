@@ -9,7 +9,6 @@ import (
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/grouphold"
 	"github.com/kscope-dev/kscope/internal/recording"
-	"github.com/kscope-dev/kscope/internal/safefile"
 )
 
 // APIGroup is what explain explains with --api group: the group
@@ -65,13 +64,11 @@ func (e *Explainer) runGroups(rd recording.Reader, scan *Scan, opts RunOptions, 
 	if err != nil {
 		return nil, err
 	}
-	in, err := safefile.Open(scan.path, safefile.Regular)
+	rf, err := e.openRequests(scan.path)
 	if err != nil {
 		return nil, err
 	}
-	defer in.Close()
-	rf := &requestFile{path: scan.path, f: in.File()}
-	e.readRequest = rf.read
+	defer rf.close()
 	splits := make([]grouphold.Split, len(cands))
 	own := make([]float64, len(cands))
 	for i, pos := range cands {

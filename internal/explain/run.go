@@ -479,13 +479,11 @@ func (e *Explainer) Run(scan *Scan, opts RunOptions, emit func(*Finding) error) 
 		th = &decided
 	}
 
-	in, err := safefile.Open(scan.path, safefile.Regular)
+	rf, err := e.openRequests(scan.path)
 	if err != nil {
 		return nil, err
 	}
-	defer in.Close()
-	rf := &requestFile{path: scan.path, f: in.File()}
-	e.readRequest = rf.read
+	defer rf.close()
 	run := &slowRun{e: e, scan: scan, rf: rf, prev: connChains(scan), explained: make(map[int32]bool), emit: emit}
 	if scan.only != nil {
 		err = run.only()
@@ -607,7 +605,22 @@ type requestFile struct {
 	path string
 	f    *os.File
 	buf  []byte
+	in   *safefile.Input
 }
+
+// openRequests opens a requests file to read its lines by position, as
+// the explainer's reader of requests.
+func (e *Explainer) openRequests(path string) (*requestFile, error) {
+	in, err := safefile.Open(path, safefile.Regular)
+	if err != nil {
+		return nil, err
+	}
+	rf := &requestFile{path: path, f: in.File(), in: in}
+	e.readRequest = rf.read
+	return rf, nil
+}
+
+func (rf *requestFile) close() error { return rf.in.Close() }
 
 // read decodes the request whose line starts at pos.
 func (rf *requestFile) read(pos int64) (*event.Request, error) {
