@@ -166,6 +166,36 @@ func TestKIP848Rebalance(t *testing.T) {
 		rb.Slowest != "a" || rb.TotalMs < 1004 || rb.TotalMs > 1006 {
 		t.Errorf("%+v", rb)
 	}
+	// KIP-848 holds no heartbeat: the coordinator's own time is the
+	// longest answer during the rebalance.
+	if rb.CoordinatorMs != 5 || rb.CoordinatorRequest == nil || rb.CoordinatorRequest.API != apiCGHeartbeat {
+		t.Errorf("coordinator %.1f ms in %+v, want 5 ms in a heartbeat", rb.CoordinatorMs, rb.CoordinatorRequest)
+	}
+}
+
+// TestKIP848SlowCoordinator: a heartbeat answered after 1.2 s during a
+// rebalance is the coordinator's own time; the same heartbeat outside
+// any rebalance is no rebalance's.
+func TestKIP848SlowCoordinator(t *testing.T) {
+	cgh := func(client, member string, reqEpoch, respEpoch int32, when, took time.Duration) *event.Request {
+		r := groupReq(apiCGHeartbeat, client, member+"-client", "k", member, reqEpoch, when, took, 0)
+		r.GroupResult = event.GroupResult{Generation: respEpoch, MemberID: member}
+		return r
+	}
+	ms := time.Millisecond
+	a := New(Options{})
+	a.Add(cgh("10.0.0.1:1", "a", 5, 5, 0, 5*ms))
+	a.Add(cgh("10.0.0.1:1", "a", 5, 5, 500*ms, 1500*ms)) // slow, before any rebalance
+	a.Add(cgh("10.0.0.2:1", "b", 0, 6, 10*time.Second, 5*ms))
+	a.Add(cgh("10.0.0.1:1", "a", 5, 6, 11*time.Second, 1200*ms)) // slow, in it
+	a.Add(cgh("10.0.0.2:1", "b", 6, 6, 13*time.Second, 5*ms))
+	rep := a.Report()
+	if len(rep.Rebalances) != 2 {
+		t.Fatalf("rebalances %+v", rep.Rebalances)
+	}
+	if rb := rep.Rebalances[1]; math.Abs(rb.CoordinatorMs-1200) > 0.01 {
+		t.Errorf("coordinator %.1f ms in %+v, want 1200 ms", rb.CoordinatorMs, rb.CoordinatorRequest)
+	}
 }
 
 func TestEndToEnd(t *testing.T) {
