@@ -13,6 +13,7 @@
 #
 #   bench/agent-replay.sh            # CAPTURE=20 PPS="100000 200000 400000"
 #   KSCOPE_BIN=/path/kscope bench/agent-replay.sh
+#   AGENT_ARGS="--views none" bench/agent-replay.sh   # extra agent flags
 #
 # Prints a Markdown table; bench/agent-results.md holds a run's output.
 # The capture (about 2 GB for CAPTURE=20) stays in KSCOPE_BENCH_DIR for
@@ -26,6 +27,7 @@ port="${KSCOPE_BENCH_PORT:-19097}"
 mport="${KSCOPE_METRICS_PORT:-19465}"
 capture_s="${CAPTURE:-20}"
 read -r -a rates <<<"${PPS:-100000 200000 400000}"
+read -r -a agent_args <<<"${AGENT_ARGS:-}"
 mkdir -p "$work"
 scripts/setup.sh >/dev/null
 if [[ -z "${KSCOPE_BIN:-}" ]]; then
@@ -87,7 +89,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # sequence numbers, which an agent that saw them already takes for
 # retransmissions.
 start_agent() {
-  "$kscope" agent --iface "$a" --port "$port" --no-trace --listen "127.0.0.1:$mport" -q >"$work/agent.out" 2>&1 &
+  "$kscope" agent --iface "$a" --port "$port" --no-trace --listen "127.0.0.1:$mport" -q "${agent_args[@]}" >"$work/agent.out" 2>&1 &
   agent_pid=$!
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$mport/healthz" >/dev/null || { cat "$work/agent.out"; exit 1; }
