@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/output"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
 
@@ -74,7 +73,7 @@ func CheckViews(names []string) error {
 			continue
 		}
 		if _, ok := registeredViews[n]; !ok {
-			return fmt.Errorf("unknown view %q (known: %s, or %s)", output.Escape(n), strings.Join(ViewNames(), ", "), ViewsNone)
+			return fmt.Errorf("unknown view %q (known: %s, or %s)", n, strings.Join(ViewNames(), ", "), ViewsNone)
 		}
 	}
 	return nil
