@@ -110,6 +110,7 @@ func warm(r *event.Request) int {
 	}
 	return n
 }
+
 // decodeCapture decodes every request of a capture, each a copy of its
 // own (the decoder may reuse what it emits).
 func decodeCapture(b *testing.B, path string, port uint16) []*event.Request {
