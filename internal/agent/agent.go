@@ -26,8 +26,6 @@ import (
 
 	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/cgroupcpu"
-	"github.com/kscope-dev/kscope/internal/clients"
-	"github.com/kscope-dev/kscope/internal/consumers"
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/explain"
 	"github.com/kscope-dev/kscope/internal/hostinfo"
@@ -80,11 +78,15 @@ type Config struct {
 	Identity Identity
 
 	Metrics metrics.Options
-	// Clients is the clients view served at /clients and as
-	// kscope_client_* gauges.
+	// Views are the views fed every request (View; ViewNames): nil
+	// for every registered one, empty (or ViewsNone) for none. A view
+	// off costs nothing per request, and the decoder skips the fields
+	// only it reads (wire.Config.Skip) unless the slow log keeps them.
+	Views []string
+	// Clients configures the clients view (/clients, kscope_client_*).
 	Clients ClientsConfig
-	// Consumers is the consumers view served at /consumers and as
-	// kscope_consumer_* gauges.
+	// Consumers configures the consumers view (/consumers,
+	// kscope_consumer_*).
 	Consumers ConsumersConfig
 	SlowLog   SlowLogConfig
 	// Traces, with an Endpoint and the slow log on, explains each slow
@@ -104,15 +106,14 @@ type Config struct {
 
 // Agent runs the sources and holds what /metrics and /healthz report.
 type Agent struct {
-	cfg       Config
-	identity  Identity // the labels of every series
-	registry  *prometheus.Registry
-	metrics   *metrics.Set
-	clients   *clients.Live
-	consumers *consumers.Live
-	slow      *slowLog              // nil without SlowLog.Dir
-	traces    *traceexport.Exporter // nil without Traces.Endpoint
-	topics    *wire.TopicNames
+	cfg      Config
+	identity Identity // the labels of every series
+	registry *prometheus.Registry
+	metrics  *metrics.Set
+	views    []enabledView         // fed every request, in name order
+	slow     *slowLog              // nil without SlowLog.Dir
+	traces   *traceexport.Exporter // nil without Traces.Endpoint
+	topics   *wire.TopicNames
 	// ringKick has the tracer's rings read when the capture has read a
 	// block of packets: one wake-up of the agent for both.
 	ringKick iotrace.RingKick
@@ -138,29 +139,6 @@ type Agent struct {
 	netTIDs      map[int]bool
 	stopThrottle context.CancelFunc
 	throttles    int64
-}
-
-// ClientsConfig configures the agent's clients view.
-type ClientsConfig struct {
-	// Options: the target release requests are checked against.
-	clients.Options
-	// Window is how long each view covers (0: clients.DefaultWindow).
-	Window time.Duration
-	// Top is how many clients the gauges name (0:
-	// metrics.DefaultTopClientRows).
-	Top int
-}
-
-// ConsumersConfig configures the agent's consumers view.
-type ConsumersConfig struct {
-	// Options: the lag thresholds of its findings.
-	consumers.Options
-	// Window is what the view forgets: consumers silent longer, older
-	// rebalances (0: consumers.DefaultWindow).
-	Window time.Duration
-	// Top is how many (consumer, topic) pairs the gauges name (0:
-	// metrics.DefaultTopConsumerSeries).
-	Top int
 }
 
 // componentState is one source's health.
@@ -228,10 +206,10 @@ func New(cfg Config) (*Agent, error) {
 	if a.metrics, err = metrics.New(reg, cfg.Metrics); err != nil {
 		return nil, err
 	}
-	a.clients = clients.NewLive(cfg.Clients.Options, cfg.Clients.Window)
-	a.consumers = consumers.NewLive(cfg.Consumers.Options, cfg.Consumers.Window)
-	reg.MustRegister(metrics.NewHealthCollector(a.Health), metrics.NewClientsCollector(a.clients, cfg.Clients.Top),
-		metrics.NewConsumersCollector(a.consumers, cfg.Consumers.Top),
+	if err := a.setViews(reg); err != nil {
+		return nil, err
+	}
+	reg.MustRegister(metrics.NewHealthCollector(a.Health),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.SlowLog.Dir != "" {
 		if a.slow, err = newSlowLog(cfg.SlowLog, a.segmentMeta); err != nil {
@@ -250,6 +228,26 @@ func New(cfg Config) (*Agent, error) {
 		a.slow.explaining = true
 	}
 	return a, nil
+}
+
+// setViews makes the views the configuration names, registers their
+// collectors, and has the decoder skip the extra fields no reader needs:
+// none of the views on, nor the slow log, whose recordings keep every
+// field for explain and report (their own clients and consumers views).
+func (a *Agent) setViews(reg prometheus.Registerer) error {
+	views, needs, err := newViews(&a.cfg)
+	if err != nil {
+		return err
+	}
+	a.views = views
+	for _, v := range views {
+		reg.MustRegister(v.Collector())
+	}
+	if a.cfg.SlowLog.Dir != "" {
+		needs = wire.AllExtras
+	}
+	a.cfg.Wire.Skip |= wire.AllExtras &^ needs
+	return nil
 }
 
 // Identity is the broker and cluster id every series is labelled with.
@@ -465,8 +463,9 @@ func interfaceIndex(fd int, name string) (int, error) {
 
 func (a *Agent) onRequest(r *event.Request) {
 	a.metrics.Request(r)
-	a.clients.Add(r)
-	a.consumers.Add(r)
+	for _, v := range a.views {
+		v.Add(r)
+	}
 	if a.slow != nil {
 		a.slow.request(r)
 	}

@@ -15,9 +15,9 @@ import (
 // Handler serves /metrics (the Prometheus text, OpenMetrics or protobuf
 // formats, native histograms in the latter), /healthz (JSON; status
 // 200 when everything works, 503 when a source is degraded, so that a
-// readiness probe or an alert can use it), /clients and /consumers (the
-// views' JSON, as kscope clients and kscope consumers --format json
-// print them).
+// readiness probe or an alert can use it), and each view at /<name>
+// (/clients, /consumers: its JSON, as kscope clients and kscope
+// consumers --format json print it; a 404 saying so when it is off).
 //
 // With Config.Pprof, Go's profiler is served under /debug/pprof/ too.
 func (a *Agent) Handler() http.Handler {
@@ -45,24 +45,12 @@ func (a *Agent) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s)
 	})
-	// The clients view of the last whole window, its findings first.
-	mux.HandleFunc("/clients", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(a.clients.Report(time.Now()))
-	})
-	// The consumers view: lag from the wire, rebalances of the window.
-	mux.HandleFunc("/consumers", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(a.consumers.Report(time.Now()))
-	})
+	a.handleViews(mux)
+	index := []byte(`<html><head><title>kscope agent</title></head><body><h1>kscope agent</h1>` +
+		`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a>` + a.viewLinks() + `</p></body></html>`)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(`<html><head><title>kscope agent</title></head><body><h1>kscope agent</h1>` +
-			`<p><a href="/metrics">/metrics</a> <a href="/healthz">/healthz</a> <a href="/clients">/clients</a> <a href="/consumers">/consumers</a></p></body></html>`))
+		_, _ = w.Write(index)
 	})
 	return mux
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -62,6 +63,7 @@ type agentOptions struct {
 	clientsWindow   time.Duration
 	topClientRows   int
 	consumersWindow time.Duration
+	views           []string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -143,6 +145,8 @@ func agentFlags(o *agentOptions, f *pflag.FlagSet) {
 	f.DurationVar(&o.clientsWindow, "clients-window", clients.DefaultWindow, "the time the clients view (/clients, kscope_client_*) covers: the last whole window")
 	f.IntVar(&o.topClientRows, "top-client-rows", metrics.DefaultTopClientRows, "clients (address, principal, client id) named in kscope_client_* series; the rest are \"other\"")
 	f.DurationVar(&o.consumersWindow, "consumers-window", consumers.DefaultWindow, "the consumers view (/consumers, kscope_consumer_*) forgets consumers silent longer than this, and older rebalances")
+	f.StringSliceVar(&o.views, "views", agent.ViewNames(), "the views fed every request, each served at /<view> and as its kscope_* series (none: no view; a view off costs nothing per request, nor do the fields only it reads); known: "+strings.Join(agent.ViewNames(), ", "))
+	check(f, "views", &o.views, agent.CheckViews)
 	check(f, "clients-window", &o.clientsWindow, positive)
 	check(f, "consumers-window", &o.consumersWindow, positive)
 	check(f, "top-client-rows", &o.topClientRows, positive)
@@ -247,6 +251,7 @@ func agentConfig(o *agentOptions, stderr io.Writer) (agent.Config, error) {
 	}
 	ac.Clients.Window, ac.Clients.Top = o.clientsWindow, o.topClientRows
 	ac.Consumers.Window = o.consumersWindow
+	ac.Views = o.views
 	if o.out != "" {
 		ac.SlowLog = agent.SlowLogConfig{Dir: o.out, Threshold: o.slow, Rotate: o.rotate, Keep: o.keep, MaxPerSecond: o.slowRate}
 		if len(o.slowAPIs) == 1 && o.slowAPIs[0] == "all" {

@@ -2,6 +2,7 @@ package clients
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -336,7 +337,9 @@ func APIName(key int16) string {
 }
 
 func (p *producer) summary(secs float64) *Producer {
-	out := &Producer{Requests: p.requests, PerSec: float64(p.requests) / secs, Acks: p.acks, Codecs: p.codecs,
+	// The maps are copies: Live's report of the window in progress is
+	// read (encoded at the agent's /clients) while requests are added.
+	out := &Producer{Requests: p.requests, PerSec: float64(p.requests) / secs, Acks: maps.Clone(p.acks), Codecs: maps.Clone(p.codecs),
 		Idempotent: p.idempotent, Transactional: p.transactional, MinMagic: p.minMagic,
 		BatchesPerRequest: dist(p.batchesPerRequest, 1), PartitionsPerRequest: dist(p.partitionsPerRequest, 1),
 		GapMs: dist(p.gapUs, 1000), Throttled: p.throttled, ThrottledShare: share(p.throttled, p.requests),
@@ -365,7 +368,7 @@ func (p *producer) summary(secs float64) *Producer {
 
 func (c *consumer) summary(secs float64) *Consumer {
 	return &Consumer{Fetches: c.fetches, PerSec: float64(c.fetches) / secs, EmptyShare: share(c.empty, c.answered),
-		MaxWaitMs: c.maxWait, MinBytes: c.minBytes, MaxBytes: c.maxBytes, ResponseBytes: dist(c.responseBytes, 1)}
+		MaxWaitMs: maps.Clone(c.maxWait), MinBytes: maps.Clone(c.minBytes), MaxBytes: maps.Clone(c.maxBytes), ResponseBytes: dist(c.responseBytes, 1)}
 }
 
 func groups(m map[string]*groupUse) []Group {

@@ -169,9 +169,38 @@ func (d *Decoder) summarizeProduce(ev *event.Request, part *event.Partition, bat
 	if len(batches) == 0 {
 		return
 	}
+	if d.cfg.Skip.Has(ProducerHeaders) {
+		d.summarizeProduceRecords(part, batches, header)
+		return
+	}
 	s := ps.SummarizeProduce(batches, header)
 	d.setRecords(part, s.Records, s.IDs, s.IDsErr)
 	d.addProduceHeaders(ev, part, s.Headers, s.HeadersErr)
+}
+
+// headerSummarizer is what a BatchSummarizer also implements to read
+// batch headers alone (records.Decoder does).
+type headerSummarizer interface {
+	SummarizeHeaders(batches []byte) (records.HeaderSummary, error)
+}
+
+// summarizeProduceRecords is summarizeProduce without the producer's
+// batch headers (Config.Skip): the walk over the batches stops at the
+// first error instead of reading the headers after it. A partition whose
+// first batch header is malformed is counted in BatchErrors once more, as
+// addProduceHeaders counts it, so that the counter says the same with the
+// headers skipped; that second look is on the error path only.
+func (d *Decoder) summarizeProduceRecords(part *event.Partition, batches []byte, header string) {
+	n, ids, err := d.batches.MessageIDs(batches, header)
+	d.setRecords(part, n, ids, err)
+	if err == nil || n != 0 {
+		return
+	}
+	if hs, ok := d.batches.(headerSummarizer); ok {
+		if s, herr := hs.SummarizeHeaders(batches); s.Batches == 0 && herr != nil {
+			d.stats.BatchErrors++
+		}
+	}
 }
 
 // setRecords fills a partition's record count and ids from what its
@@ -297,8 +326,8 @@ func (d *Decoder) decodeFetchResponse(p *pending, body []byte) bool {
 
 // mergeFetchPartition merges one partition of a fetch response into ev:
 // its error code, bytes, records and message ids and, answered without
-// error, its high watermark, log start offset and the offsets and times
-// of the batches it returned. A partition answered twice (no broker does)
+// error, its high watermark, log start offset and (unless Config.Skip has
+// FetchExtent) the offsets and times of the batches it returned. A partition answered twice (no broker does)
 // is what its last answer says, whole, so that its values never
 // contradict its error code.
 func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.FetchResponseTopic, rp *kmsg.FetchResponseTopicPartition) {
@@ -309,7 +338,12 @@ func (d *Decoder) mergeFetchPartition(ev *event.Request, version int16, t *kmsg.
 	if d.cfg.ProduceIDsOnly {
 		header = ""
 	}
-	extent := d.summarizeFetch(part, rp.RecordBatches, header)
+	var extent records.Extent
+	if d.cfg.Skip.Has(FetchExtent) {
+		d.summarize(part, rp.RecordBatches, header)
+	} else {
+		extent = d.summarizeFetch(part, rp.RecordBatches, header)
+	}
 	part.HighWatermark, part.LogStartOffset = nil, nil
 	part.FirstOffset, part.LastOffset, part.FirstTimestamp, part.MaxTimestamp = nil, nil, nil, nil
 	if rp.ErrorCode != 0 {

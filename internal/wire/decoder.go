@@ -37,6 +37,10 @@ type Config struct {
 	// BatchStats fills event.Partition.BatchStats for produce requests
 	// (kscope model --from-capture). It decompresses every batch.
 	BatchStats bool
+	// Skip names the fields of the requests emitted that are not decoded,
+	// because nothing reading them uses those (the agent with some of its
+	// views off). Zero: everything is decoded.
+	Skip Extras
 	// MaxFrameBytes is the largest frame treated as plausible (Kafka's
 	// socket.request.max.bytes defaults to 100 MiB).
 	MaxFrameBytes int

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -98,7 +99,31 @@ func FuzzFrames(f *testing.F) {
 		if st.Requests < st.Responses {
 			t.Fatalf("more responses than requests: %+v", st)
 		}
+		checkSkipped(t, c.segs, cfg, got, st)
 	})
+}
+
+// checkSkipped decodes segs again skipping every extra field
+// (Config.Skip): the same requests minus those fields, the same counters.
+func checkSkipped(t *testing.T, segs []testSegment, cfg Config, full []*event.Request, st Stats) {
+	t.Helper()
+	cfg.Skip = AllExtras
+	skipped, d := decodeConfig(segs, cfg)
+	if sst := d.Stats(); sst != st {
+		t.Fatalf("counters skipping the extras: %+v, decoding them: %+v", sst, st)
+	}
+	if len(skipped) != len(full) {
+		t.Fatalf("%d requests skipping the extras, %d decoding them", len(skipped), len(full))
+	}
+	for i := range full {
+		got, err := json.Marshal(skipped[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := withoutExtras(t, full[i], AllExtras); string(got) != want {
+			t.Fatalf("request %d skipping the extras:\n got %s\nwant %s", i, got, want)
+		}
+	}
 }
 
 // checkConsumerFields holds a partition's consumer-side values to where
