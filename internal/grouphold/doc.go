@@ -17,5 +17,6 @@
 //
 // The split needs the other members' requests, so a Splitter takes the
 // group requests first (Add) and splits any of them afterwards (Split).
-// What it keeps is bounded: MaxGenerations per group, MaxGroups groups.
+// What it keeps is bounded (MaxGroups, MaxGenerations, MaxJoinsTotal,
+// MaxRecentTotal): its memory does not grow with a long or hostile stream.
 package grouphold

@@ -1,6 +1,7 @@
 package grouphold
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -189,3 +190,31 @@ func TestOffsetsPartition(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 0.01 && b-a < 0.01 }
+
+// TestBoundsTotal: many groups, each with many generations and requests,
+// keep no more than the totals allow; what is left out is counted.
+func TestBoundsTotal(t *testing.T) {
+	sp := New()
+	n := 0
+	for g := range MaxGroups + 10 {
+		for gen := int32(1); gen <= 80; gen++ {
+			r := withLeader(req(apiJoinGroup, "a", gen, time.Duration(gen)*time.Second, time.Millisecond, 0), "a")
+			r.Group.ID = "g" + strconv.Itoa(g)
+			sp.Add(r)
+			n++
+		}
+	}
+	recent, joins := 0, 0
+	for _, g := range sp.groups {
+		recent += len(g.recent)
+		for _, gen := range g.gens {
+			joins += len(gen.joins)
+		}
+	}
+	if len(sp.groups) > MaxGroups || joins > MaxJoinsTotal || joins != sp.joins || recent > MaxRecentTotal+MinRecent*MaxGroups {
+		t.Errorf("kept %d groups, %d joins (counted %d), %d recent requests", len(sp.groups), joins, sp.joins, recent)
+	}
+	if sp.Dropped == 0 {
+		t.Errorf("%d requests, none counted as dropped", n)
+	}
+}

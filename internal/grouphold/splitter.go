@@ -9,12 +9,17 @@ import (
 )
 
 // Bounds of what a Splitter keeps: the wire may name any number of
-// groups, generations and members.
+// groups, generations and members. Per group: MaxGenerations generations
+// of up to MaxJoins joins, and its recent requests; in all: MaxGroups
+// groups, MaxJoinsTotal joins, and about MaxRecentTotal recent requests
+// (each group keeps its share of them, at least MinRecent).
 const (
-	MaxGroups      = 10000
+	MaxGroups      = 4096
 	MaxGenerations = 64
 	MaxJoins       = 4096
-	MaxRecent      = 8192
+	MaxJoinsTotal  = 1 << 18
+	MaxRecentTotal = 1 << 18
+	MinRecent      = 64
 )
 
 // Splitter collects the generations of the groups whose requests it is
@@ -22,6 +27,8 @@ const (
 // usable: New.
 type Splitter struct {
 	groups map[string]*groupGens
+	// joins counts the joins kept in all generations.
+	joins int
 	// Dropped counts the requests it could not keep (past a bound).
 	Dropped int64
 }
@@ -93,11 +100,12 @@ func (s *Splitter) Add(r *event.Request) {
 		if gen == nil {
 			return
 		}
-		if len(gen.joins) >= MaxJoins {
+		if len(gen.joins) >= MaxJoins || s.joins >= MaxJoinsTotal {
 			s.Dropped++
 			return
 		}
 		gen.joins = append(gen.joins, join{member: e.member, brokerStart: e.brokerStart})
+		s.joins++
 		gen.lastJoin = later(gen.lastJoin, e.brokerStart)
 		gen.checked = false
 		if r.GroupResult.Leader != "" {
@@ -115,13 +123,13 @@ func (s *Splitter) Add(r *event.Request) {
 }
 
 // remember keeps e among its group's recent requests; the oldest half
-// goes when they are full.
+// goes when they are past the group's share of MaxRecentTotal.
 func (s *Splitter) remember(e entry) {
 	g := s.group(e.group)
 	if g == nil {
 		return
 	}
-	if len(g.recent) >= MaxRecent {
+	if len(g.recent) >= max(MinRecent, MaxRecentTotal/len(s.groups)) {
 		s.Dropped += int64(len(g.recent) / 2)
 		g.recent = slices.Delete(g.recent, 0, len(g.recent)/2)
 	}
@@ -161,6 +169,7 @@ func (s *Splitter) generation(group string, id int32) *generation {
 			s.Dropped++
 			return nil
 		}
+		s.joins -= len(g.gens[oldest].joins)
 		delete(g.gens, oldest)
 	}
 	gen := &generation{}
