@@ -111,3 +111,41 @@ func FuzzExplainFetches(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExplainGroups runs explain --api group over arbitrary requests
+// files seeded with a rebalance: no panic, a line error with its
+// position for a bad line, and every finding's split adds up, with no
+// more explained than its own part.
+func FuzzExplainGroups(f *testing.F) {
+	var groups []byte
+	for _, r := range rebalance(2501) {
+		line, _ := json.Marshal(r)
+		groups = append(append(groups, line...), '\n')
+	}
+	f.Add(groups)
+	f.Add(groups[:len(groups)-50]) // cut by a crash
+	win := recording.Window{Start: t0.Add(-time.Minute), End: t0.Add(time.Minute)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "requests.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
+			scan, err := ScanRequestsWith(rd, path, nil)
+			if err != nil {
+				checkLineError(t, path, err)
+				continue
+			}
+			_, err = New(Config{Slow: time.Millisecond}, NewIndex(), nil).runGroups(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
+				sp := f.GroupSplit
+				if sp == nil || sp.HoldMs < 0 || sp.OwnMs < -1e-6 || f.ExplainedMs > sp.OwnMs+1e-6 {
+					t.Fatalf("finding %+v, split %+v", f, sp)
+				}
+				return nil
+			})
+			if err != nil {
+				checkLineError(t, path, err)
+			}
+		}
+	})
+}
