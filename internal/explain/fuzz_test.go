@@ -28,16 +28,7 @@ func FuzzScanRequests(f *testing.F) {
 	t0 := time.Date(2026, 11, 21, 20, 27, 42, 0, time.UTC)
 	win := recording.Window{Start: t0, End: t0.Add(2 * time.Second)}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "requests.jsonl")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
-			scan, err := ScanRequestsWith(rd, path, nil)
-			if err != nil {
-				checkLineError(t, path, err)
-				continue
-			}
+		fuzzScans(t, data, win, func(rd recording.Reader, scan *Scan) error {
 			if rd.Tally != nil {
 				for _, c := range scan.cands {
 					if !(c.lat >= 0 && c.lat <= 2000+2*1000) {
@@ -45,12 +36,31 @@ func FuzzScanRequests(f *testing.F) {
 					}
 				}
 			}
-			_, err = New(Config{}, NewIndex(), nil).Run(scan, RunOptions{Top: 3}, func(*Finding) error { return nil })
-			if err != nil {
-				checkLineError(t, path, err)
-			}
-		}
+			_, err := New(Config{}, NewIndex(), nil).Run(scan, RunOptions{Top: 3}, func(*Finding) error { return nil })
+			return err
+		})
 	})
+}
+
+// fuzzScans writes data as a requests.jsonl and scans it strictly, then
+// with a tally and win, handing each scan to run; a scan's or run's
+// error must be a line error.
+func fuzzScans(t *testing.T, data []byte, win recording.Window, run func(rd recording.Reader, scan *Scan) error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
+		scan, err := ScanRequestsWith(rd, path, nil)
+		if err != nil {
+			checkLineError(t, path, err)
+			continue
+		}
+		if err := run(rd, scan); err != nil {
+			checkLineError(t, path, err)
+		}
+	}
 }
 
 // checkLineError: an error reading a file names it and the line (or
@@ -87,28 +97,17 @@ func FuzzExplainFetches(f *testing.F) {
 	f.Add(fetches[:len(fetches)-50]) // cut by a crash
 	win := recording.Window{Start: t0.Add(-time.Second), End: t0.Add(2 * time.Second)}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "requests.jsonl")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
 		idx := indexOf(t, []*event.ConnThread{connThread(21, consumerConn, -1000)}, []*event.KernelWait{kwait(21, 20, 270, sendfileStack...)})
-		for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
-			scan, err := ScanRequestsWith(rd, path, nil)
-			if err != nil {
-				checkLineError(t, path, err)
-				continue
-			}
-			_, err = New(Config{Slow: time.Millisecond}, idx, nil).runFetches(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
+		fuzzScans(t, data, win, func(rd recording.Reader, scan *Scan) error {
+			_, err := New(Config{Slow: time.Millisecond}, idx, nil).runFetches(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
 				sp := f.FetchSplit
 				if sp == nil || sp.AbnormalMs < 0 || sp.PurgatoryMs < 0 || sp.TotalMs > float64(f.End.Sub(f.Arrival))/1e6+1e-6 || f.ExplainedMs > sp.AbnormalMs+1e-6 {
 					t.Fatalf("finding %+v, split %+v", f, sp)
 				}
 				return nil
 			})
-			if err != nil {
-				checkLineError(t, path, err)
-			}
-		}
+			return err
+		})
 	})
 }
 
@@ -126,26 +125,15 @@ func FuzzExplainGroups(f *testing.F) {
 	f.Add(groups[:len(groups)-50]) // cut by a crash
 	win := recording.Window{Start: t0.Add(-time.Minute), End: t0.Add(time.Minute)}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "requests.jsonl")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, rd := range []recording.Reader{{}, {Window: win, Tally: &recording.Tally{}}} {
-			scan, err := ScanRequestsWith(rd, path, nil)
-			if err != nil {
-				checkLineError(t, path, err)
-				continue
-			}
-			_, err = New(Config{Slow: time.Millisecond}, NewIndex(), nil).runGroups(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
+		fuzzScans(t, data, win, func(rd recording.Reader, scan *Scan) error {
+			_, err := New(Config{Slow: time.Millisecond}, NewIndex(), nil).runGroups(rd, scan, RunOptions{Top: 3}, func(f *Finding) error {
 				sp := f.GroupSplit
 				if sp == nil || sp.HoldMs < 0 || sp.OwnMs < -1e-6 || f.ExplainedMs > sp.OwnMs+1e-6 {
 					t.Fatalf("finding %+v, split %+v", f, sp)
 				}
 				return nil
 			})
-			if err != nil {
-				checkLineError(t, path, err)
-			}
-		}
+			return err
+		})
 	})
 }
