@@ -29,6 +29,24 @@ type View interface {
 	Report(now time.Time) any
 }
 
+// live is what a view package's Live offers the agent: a request
+// counted, the view as of now.
+type live[R any] interface {
+	Add(r *event.Request)
+	Report(now time.Time) R
+}
+
+// liveView is the View of a view package's Live, with the collector of
+// its series.
+type liveView[R any] struct {
+	live      live[R]
+	collector prometheus.Collector
+}
+
+func (v liveView[R]) Add(r *event.Request)            { v.live.Add(r) }
+func (v liveView[R]) Collector() prometheus.Collector { return v.collector }
+func (v liveView[R]) Report(now time.Time) any        { return v.live.Report(now) }
+
 // viewSpec is a view as it registers itself, in the file that defines it.
 type viewSpec struct {
 	// Name is its name in --views and its path, /<name>.

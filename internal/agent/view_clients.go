@@ -3,10 +3,7 @@ package agent
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kscope-dev/kscope/internal/clients"
-	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
@@ -30,19 +27,7 @@ type ClientsConfig struct {
 	Top int
 }
 
-type clientsView struct {
-	live *clients.Live
-	top  int
-}
-
 func newClientsView(cfg *Config) View {
-	return &clientsView{live: clients.NewLive(cfg.Clients.Options, cfg.Clients.Window), top: cfg.Clients.Top}
+	l := clients.NewLive(cfg.Clients.Options, cfg.Clients.Window)
+	return liveView[*clients.Report]{live: l, collector: metrics.NewClientsCollector(l, cfg.Clients.Top)}
 }
-
-func (v *clientsView) Add(r *event.Request) { v.live.Add(r) }
-
-func (v *clientsView) Collector() prometheus.Collector {
-	return metrics.NewClientsCollector(v.live, v.top)
-}
-
-func (v *clientsView) Report(now time.Time) any { return v.live.Report(now) }

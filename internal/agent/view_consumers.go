@@ -3,10 +3,7 @@ package agent
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kscope-dev/kscope/internal/consumers"
-	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/metrics"
 	"github.com/kscope-dev/kscope/internal/wire"
 )
@@ -31,19 +28,7 @@ type ConsumersConfig struct {
 	Top int
 }
 
-type consumersView struct {
-	live *consumers.Live
-	top  int
-}
-
 func newConsumersView(cfg *Config) View {
-	return &consumersView{live: consumers.NewLive(cfg.Consumers.Options, cfg.Consumers.Window), top: cfg.Consumers.Top}
+	l := consumers.NewLive(cfg.Consumers.Options, cfg.Consumers.Window)
+	return liveView[*consumers.Report]{live: l, collector: metrics.NewConsumersCollector(l, cfg.Consumers.Top)}
 }
-
-func (v *consumersView) Add(r *event.Request) { v.live.Add(r) }
-
-func (v *consumersView) Collector() prometheus.Collector {
-	return metrics.NewConsumersCollector(v.live, v.top)
-}
-
-func (v *consumersView) Report(now time.Time) any { return v.live.Report(now) }
