@@ -134,8 +134,10 @@ func benchFixedRate(t *testing.T, b *lab.Broker) {
 		}
 	}
 	// By the time they were handed to the client: a warm-up message sent
-	// a hair late counts in second 0.
-	if sent < measured-10 || sent > measured+10 {
+	// a hair late counts in second 0, one of the last second's sent a hair
+	// late falls after the series. A loaded machine hands a few ms late
+	// (12 messages, 6 ms, seen in CI): 20 ms of the schedule either way.
+	if slack := int64(rate / 50); sent < measured-slack || sent > measured+slack {
 		t.Errorf("series: %d sent in the measured part, want ~%d", sent, measured)
 	}
 	if res.Workload.Partitions != 4 || res.Workload.DurationMs != dur.Milliseconds() || res.Environment.Kernel == "" || res.Environment.BrokerVersion == "" {

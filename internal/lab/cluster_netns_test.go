@@ -47,9 +47,7 @@ func startIsolated(ctx context.Context, t *testing.T, cfg lab.ClusterConfig) *la
 	}
 	t.Logf("cluster of %d started in %v: %s (bridge %s %s)", len(c.Brokers()), time.Since(start).Round(time.Millisecond), c.Bootstrap(), c.Bridge(), c.Subnet())
 	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop cluster: %v", err)
-		}
+		labtest.StopCluster(t, c) // a node killed after the grace is logged, not failed
 		if t.Failed() {
 			for _, b := range c.Brokers() {
 				t.Logf("tail of %s:\n%s", b.OutPath(), tailOf(b.OutPath(), 30))
@@ -85,8 +83,8 @@ func TestClusterNetnsFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
+	if !labtest.StopCluster(t, c) {
+		t.FailNow()
 	}
 	t.Logf("stopped in %v", time.Since(start).Round(time.Millisecond))
 	checkIsolationGone(t, dir, c.Bridge(), nodes)

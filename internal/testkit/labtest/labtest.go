@@ -100,13 +100,15 @@ func tail(path string, n int) string {
 // failed: all nodes of a combined KRaft cluster stop together, and a
 // node's controlled shutdown sometimes waits on a controller quorum that
 // is itself going away; what the test checks was done before. Any other
-// error (a namespace, mount or loop device left behind) fails the test.
-func StopCluster(t testing.TB, c *lab.Cluster) {
+// error (a namespace, mount or loop device left behind) fails the test,
+// and StopCluster then returns false.
+func StopCluster(t testing.TB, c *lab.Cluster) bool {
 	t.Helper()
-	killed := false
+	killed, ok := false, true
 	for _, err := range leafErrors(c.Stop()) {
 		if !errors.Is(err, lab.ErrKilled) {
 			t.Errorf("labtest: stop the cluster: %v", err)
+			ok = false
 			continue
 		}
 		t.Logf("labtest: stop the cluster: %v", err)
@@ -117,6 +119,7 @@ func StopCluster(t testing.TB, c *lab.Cluster) {
 			t.Logf("labtest: tail of %s:\n%s", b.OutPath(), tail(b.OutPath(), 15))
 		}
 	}
+	return ok
 }
 
 // leafErrors flattens errors.Join's tree into its leaves.
