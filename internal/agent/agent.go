@@ -381,9 +381,13 @@ func (a *Agent) captureOnce(ctx context.Context) error {
 		go watchInterface(a.cfg.Interface, ifc.Index, stop, cancel)
 	}
 	opened := false
+	// onRequest copies what it keeps (the metrics and views their
+	// figures, the slow log a clone): the decoder may reuse each event.
+	wcfg := a.cfg.Wire
+	wcfg.Recycle = true
 	res, err := source.Live(sctx, capture.LiveConfig{Interface: a.cfg.Interface, Ports: a.cfg.Wire.Ports, BlockTimeout: captureBlockTimeout, BlockBytes: captureBlockBytes,
 		OnWait: a.ringKick.Kick},
-		source.Options{Wire: a.cfg.Wire, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, TLSKeyLogFromBroker: a.cfg.TLSKeysAttach, Tick: func(r source.Result, g wire.Gauges) {
+		source.Options{Wire: wcfg, Topics: a.topics, TLSKeyLog: a.cfg.TLSKeyLog, TLSKeyLogFromBroker: a.cfg.TLSKeysAttach, Tick: func(r source.Result, g wire.Gauges) {
 			first := !opened
 			opened = true
 			a.mu.Lock()
@@ -461,6 +465,8 @@ func interfaceIndex(fd int, name string) (int, error) {
 	return int(ifr.Uint32()), nil
 }
 
+// onRequest takes each decoded request. The event is lent (the decoder's
+// Config.Recycle): whatever keeps it past this call keeps a copy.
 func (a *Agent) onRequest(r *event.Request) {
 	a.metrics.Request(r)
 	for _, v := range a.views {

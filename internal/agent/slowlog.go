@@ -106,6 +106,18 @@ type pendingSlow struct {
 type keptRequest struct {
 	r       *event.Request
 	written bool
+	// own is the copy r points to when the request was lent (the
+	// decoder reuses its events): one allocation for both.
+	own event.Request
+}
+
+// keep returns r kept: a copy of it and of its partitions, since the
+// decoder reuses both once onRequest returns.
+func keep(r *event.Request) *keptRequest {
+	k := &keptRequest{own: *r}
+	k.own.Partitions = slices.Clone(r.Partitions)
+	k.r = &k.own
+	return k
 }
 
 // slowLog keeps the slow requests, the requests before them on their
@@ -191,7 +203,8 @@ func (s *slowLog) request(r *event.Request) {
 		copy(h, h[1:])
 		h = h[:connHistory-1]
 	}
-	k := &keptRequest{r: r}
+	k := keep(r)
+	r = k.r
 	s.conns[key] = append(h, k)
 	if r.ReplicaID != nil && *r.ReplicaID >= 0 && r.API == "Fetch" {
 		if len(s.replicaFetches) >= s.cfg.MaxEvents {

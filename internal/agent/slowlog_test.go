@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -308,5 +309,47 @@ func TestSlowLogContextOnBusyConnection(t *testing.T) {
 	}
 	if _, corrs, _ := readSegment(t, s.cfg.Dir); !slices.Equal(corrs, []int32{1, 2}) {
 		t.Errorf("segment requests %v, want [1 2] (the request ahead, the slow one)", corrs)
+	}
+}
+
+// TestSlowLogKeepsACopy: the decoder lends its events (wire.Config.Recycle)
+// and reuses one for the next request once onRequest returns; the slow
+// log still writes the requests it was given, partitions included.
+func TestSlowLogKeepsACopy(t *testing.T) {
+	s := newTestLog(t, SlowLogConfig{Threshold: ms(100)})
+	lent := &event.Request{Partitions: make([]event.Partition, 0, 4)}
+	reuse := func(from *event.Request, topic string) {
+		parts := append(lent.Partitions[:0], event.Partition{Topic: topic, Partition: 1})
+		*lent = *from
+		lent.Partitions = parts
+		s.request(lent)
+	}
+	reuse(req("a:1", 2, "Produce", ms(900), ms(60)), "context")
+	reuse(req("a:1", 3, "Produce", ms(950), ms(300)), "slow")
+	reuse(req("a:1", 4, "Produce", ms(2000), ms(1)), "later")
+	s.flush(t0.Add(ms(2300)))
+	if _, err := s.close(t0.Add(ms(2400))); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(s.cfg.Dir, SegmentPrefix+"*"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want one", segs)
+	}
+	var got []string
+	err := recording.Lines(filepath.Join(segs[0], recording.RequestsFile), func(line []byte, _ int64) error {
+		var r event.Request
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		for _, p := range r.Partitions {
+			got = append(got, fmt.Sprintf("%d:%s", r.CorrelationID, p.Topic))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"2:context", "3:slow"}; !slices.Equal(got, want) {
+		t.Errorf("written %v, want %v", got, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -142,7 +143,10 @@ func (a *Aggregator) Add(r *event.Request) {
 	// Before authentication a connection has no principal yet: hold its
 	// first requests until it has one (or shows it never will).
 	if r.Principal == "" && preAuth(r.APIKey) && len(cn.held) < maxPreAuth {
-		cn.held = append(cn.held, *r)
+		held := *r
+		// The agent's decoder lends r: its partitions' array is reused.
+		held.Partitions = slices.Clone(r.Partitions)
+		cn.held = append(cn.held, held)
 		return
 	}
 	cn.c = a.clientFor(r, r.Principal)

@@ -63,7 +63,7 @@ type packet struct {
 }
 
 // loadPackets reads a capture's packets up to about limit bytes.
-func loadPackets(b *testing.B, path string, limit int64) []packet {
+func loadPackets(b testing.TB, path string, limit int64) []packet {
 	b.Helper()
 	f, err := capture.OpenFile(path)
 	if err != nil {

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"reflect"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -57,9 +58,7 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 	if req.TransactionID != nil {
 		ev.Producer.TransactionalID = d.clientString(*req.TransactionID)
 	}
-	if ev.Partitions == nil {
-		ev.Partitions = make([]event.Partition, 0, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
-	}
+	ev.Partitions = slices.Grow(ev.Partitions, requestPartitions(req.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) }))
 	header := d.cfg.MessageIDHeader
 	if d.holdsIDs() {
 		header = "" // counted from the batch headers; ids if slow
@@ -113,9 +112,7 @@ func (d *Decoder) decodeFetchRequest(p *pending, body []byte) bool {
 	}
 	n := requestPartitions(req.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
 	offsets := d.int64s.take(n)
-	if ev.Partitions == nil {
-		ev.Partitions = make([]event.Partition, 0, n)
-	}
+	ev.Partitions = slices.Grow(ev.Partitions, n)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		topic := d.names.intern(t.Topic)

@@ -196,7 +196,9 @@ func (s *requestSink) onFrame(f *frame) bool {
 		return false
 	}
 	c.d.stats.Requests++
-	ev := &event.Request{
+	ev := c.d.newRequest()
+	*ev = event.Request{
+		Partitions:    ev.Partitions, // a recycled request's array, empty
 		Arrival:       f.first,
 		Client:        c.client,
 		Broker:        c.broker,

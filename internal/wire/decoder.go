@@ -41,6 +41,12 @@ type Config struct {
 	// because nothing reading them uses those (the agent with some of its
 	// views off). Zero: everything is decoded.
 	Skip Extras
+	// Recycle lends each event to emit instead of giving it: emit keeps
+	// neither the event nor its Partitions (the slice, or a pointer into
+	// it) once it returns, and the decoder reuses both for a later
+	// request. It saves the two largest allocations per request (the
+	// agent, whose metrics and views copy what they keep).
+	Recycle bool
 	// MaxFrameBytes is the largest frame treated as plausible (Kafka's
 	// socket.request.max.bytes defaults to 100 MiB).
 	MaxFrameBytes int
@@ -134,6 +140,8 @@ type Decoder struct {
 	// (MessageIDsMinLatency): bytes held now, copies free for reuse.
 	heldBytes int
 	heldFree  [][]byte
+	// freeRequests are emitted events ready for reuse (Config.Recycle).
+	freeRequests []*event.Request
 }
 
 // NewDecoder returns a decoder that calls emit for every request, in the
@@ -275,6 +283,46 @@ func (d *Decoder) emitRequest(ev *event.Request) {
 		}
 	}
 	d.emit(ev)
+	if d.cfg.Recycle {
+		d.recycle(ev)
+	}
+}
+
+// Bounds on what Config.Recycle keeps: the requests free for reuse (more
+// than are ever in flight on a busy broker's capture at once is waste),
+// and the partitions of one, beyond which a rare large request's array
+// is left to the collector rather than held.
+const (
+	maxFreeRequests       = 1024
+	maxRecycledPartitions = 256
+)
+
+// newRequest returns an event to fill: a recycled one (zero, its
+// Partitions empty with their array kept) or a new one.
+func (d *Decoder) newRequest() *event.Request {
+	if n := len(d.freeRequests); n > 0 {
+		ev := d.freeRequests[n-1]
+		d.freeRequests[n-1] = nil
+		d.freeRequests = d.freeRequests[:n-1]
+		return ev
+	}
+	return &event.Request{}
+}
+
+// recycle zeroes an emitted event and keeps it for newRequest.
+func (d *Decoder) recycle(ev *event.Request) {
+	if len(d.freeRequests) >= maxFreeRequests {
+		return
+	}
+	parts := ev.Partitions
+	if cap(parts) > maxRecycledPartitions {
+		parts = nil
+	}
+	// Zeroed up to its capacity: what a partition pointed to (message
+	// ids, offsets) is not held by a request that no longer has it.
+	clear(parts[:cap(parts)])
+	*ev = event.Request{Partitions: parts[:0]}
+	d.freeRequests = append(d.freeRequests, ev)
 }
 
 // packetContext carries a packet's capture info through reassembly. They

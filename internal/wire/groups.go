@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kscope-dev/kscope/internal/event"
@@ -22,7 +24,7 @@ func (d *Decoder) committedOffsets(ev *event.Request, r *kmsg.OffsetCommitReques
 		return
 	}
 	offsets := d.int64s.take(n)
-	ev.Partitions = make([]event.Partition, 0, n)
+	ev.Partitions = slices.Grow(ev.Partitions[:0], n)
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		topic := d.names.intern(t.Topic) // "" from v10, which names topics by id
