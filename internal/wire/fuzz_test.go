@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
+	"github.com/kscope-dev/kscope/internal/records"
 )
 
 // FuzzFrames feeds arbitrary bytes as the two directions of a connection,
@@ -100,7 +103,49 @@ func FuzzFrames(f *testing.F) {
 			t.Fatalf("more responses than requests: %+v", st)
 		}
 		checkSkipped(t, c.segs, cfg, got, st)
+		checkLent(t, c.segs, cfg, got, st)
 	})
+}
+
+// checkLent decodes segs again with the events lent (Config.Recycle):
+// each request as emitted equals the one given, the counters are the
+// same. An event reused while still in flight, or emitted twice, would
+// show as a request changed.
+func checkLent(t *testing.T, segs []testSegment, cfg Config, given []*event.Request, st Stats) {
+	t.Helper()
+	cfg.Recycle = true
+	var lent [][]byte
+	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lent = append(lent, b)
+	})
+	pd := capture.NewDecoder()
+	for _, s := range segs {
+		seg, ok := pd.Decode(s.data, layers.LinkTypeRaw)
+		if !ok {
+			t.Fatal("test packet did not decode")
+		}
+		d.Packet(seg, s.ci)
+	}
+	d.Close()
+	if lst := d.Stats(); lst != st {
+		t.Fatalf("counters with the events lent: %+v, given: %+v", lst, st)
+	}
+	if len(lent) != len(given) {
+		t.Fatalf("%d requests with the events lent, %d given", len(lent), len(given))
+	}
+	for i := range given {
+		want, err := json.Marshal(given[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(lent[i]) != string(want) {
+			t.Fatalf("request %d lent:\n got %s\nwant %s", i, lent[i], want)
+		}
+	}
 }
 
 // checkSkipped decodes segs again skipping every extra field
