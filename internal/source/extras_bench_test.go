@@ -17,7 +17,8 @@ import (
 )
 
 // BenchmarkDecodeExtras is what the decoder's extra fields cost the agent
-// per request (wire.Config.Skip: what its views read), over a real
+// per request (wire.Config.Skip: what its views read), with the events
+// given or lent (-lent, wire.Config.Recycle, as the agent does), over a real
 // capture: bench/agent-replay.sh's (KSCOPE_BENCH_CAPTURE, its broker port
 // in KSCOPE_BENCH_PORT, default 19097), its first KSCOPE_BENCH_MB
 // megabytes (default 256) held in memory and decoded with the agent's
@@ -40,12 +41,15 @@ func BenchmarkDecodeExtras(b *testing.B) {
 	}
 	pkts := loadPackets(b, path, int64(mb)<<20)
 	for _, bc := range []struct {
-		name string
-		skip wire.Extras
-	}{{"all", 0}, {"none", wire.AllExtras}, {"no-producer-headers", wire.ProducerHeaders}, {"no-fetch-extent", wire.FetchExtent}} {
+		name    string
+		skip    wire.Extras
+		recycle bool
+	}{{"all", 0, false}, {"all-lent", 0, true}, {"none", wire.AllExtras, false}, {"none-lent", wire.AllExtras, true},
+		{"no-producer-headers", wire.ProducerHeaders, false}, {"no-fetch-extent", wire.FetchExtent, false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := wire.DefaultConfig()
 			cfg.Ports, cfg.ProduceIDsOnly, cfg.MessageIDHeader, cfg.Skip = []uint16{uint16(port)}, true, "", bc.skip
+			cfg.Recycle = bc.recycle // the agent lends its events
 			var requests int64
 			for b.Loop() {
 				requests += decodePackets(pkts, cfg)
