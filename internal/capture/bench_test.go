@@ -55,3 +55,37 @@ func BenchmarkReadPcapNG(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode decodes the packets of a real capture (Ethernet, IPv4,
+// TCP) from memory, link layer to TCP segment: the per-packet cost every
+// command and the agent pay before reassembly.
+func BenchmarkDecode(b *testing.B) {
+	f, err := OpenFile("../../testdata/captures/produce-lz4-and-ids.pcapng")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	type packet struct {
+		data []byte
+		link layers.LinkType
+	}
+	var pkts []packet
+	for {
+		data, _, link, err := f.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		pkts = append(pkts, packet{append([]byte(nil), data...), link})
+	}
+	d := NewDecoder()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pkts {
+			d.Decode(p.data, p.link)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pkts)), "ns/packet")
+}

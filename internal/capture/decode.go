@@ -39,10 +39,17 @@ type Decoder struct {
 // NewDecoder returns a decoder for all supported link types.
 func NewDecoder() *Decoder {
 	d := &Decoder{parsers: make(map[gopacket.LayerType]*gopacket.DecodingLayerParser)}
+	// The layers found by indexing a slice with their type, not by a map
+	// lookup at every layer of every packet (gopacket's default container:
+	// a tenth of the packet decoding's time in the agent).
+	var dlc gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
+	for _, l := range []gopacket.DecodingLayer{&d.eth, &d.dot1q, &d.sll, &d.sll2, &d.loop, &d.ip4, &d.ip6, &d.tcp} {
+		dlc = dlc.Put(l)
+	}
 	for _, first := range []gopacket.LayerType{layers.LayerTypeEthernet, layers.LayerTypeLinuxSLL,
 		layers.LayerTypeLinuxSLL2, layers.LayerTypeLoopback, layers.LayerTypeIPv4, layers.LayerTypeIPv6} {
-		p := gopacket.NewDecodingLayerParser(first,
-			&d.eth, &d.dot1q, &d.sll, &d.sll2, &d.loop, &d.ip4, &d.ip6, &d.tcp)
+		p := gopacket.NewDecodingLayerParser(first)
+		p.SetDecodingLayerContainer(dlc)
 		p.IgnoreUnsupported = true
 		d.parsers[first] = p
 	}
