@@ -288,13 +288,14 @@ func (d *Decoder) emitRequest(ev *event.Request) {
 	}
 }
 
-// Bounds on what Config.Recycle keeps: the requests free for reuse (more
-// than are ever in flight on a busy broker's capture at once is waste),
-// and the partitions of one, beyond which a rare large request's array
-// is left to the collector rather than held.
+// Bounds on what Config.Recycle keeps after a peak of requests in flight:
+// the requests free for reuse, and the partitions of one, beyond which a
+// rare large request's array is left to the collector rather than held.
+// At most 256 events of 64 partitions, about 3 MiB; past them a request
+// allocates as it would without Recycle.
 const (
-	maxFreeRequests       = 1024
-	maxRecycledPartitions = 256
+	maxFreeRequests       = 256
+	maxRecycledPartitions = 64
 )
 
 // newRequest returns an event to fill: a recycled one (zero, its
