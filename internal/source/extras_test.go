@@ -15,25 +15,8 @@ import (
 // counters, with the decoder's settings of kscope requests and of the
 // agent's hot path.
 func TestSkipExtrasOnCaptures(t *testing.T) {
-	agentLike := func(cfg wire.Config) wire.Config {
-		cfg.ProduceIDsOnly, cfg.MessageIDsMinLatency = true, 100*time.Millisecond
-		return cfg
-	}
-	asIs := func(cfg wire.Config) wire.Config { return cfg }
-	for _, c := range []struct {
-		file string
-		port uint16
-		has  wire.Extras // the extras some request of the capture has
-	}{
-		{"produce-lz4-and-ids.pcapng", 9092, wire.ProducerHeaders},
-		{"lost-first-responses.pcap", 37803, 0},
-		{"lost-response-before-large-fetch.pcap", 35997, wire.FetchExtent},
-		{"lost-inside-large-fetch.pcap", 45551, 0}, // its large fetch response is cut
-	} {
-		for _, settings := range []struct {
-			name string
-			of   func(wire.Config) wire.Config
-		}{{"requests", asIs}, {"agent", agentLike}} {
+	for _, c := range realCaptures {
+		for _, settings := range decoderSettings {
 			for _, skip := range []wire.Extras{wire.ProducerHeaders, wire.FetchExtent, wire.AllExtras} {
 				t.Run(c.file+"/"+settings.name+"/"+skip.String(), func(t *testing.T) {
 					cfg := wire.DefaultConfig()
@@ -60,6 +43,32 @@ func TestSkipExtrasOnCaptures(t *testing.T) {
 			}
 		}
 	}
+}
+
+// realCaptures are testdata/captures, each with its broker's port and the
+// extras some request of it has.
+var realCaptures = []struct {
+	file string
+	port uint16
+	has  wire.Extras
+}{
+	{"produce-lz4-and-ids.pcapng", 9092, wire.ProducerHeaders},
+	{"lost-first-responses.pcap", 37803, 0},
+	{"lost-response-before-large-fetch.pcap", 35997, wire.FetchExtent},
+	{"lost-inside-large-fetch.pcap", 45551, 0}, // its large fetch response is cut
+}
+
+// decoderSettings are the decoder's settings of kscope requests (as is)
+// and of the agent's hot path.
+var decoderSettings = []struct {
+	name string
+	of   func(wire.Config) wire.Config
+}{
+	{"requests", func(cfg wire.Config) wire.Config { return cfg }},
+	{"agent", func(cfg wire.Config) wire.Config {
+		cfg.ProduceIDsOnly, cfg.MessageIDsMinLatency = true, 100*time.Millisecond
+		return cfg
+	}},
 }
 
 // decodedJSON is a request as JSON, whole and with extra fields cleared.

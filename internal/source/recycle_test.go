@@ -2,7 +2,6 @@ package source
 
 import (
 	"testing"
-	"time"
 
 	"github.com/kscope-dev/kscope/internal/event"
 	"github.com/kscope-dev/kscope/internal/wire"
@@ -14,24 +13,8 @@ import (
 // with the decoder's settings of kscope requests and of the agent; and the
 // events are reused (a test that recycled nothing would pass vacuously).
 func TestRecycleOnCaptures(t *testing.T) {
-	agentLike := func(cfg wire.Config) wire.Config {
-		cfg.ProduceIDsOnly, cfg.MessageIDsMinLatency = true, 100*time.Millisecond
-		return cfg
-	}
-	asIs := func(cfg wire.Config) wire.Config { return cfg }
-	for _, c := range []struct {
-		file string
-		port uint16
-	}{
-		{"produce-lz4-and-ids.pcapng", 9092},
-		{"lost-first-responses.pcap", 37803},
-		{"lost-response-before-large-fetch.pcap", 35997},
-		{"lost-inside-large-fetch.pcap", 45551},
-	} {
-		for _, settings := range []struct {
-			name string
-			of   func(wire.Config) wire.Config
-		}{{"requests", asIs}, {"agent", agentLike}} {
+	for _, c := range realCaptures {
+		for _, settings := range decoderSettings {
 			t.Run(c.file+"/"+settings.name, func(t *testing.T) {
 				cfg := wire.DefaultConfig()
 				cfg.Ports = []uint16{c.port}

@@ -5,12 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kscope-dev/kscope/internal/capture"
 	"github.com/kscope-dev/kscope/internal/event"
-	"github.com/kscope-dev/kscope/internal/records"
 )
 
 // FuzzFrames feeds arbitrary bytes as the two directions of a connection,
@@ -115,22 +112,13 @@ func checkLent(t *testing.T, segs []testSegment, cfg Config, given []*event.Requ
 	t.Helper()
 	cfg.Recycle = true
 	var lent [][]byte
-	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) {
+	d := decodeEach(segs, cfg, func(r *event.Request) {
 		b, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lent = append(lent, b)
 	})
-	pd := capture.NewDecoder()
-	for _, s := range segs {
-		seg, ok := pd.Decode(s.data, layers.LinkTypeRaw)
-		if !ok {
-			t.Fatal("test packet did not decode")
-		}
-		d.Packet(seg, s.ci)
-	}
-	d.Close()
 	if lst := d.Stats(); lst != st {
 		t.Fatalf("counters with the events lent: %+v, given: %+v", lst, st)
 	}

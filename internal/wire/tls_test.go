@@ -209,7 +209,14 @@ func decodeWith(segs []testSegment, keys tlsdecrypt.KeySource) ([]*event.Request
 // returns what it emitted.
 func decodeConfig(segs []testSegment, cfg Config) ([]*event.Request, *Decoder) {
 	var out []*event.Request
-	d := NewDecoder(cfg, &records.Decoder{}, nil, func(r *event.Request) { out = append(out, r) })
+	d := decodeEach(segs, cfg, func(r *event.Request) { out = append(out, r) })
+	return out, d
+}
+
+// decodeEach feeds segments to a new decoder with cfg that calls emit,
+// and closes it.
+func decodeEach(segs []testSegment, cfg Config, emit func(*event.Request)) *Decoder {
+	d := NewDecoder(cfg, &records.Decoder{}, nil, emit)
 	pd := capture.NewDecoder()
 	for _, s := range segs {
 		seg, ok := pd.Decode(s.data, layers.LinkTypeRaw)
@@ -219,7 +226,7 @@ func decodeConfig(segs []testSegment, cfg Config) ([]*event.Request, *Decoder) {
 		d.Packet(seg, s.ci)
 	}
 	d.Close()
-	return out, d
+	return d
 }
 
 // TestTLSDecrypted: Kafka over TLS 1.2 and 1.3, with the key log, is
