@@ -40,6 +40,11 @@ type Request struct {
 
 	Client string `json:"client"` // "ip:port" of the client side
 	Broker string `json:"broker"` // "ip:port" of the broker side
+	// Conn is the number the decoder gave the request's connection (0
+	// for none, as in a recording): a hint for the views that keep state
+	// per connection, which still check Client and Broker (two decoders
+	// number their connections alike). Not recorded.
+	Conn uint64 `json:"-"`
 
 	API           string `json:"api"` // kmsg name, or "unknown(N)"
 	APIKey        int16  `json:"api_key"`

@@ -22,11 +22,13 @@ type pending struct {
 type conn struct {
 	d              *Decoder
 	client, broker string
-	req, resp      *frameParser
-	inflight       map[int32]pending // by value: no allocation per request
-	order          []int32           // correlation ids in arrival order, to evict the oldest
-	reqSink        requestSink
-	respSink       responseSink
+	// id numbers the connection for the views (event.Request.Conn).
+	id        uint64
+	req, resp *frameParser
+	inflight  map[int32]pending // by value: no allocation per request
+	order     []int32           // correlation ids in arrival order, to evict the oldest
+	reqSink   requestSink
+	respSink  responseSink
 	// lastEnd is when the previous response on this connection ended:
 	// the broker reads the next request only after that.
 	lastEnd time.Time
@@ -64,7 +66,8 @@ const (
 )
 
 func newConn(d *Decoder, client, broker string, reqSyncing, respSyncing bool) *conn {
-	c := &conn{d: d, client: client, broker: broker, inflight: make(map[int32]pending)}
+	d.lastConn++
+	c := &conn{d: d, id: d.lastConn, client: client, broker: broker, inflight: make(map[int32]pending)}
 	c.reqSink.c, c.respSink.c = c, c
 	c.req = newFrameParser(&c.reqSink, &d.stats, &d.partial, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, reqSyncing)
 	c.resp = newFrameParser(&c.respSink, &d.stats, &d.partial, d.cfg.MaxFrameBytes, d.cfg.MaxKeepBytes, respSyncing)
@@ -202,6 +205,7 @@ func (s *requestSink) onFrame(f *frame) bool {
 		Arrival:       f.first,
 		Client:        c.client,
 		Broker:        c.broker,
+		Conn:          c.id,
 		API:           apiName(h.key),
 		APIKey:        h.key,
 		APIVersion:    h.version,

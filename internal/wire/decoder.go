@@ -114,6 +114,9 @@ type Decoder struct {
 	// directions (reuse.go); lastGeneration numbers them.
 	generations    map[connKey]generation
 	lastGeneration uint64
+	// lastConn is the number given to the last connection seen
+	// (event.Request.Conn).
+	lastConn uint64
 	// tlsProblems are the first TLS connections not decrypted.
 	tlsProblems []TLSProblem
 	// accepted is the stream reassembly handed the packet being
