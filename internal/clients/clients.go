@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kscope-dev/kscope/internal/connmap"
 	"github.com/kscope-dev/kscope/internal/event"
 )
 
@@ -79,15 +80,13 @@ type Aggregator struct {
 	o       Options
 	clients map[key]*client
 	other   *client
-	conns   map[connKey]*conn
+	conns   *connmap.Map[conn]
 	// untracked counts requests on connections beyond MaxConnections.
 	untracked int64
 	first     time.Time
 	last      time.Time
 	total     totals
 }
-
-type connKey struct{ client, broker string }
 
 // conn is one connection: its client once its principal is known, and
 // the requests held until then.
@@ -103,6 +102,10 @@ type conn struct {
 	// softwareCount its client's count of it (client.countSoftware).
 	software      softwareKey
 	softwareCount *int64
+	// lastAPI is the API version of the connection's last request and
+	// lastUse its client's count of it (client.use).
+	lastAPI apiVersion
+	lastUse *use
 }
 
 // totals are the broker side's figures every share is taken of.
@@ -114,7 +117,7 @@ type totals struct {
 func New(o Options) *Aggregator {
 	o.MaxClients = cmp.Or(o.MaxClients, DefaultMaxClients)
 	o.MaxConnections = cmp.Or(o.MaxConnections, DefaultMaxConnections)
-	return &Aggregator{o: o, clients: map[key]*client{}, conns: map[connKey]*conn{}}
+	return &Aggregator{o: o, clients: map[key]*client{}, conns: connmap.New[conn]()}
 }
 
 // Add counts one request.
@@ -178,15 +181,14 @@ func preAuth(key int16) bool {
 
 // connection returns r's connection, nil past MaxConnections.
 func (a *Aggregator) connection(r *event.Request) *conn {
-	k := connKey{r.Client, r.Broker}
-	if cn, ok := a.conns[k]; ok {
+	if cn := a.conns.Get(r.Conn, r.Client, r.Broker); cn != nil {
 		return cn
 	}
-	if len(a.conns) >= a.o.MaxConnections {
+	if a.conns.Len() >= a.o.MaxConnections {
 		return nil
 	}
 	cn := &conn{first: r.Arrival, apiVersions: -1}
-	a.conns[k] = cn
+	a.conns.Put(r.Conn, r.Client, r.Broker, cn)
 	return cn
 }
 
@@ -210,7 +212,7 @@ func (a *Aggregator) clientFor(r *event.Request, principal string) *client {
 // flush gives every connection still holding requests its client (at the
 // end: the connection never authenticated).
 func (a *Aggregator) flush() {
-	for _, cn := range a.conns {
+	for _, cn := range a.conns.All() {
 		if cn.c != nil || len(cn.held) == 0 {
 			continue
 		}

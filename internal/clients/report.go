@@ -2,7 +2,6 @@ package clients
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"time"
 
@@ -214,7 +213,7 @@ func (a *Aggregator) Report() *Report {
 // whether each connection announced software.
 func (a *Aggregator) lifetimes() map[*client]*connFacts {
 	out := map[*client]*connFacts{}
-	for _, cn := range a.conns {
+	for _, cn := range a.conns.All() {
 		if cn.c == nil {
 			continue
 		}
@@ -339,10 +338,10 @@ func APIName(key int16) string {
 func (p *producer) summary(secs float64) *Producer {
 	// The maps are copies: Live's report of the window in progress is
 	// read (encoded at the agent's /clients) while requests are added.
-	out := &Producer{Requests: p.requests, PerSec: float64(p.requests) / secs, Acks: maps.Clone(p.acks), Codecs: maps.Clone(p.codecs),
+	out := &Producer{Requests: p.requests, PerSec: float64(p.requests) / secs, Acks: p.acks.counts(), Codecs: p.codecs.counts(),
 		Idempotent: p.idempotent, Transactional: p.transactional, MinMagic: p.minMagic,
-		BatchesPerRequest: dist(p.batchesPerRequest, 1), PartitionsPerRequest: dist(p.partitionsPerRequest, 1),
-		GapMs: dist(p.gapUs, 1000), Throttled: p.throttled, ThrottledShare: share(p.throttled, p.requests),
+		BatchesPerRequest: dist(p.batchesPerRequest.histogram(), 1), PartitionsPerRequest: dist(p.partitionsPerRequest.histogram(), 1),
+		GapMs: dist(p.gapUs.histogram(), 1000), Throttled: p.throttled, ThrottledShare: share(p.throttled, p.requests),
 		Failed: p.failed, Errors: errorCounts(p.errors)}
 	for id := range p.transactionalIDs {
 		out.TransactionalIDs = append(out.TransactionalIDs, id)
@@ -351,7 +350,7 @@ func (p *producer) summary(secs float64) *Producer {
 	full := false
 	for name, t := range p.topics {
 		tp := TopicProduce{Topic: name, Batches: t.batches, Records: t.records, Bytes: t.bytes,
-			RecordsPerBatch: dist(t.recordsPerBatch, 1), BytesPerBatch: dist(t.bytesPerBatch, 1)}
+			RecordsPerBatch: dist(t.recordsPerBatch.histogram(), 1), BytesPerBatch: dist(t.bytesPerBatch.histogram(), 1)}
 		// Batches that fill to the largest seen are sent by batch.size,
 		// not by linger.ms.
 		full = full || (tp.BytesPerBatch.N > 0 && tp.BytesPerBatch.P50 >= 0.9*tp.BytesPerBatch.Max && tp.BytesPerBatch.Max >= 8192)
@@ -368,7 +367,7 @@ func (p *producer) summary(secs float64) *Producer {
 
 func (c *consumer) summary(secs float64) *Consumer {
 	return &Consumer{Fetches: c.fetches, PerSec: float64(c.fetches) / secs, EmptyShare: share(c.empty, c.answered),
-		MaxWaitMs: maps.Clone(c.maxWait), MinBytes: maps.Clone(c.minBytes), MaxBytes: maps.Clone(c.maxBytes), ResponseBytes: dist(c.responseBytes, 1)}
+		MaxWaitMs: c.maxWait.counts(), MinBytes: c.minBytes.counts(), MaxBytes: c.maxBytes.counts(), ResponseBytes: dist(c.responseBytes.histogram(), 1)}
 }
 
 func groups(m map[string]*groupUse) []Group {

@@ -86,23 +86,37 @@ func (c *client) add(a *Aggregator, cn *conn, r *event.Request) {
 	if r.SoftwareName != "" || r.SoftwareVersion != "" {
 		c.countSoftware(cn, softwareKey{r.SoftwareName, r.SoftwareVersion})
 	}
-	av := apiVersion{r.APIKey, r.APIVersion}
+	u := c.use(cn, apiVersion{r.APIKey, r.APIVersion}, r.Arrival)
+	u.requests++
+	u.last = later(u.last, r.Arrival)
+	c.addByAPI(cn, r)
+}
+
+// use returns the count of API version av, first seen at, for a request
+// of connection cn (nil when untracked). A connection mostly sends one API
+// at one version: its last is compared first instead of hashed.
+func (c *client) use(cn *conn, av apiVersion, at time.Time) *use {
+	if cn != nil && cn.lastUse != nil && cn.lastAPI == av {
+		return cn.lastUse
+	}
+	asked := av
 	u := c.apis[av]
 	if u == nil {
 		if len(c.apis) >= maxAPIVersions {
 			av = apiVersion{-1, -1}
 			if u = c.apis[av]; u == nil {
-				u = &use{first: r.Arrival}
+				u = &use{first: at}
 				c.apis[av] = u
 			}
 		} else {
-			u = &use{first: r.Arrival}
+			u = &use{first: at}
 			c.apis[av] = u
 		}
 	}
-	u.requests++
-	u.last = later(u.last, r.Arrival)
-	c.addByAPI(cn, r)
+	if cn != nil {
+		cn.lastAPI, cn.lastUse = asked, u
+	}
+	return u
 }
 
 // countSoftware counts a request of connection cn (nil when untracked)
@@ -195,12 +209,12 @@ func (c *client) group(r *event.Request) {
 // producer counts a client's produce requests.
 type producer struct {
 	requests, throttled, failed, acks0, unanswered int64
-	acks                                           map[int16]int64
-	codecs                                         map[string]int64
+	acks                                           tally[int16]
+	codecs                                         tally[string]
 	idempotent, transactional                      int64
 	transactionalIDs                               map[string]bool
 	minMagic                                       int8
-	batchesPerRequest, partitionsPerRequest, gapUs *hdrhistogram.Histogram
+	batchesPerRequest, partitionsPerRequest, gapUs *runs
 	topics                                         map[string]*topicProduce
 	errors                                         map[int16]int64
 	// lastName and lastTopic are the last topic looked up: a produce
@@ -213,7 +227,7 @@ type producer struct {
 // topicProduce is one topic's batches from one client.
 type topicProduce struct {
 	batches, records, bytes        int64
-	recordsPerBatch, bytesPerBatch *hdrhistogram.Histogram
+	recordsPerBatch, bytesPerBatch *runs
 }
 
 // maxTopics bounds the topics kept per client; further topics are
@@ -223,15 +237,15 @@ const maxTopics = 200
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 1<<40, 2) }
 
 func newProducer() *producer {
-	return &producer{acks: map[int16]int64{}, codecs: map[string]int64{}, transactionalIDs: map[string]bool{}, minMagic: 2,
-		batchesPerRequest: newHist(), partitionsPerRequest: newHist(), gapUs: newHist(), topics: map[string]*topicProduce{},
+	return &producer{acks: newTally[int16](0), codecs: newTally[string](0), transactionalIDs: map[string]bool{}, minMagic: 2,
+		batchesPerRequest: newRuns(), partitionsPerRequest: newRuns(), gapUs: newRuns(), topics: map[string]*topicProduce{},
 		errors: map[int16]int64{}}
 }
 
 func (p *producer) add(cn *conn, r *event.Request) {
 	p.requests++
 	if r.Acks != nil {
-		p.acks[*r.Acks]++
+		p.acks.add(*r.Acks)
 	}
 	if r.ThrottleMs > 0 {
 		p.throttled++
@@ -243,13 +257,13 @@ func (p *producer) add(cn *conn, r *event.Request) {
 		// The gap between a connection's produce requests: with batches
 		// short of batch.size, the producer's linger.ms.
 		if !cn.lastProduce.IsZero() && r.Arrival.After(cn.lastProduce) {
-			_ = p.gapUs.RecordValue(max(1, r.Arrival.Sub(cn.lastProduce).Microseconds()))
+			p.gapUs.record(max(1, r.Arrival.Sub(cn.lastProduce).Microseconds()), 1)
 		}
 		cn.lastProduce = r.Arrival
 	}
 	pr := r.Producer
 	if pr.Batches > 0 {
-		p.codecs[pr.Codec]++
+		p.codecs.add(pr.Codec)
 		p.minMagic = min(p.minMagic, pr.Magic)
 		if pr.Idempotent() {
 			p.idempotent++
@@ -260,9 +274,9 @@ func (p *producer) add(cn *conn, r *event.Request) {
 		if pr.TransactionalID != "" && len(p.transactionalIDs) < maxTopics {
 			p.transactionalIDs[pr.TransactionalID] = true
 		}
-		_ = p.batchesPerRequest.RecordValue(int64(pr.Batches))
+		p.batchesPerRequest.record(int64(pr.Batches), 1)
 	}
-	_ = p.partitionsPerRequest.RecordValue(max(1, int64(len(r.Partitions))))
+	p.partitionsPerRequest.record(max(1, int64(len(r.Partitions))), 1)
 	failed := false
 	for i := range r.Partitions {
 		part := &r.Partitions[i]
@@ -291,7 +305,7 @@ func (p *producer) topic(name string) *topicProduce {
 			return t
 		}
 	}
-	t := &topicProduce{recordsPerBatch: newHist(), bytesPerBatch: newHist()}
+	t := &topicProduce{recordsPerBatch: newRuns(), bytesPerBatch: newRuns()}
 	p.topics[name] = t
 	return t
 }
@@ -305,21 +319,22 @@ func (t *topicProduce) add(part *event.Partition) {
 	t.bytes += int64(part.Bytes)
 	// A partition's batches are counted as equal: one batch per partition
 	// is what producers send.
-	_ = t.recordsPerBatch.RecordValues(max(1, int64(part.Records/part.Batches)), int64(part.Batches))
-	_ = t.bytesPerBatch.RecordValues(max(1, int64(part.Bytes/part.Batches)), int64(part.Batches))
+	t.recordsPerBatch.record(max(1, int64(part.Records/part.Batches)), int64(part.Batches))
+	t.bytesPerBatch.record(max(1, int64(part.Bytes/part.Batches)), int64(part.Batches))
 }
 
 // consumer counts a client's consumer fetches (a follower's are not).
 type consumer struct {
 	fetches, empty, answered int64
-	maxWait, minBytes        map[int32]int64
-	maxBytes                 map[int32]int64
-	responseBytes            *hdrhistogram.Histogram
+	maxWait, minBytes        tally[int32]
+	maxBytes                 tally[int32]
+	responseBytes            *runs
 	first, last              time.Time
 }
 
 func newConsumer() *consumer {
-	return &consumer{maxWait: map[int32]int64{}, minBytes: map[int32]int64{}, maxBytes: map[int32]int64{}, responseBytes: newHist()}
+	return &consumer{maxWait: newTally[int32](maxSettings), minBytes: newTally[int32](maxSettings), maxBytes: newTally[int32](maxSettings),
+		responseBytes: newRuns()}
 }
 
 // maxSettings bounds the distinct setting values kept.
@@ -331,10 +346,10 @@ func (c *consumer) add(r *event.Request) {
 		c.first = r.Arrival
 	}
 	c.last = r.Arrival
-	count(c.maxWait, r.Fetch.MaxWaitMs)
-	count(c.minBytes, r.Fetch.MinBytes)
+	c.maxWait.add(r.Fetch.MaxWaitMs)
+	c.minBytes.add(r.Fetch.MinBytes)
 	if r.Fetch.MaxBytes > 0 {
-		count(c.maxBytes, r.Fetch.MaxBytes)
+		c.maxBytes.add(r.Fetch.MaxBytes)
 	}
 	if !r.Answered {
 		return
@@ -347,11 +362,5 @@ func (c *consumer) add(r *event.Request) {
 	if data == 0 {
 		c.empty++
 	}
-	_ = c.responseBytes.RecordValue(max(1, int64(r.ResponseBytes)))
-}
-
-func count(m map[int32]int64, v int32) {
-	if _, ok := m[v]; ok || len(m) < maxSettings {
-		m[v]++
-	}
+	c.responseBytes.record(max(1, int64(r.ResponseBytes)), 1)
 }
