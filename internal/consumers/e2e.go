@@ -99,6 +99,9 @@ func (e *endToEnd) produced(r *event.Request) {
 		delivered := p.delivered.items()
 		for _, d := range delivered[p.deliveredSince(arrival):] {
 			e.match(p, &pr, d)
+			if pr.next > pr.last {
+				break // all delivered: the later deliveries match nothing
+			}
 		}
 		if pr.next <= pr.last {
 			if old, ok := p.produced.push(pr, e2eRing); ok {
@@ -150,10 +153,21 @@ func (e *endToEnd) fetched(r *event.Request) {
 // had filled it (1024 deliveries a partition).
 func (p *e2ePartition) deliveredSince(t int64) int {
 	held := p.delivered.items()
-	if n := len(held); n == 0 || held[n-1].latest < t {
+	n := len(held)
+	if n == 0 || held[n-1].latest < t {
 		return n // the common case in the agent: none came after t yet
 	}
-	return sort.Search(len(held), func(i int) bool { return held[i].latest >= t })
+	// Else a few came after t, at the ring's end (in the cache, where a
+	// binary search's first probes are not): walk back over a few, then
+	// search the rest.
+	i := n - 1
+	for range 8 {
+		if i == 0 || held[i-1].latest < t {
+			return i
+		}
+		i--
+	}
+	return sort.Search(i, func(j int) bool { return held[j].latest >= t })
 }
 
 // match times pr's undelivered messages that d carried: the first fetch

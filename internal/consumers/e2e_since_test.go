@@ -34,6 +34,9 @@ func TestDeliveredSince(t *testing.T) {
 			if since < len(held) && held[since].latest < when.UnixNano() {
 				t.Fatalf("trial %d: stopped at %d, which came before %v", trial, since, when)
 			}
+			if since > 0 && held[since-1].latest >= when.UnixNano() {
+				t.Fatalf("trial %d: stopped at %d, past %d that may have come after %v", trial, since, since-1, when)
+			}
 		}
 	}
 }
