@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"unique"
 
 	"github.com/kscope-dev/kscope/internal/clients"
 	"github.com/kscope-dev/kscope/internal/consumers"
@@ -125,6 +126,8 @@ func decodeCapture(b *testing.B, path string, port uint16) []*event.Request {
 		if err := json.Unmarshal(raw, c); err != nil {
 			b.Fatal(err)
 		}
+		c.Conn = r.Conn // not recorded: the decoder's hint
+		intern(c)
 		reqs = append(reqs, c)
 	})
 	if err != nil {
@@ -134,4 +137,18 @@ func decodeCapture(b *testing.B, path string, port uint16) []*event.Request {
 		b.Fatalf("%s: no request on port %d", path, port)
 	}
 	return reqs
+}
+
+// intern makes r's strings the one copy of each, as the decoder gives
+// them (one string per connection, topic, client id, software): the
+// views compare them by pointer first, which strings decoded from JSON
+// each on its own would not let them.
+func intern(r *event.Request) {
+	for _, s := range []*string{&r.Client, &r.Broker, &r.API, &r.ClientID, &r.Principal, &r.SASLMechanism,
+		&r.SoftwareName, &r.SoftwareVersion, &r.Producer.Codec, &r.Producer.TransactionalID, &r.Group.ID, &r.Group.MemberID} {
+		*s = unique.Make(*s).Value()
+	}
+	for i := range r.Partitions {
+		r.Partitions[i].Topic = unique.Make(r.Partitions[i].Topic).Value()
+	}
 }
