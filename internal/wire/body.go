@@ -72,7 +72,7 @@ func (d *Decoder) decodeProduceRequest(p *pending, body []byte) (expectResponse,
 		for j := range t.Partitions {
 			tp := &t.Partitions[j]
 			part := event.Partition{Topic: topic, Partition: tp.Partition, Bytes: len(tp.Records)}
-			d.topics.resolve(&part, t.TopicID)
+			d.resolveTopic(&part, t.TopicID)
 			d.summarizeProduce(ev, &part, tp.Records, header)
 			if d.cfg.BatchStats {
 				d.batchStats(&part, tp.Records)
@@ -120,7 +120,7 @@ func (d *Decoder) decodeFetchRequest(p *pending, body []byte) bool {
 			tp := &t.Partitions[j]
 			offsets = append(offsets, tp.FetchOffset)
 			part := event.Partition{Topic: topic, Partition: tp.Partition, FetchOffset: &offsets[len(offsets)-1]}
-			d.topics.resolve(&part, t.TopicID)
+			d.resolveTopic(&part, t.TopicID)
 			ev.Partitions = append(ev.Partitions, part)
 		}
 	}
@@ -277,7 +277,7 @@ func (d *Decoder) decodeProduceResponse(p *pending, body []byte) bool {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
 			rp := &t.Partitions[j]
-			part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
+			part := d.findPartition(ev, t.Topic, t.TopicID, rp.Partition)
 			if part == nil {
 				continue
 			}
@@ -381,12 +381,12 @@ func (d *Decoder) summarizeFetch(part *event.Partition, batches []byte, header s
 // adding it when the request did not list it: incremental fetch sessions
 // answer for partitions the request left out.
 func (d *Decoder) fetchPartition(ev *event.Request, t *kmsg.FetchResponseTopic, partition int32) *event.Partition {
-	if part := d.topics.findPartition(ev, t.Topic, t.TopicID, partition); part != nil {
+	if part := d.findPartition(ev, t.Topic, t.TopicID, partition); part != nil {
 		return part
 	}
 	ev.Partitions = append(ev.Partitions, event.Partition{Topic: d.names.intern(t.Topic), Partition: partition})
 	part := &ev.Partitions[len(ev.Partitions)-1]
-	d.topics.resolve(part, t.TopicID)
+	d.resolveTopic(part, t.TopicID)
 	return part
 }
 
@@ -476,10 +476,10 @@ func topLevelErrorCode(resp kmsg.Response) (int16, bool) {
 
 // findPartition returns ev's partition that a response's (topic or id,
 // partition) answers, or nil.
-func (t *TopicNames) findPartition(ev *event.Request, topic string, id [16]byte, partition int32) *event.Partition {
+func (d *Decoder) findPartition(ev *event.Request, topic string, id [16]byte, partition int32) *event.Partition {
 	var idStr string
 	if id != ([16]byte{}) {
-		idStr = t.idString(id)
+		idStr, _ = d.topicIDs.lookup(d.topics, id)
 	}
 	for i := range ev.Partitions {
 		p := &ev.Partitions[i]

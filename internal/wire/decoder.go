@@ -98,7 +98,9 @@ type Decoder struct {
 	emit    func(*event.Request)
 	batches BatchSummarizer
 	topics  *TopicNames
-	stats   Stats
+	// topicIDs is the last topic id looked up in topics.
+	topicIDs topicIDMemo
+	stats    Stats
 	// partial is what the frames in progress on all connections hold.
 	partial partialBudget
 
@@ -281,7 +283,7 @@ func (d *Decoder) emitRequest(ev *event.Request) {
 		p := &ev.Partitions[i]
 		if p.Topic == "" && p.TopicID != "" {
 			if id, ok := event.ParseTopicID(p.TopicID); ok {
-				p.Topic, _ = d.topics.Name(id)
+				_, p.Topic = d.topicIDs.lookup(d.topics, id)
 			}
 		}
 	}

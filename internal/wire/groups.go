@@ -32,7 +32,7 @@ func (d *Decoder) committedOffsets(ev *event.Request, r *kmsg.OffsetCommitReques
 			tp := &t.Partitions[j]
 			offsets = append(offsets, tp.Offset)
 			part := event.Partition{Topic: topic, Partition: tp.Partition, CommittedOffset: &offsets[len(offsets)-1]}
-			d.topics.resolve(&part, t.TopicID)
+			d.resolveTopic(&part, t.TopicID)
 			ev.Partitions = append(ev.Partitions, part)
 		}
 	}
@@ -70,7 +70,7 @@ func (d *Decoder) commitErrors(ev *event.Request, r *kmsg.OffsetCommitResponse) 
 		t := &r.Topics[i]
 		for j := range t.Partitions {
 			rp := &t.Partitions[j]
-			if part := d.topics.findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
+			if part := d.findPartition(ev, t.Topic, t.TopicID, rp.Partition); part != nil {
 				part.ErrorCode = rp.ErrorCode
 			}
 		}

@@ -1,12 +1,19 @@
 package wire
 
-import "github.com/kscope-dev/kscope/internal/event"
+import (
+	"sync"
+
+	"github.com/kscope-dev/kscope/internal/event"
+)
 
 // TopicNames maps topic ids to names. Produce v13+ and Fetch v13+ name
 // topics only by id; names come from Metadata responses seen in the
 // capture, from partition.metadata files (--log-dirs), or from the cluster
 // (--bootstrap).
 type TopicNames struct {
+	// mu guards the maps: the agent adds the ids a broker's log dirs
+	// name from its tracer's goroutine while its decoder reads them.
+	mu   sync.RWMutex
 	byID map[[16]byte]string
 	// idStrings caches ids' base64 form: every partition of every
 	// Produce v13+ request carries one.
@@ -25,10 +32,15 @@ func NewTopicNames() *TopicNames {
 // idString returns event.TopicIDString(id), cached for at most
 // maxTopicNames ids.
 func (t *TopicNames) idString(id [16]byte) string {
-	if s, ok := t.idStrings[id]; ok {
+	t.mu.RLock()
+	s, ok := t.idStrings[id]
+	t.mu.RUnlock()
+	if ok {
 		return s
 	}
-	s := event.TopicIDString(id)
+	s = event.TopicIDString(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.idStrings) < maxTopicNames {
 		t.idStrings[id] = s
 	}
@@ -40,6 +52,8 @@ func (t *TopicNames) Add(id [16]byte, name string) {
 	if id == ([16]byte{}) || name == "" {
 		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if _, ok := t.byID[id]; !ok && len(t.byID) >= maxTopicNames {
 		return
 	}
@@ -48,21 +62,48 @@ func (t *TopicNames) Add(id [16]byte, name string) {
 
 // Name returns the topic's name, if known.
 func (t *TopicNames) Name(id [16]byte) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	name, ok := t.byID[id]
 	return name, ok
 }
 
 // Len returns the number of known ids.
-func (t *TopicNames) Len() int { return len(t.byID) }
+func (t *TopicNames) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.byID)
+}
 
-// resolve fills in a partition's topic name from its id, when the name is
-// missing and the id is known.
-func (t *TopicNames) resolve(p *event.Partition, id [16]byte) {
+// topicIDMemo is a decoder's last topic id looked up, its base64 form
+// and its name once known: a request's partitions and its response's
+// mostly name one topic, and hashing the id for each, twice, was a
+// fortieth of the agent's time.
+type topicIDMemo struct {
+	id        [16]byte
+	str, name string
+}
+
+// lookup returns id's base64 form and its name ("" while unknown).
+func (m *topicIDMemo) lookup(t *TopicNames, id [16]byte) (str, name string) {
+	if m.str == "" || m.id != id {
+		m.id, m.str, m.name = id, t.idString(id), ""
+	}
+	if m.name == "" {
+		m.name, _ = t.Name(id)
+	}
+	return m.str, m.name
+}
+
+// resolveTopic fills in a partition's topic id and, when its name is
+// missing and the id is known, its name.
+func (d *Decoder) resolveTopic(p *event.Partition, id [16]byte) {
 	if id == ([16]byte{}) {
 		return
 	}
-	p.TopicID = t.idString(id)
+	str, name := d.topicIDs.lookup(d.topics, id)
+	p.TopicID = str
 	if p.Topic == "" {
-		p.Topic, _ = t.Name(id)
+		p.Topic = name
 	}
 }
