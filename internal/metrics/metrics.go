@@ -106,6 +106,10 @@ type Set struct {
 	partitions *topN // keys "topic\x00partition"
 	cache      seriesCache
 	scratch    requestScratch
+	// lastClientID is the last request's client id and lastClientLabel
+	// its label: a connection's requests carry one string, compared by
+	// pointer, where cleaning it scans every byte.
+	lastClientID, lastClientLabel string
 }
 
 // requestScratch is Request's working space, reused (under Set's lock) so
@@ -261,7 +265,10 @@ func (s *Set) Request(r *event.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	api := s.apiFor(r)
-	client := s.clientRef(s.clients.find(cleanLabel(r.ClientID), float64(r.RequestBytes+r.ResponseBytes)))
+	if r.ClientID != s.lastClientID || s.lastClientLabel == "" {
+		s.lastClientID, s.lastClientLabel = r.ClientID, cleanLabel(r.ClientID)
+	}
+	client := s.clientRef(s.clients.find(s.lastClientLabel, float64(r.RequestBytes+r.ResponseBytes)))
 	cs := seriesOf(client, api)
 	s.addRequestBytes(cs, api, client, r.RequestBytes)
 	if r.ResponseBytes > 0 {
