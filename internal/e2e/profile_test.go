@@ -224,8 +224,14 @@ func testProfileFreeze(ctx context.Context, t *testing.T) {
 		len(log.Threads) == 0 || !strings.HasPrefix(log.Threads[0], "data-plane-kafka-request-handler") || len(log.Stack) == 0 {
 		t.Errorf("the log lock: %+v", log)
 	}
-	if rep.Monitors[0].Site != log.Site {
-		t.Errorf("the log lock is not the most waited-for monitor: %+v", rep.Monitors[0])
+	// The freeze's mark is the longest single wait: by their sum, the
+	// network threads' selector monitor (hundreds of waits of up to
+	// 10 ms on a busy machine) came within 6% of the log lock once (CI:
+	// 899 against 847 ms) and first.
+	for i := range rep.Monitors {
+		if m := &rep.Monitors[i]; m != log && m.WorstMs >= log.WorstMs {
+			t.Errorf("the log lock (worst wait %.0f ms) is not the monitor with the longest wait: %+v", log.WorstMs, *m)
+		}
 	}
 	locked := false
 	for _, h := range rep.Hints {
