@@ -265,7 +265,7 @@ func (s *Set) Request(r *event.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	api := s.apiFor(r)
-	if r.ClientID != s.lastClientID || s.lastClientLabel == "" {
+	if r.ClientID != s.lastClientID { // their zero values agree: cleanLabel("") is ""
 		s.lastClientID, s.lastClientLabel = r.ClientID, cleanLabel(r.ClientID)
 	}
 	client := s.clientRef(s.clients.find(s.lastClientLabel, float64(r.RequestBytes+r.ResponseBytes)))
